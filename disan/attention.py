@@ -1,0 +1,47 @@
+"""Multi-dimensional attention: token2token (inside a DiSA block) and source2token.
+
+Shapes follow :mod:`disan.masks`: probabilities are (B, n_query j, n_key i, d).
+The dense functions here materialise the (B, n, n, d) tensors and return the
+probabilities, so they serve the trace and are the reference that the fast
+kernel in :mod:`disan.fast` is tested against.
+"""
+from __future__ import annotations
+
+import torch
+
+C_SCALE = 5.0  # c in f(h_i, h_j) = c * tanh((W1 h_i + W2 h_j + b1) / c)
+
+
+def token2token_logits(key: torch.Tensor, query: torch.Tensor, c: float = C_SCALE) -> torch.Tensor:
+    """key = W1 h (B, n, d), query = W2 h + b1 (B, n, d) -> logits (B, n_query, n_key, d)."""
+    return c * torch.tanh((key[:, None, :, :] + query[:, :, None, :]) / c)
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """Softmax over ``dim`` restricted to ``mask`` (broadcastable to logits).
+
+    Masked entries get exactly 0; a slice with no valid entry is all zeros (not NaN),
+    in value and gradient.
+    """
+    logits = logits.masked_fill(~mask, float("-inf"))
+    peak = logits.amax(dim=dim, keepdim=True)
+    peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak)).detach()
+    e = torch.exp(logits - peak)  # exp(-inf) = 0 at masked entries
+    z = e.sum(dim=dim, keepdim=True)
+    return e / torch.where(z > 0, z, torch.ones_like(z))
+
+
+def token2token_dense(key, query, values, mask, c: float = C_SCALE):
+    """Reference multi-dimensional token2token attention.
+
+    key, query, values: (B, n, d); mask: (B, n, n) bool indexed [j, i].
+    Returns s (B, n, d) with s_j = sum_i P[j, i] * values_i, and P (B, n, n, d).
+    """
+    probs = masked_softmax(token2token_logits(key, query, c), mask[..., None], dim=2)  # (B, n, n, d)
+    s = torch.einsum("bjid,bid->bjd", probs, values)
+    return s, probs
+
+
+def source2token_probs(logits: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
+    """logits (B, n, d), pad_mask (B, n) -> P (B, n, d): a softmax over tokens per feature."""
+    return masked_softmax(logits, pad_mask[..., None], dim=1)

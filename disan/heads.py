@@ -1,0 +1,124 @@
+"""Task heads, the full text model, initialisation and L2 parameter groups.
+
+Heads, as in the paper:
+* ``classify``: sentence encoding -> FC d_fc with sigma -> class logits;
+* ``pair``: shared encoder, [s_p; s_h; s_p - s_h; s_p * s_h] -> FC d_fc -> class logits;
+* ``relatedness``: the pair features -> FC d_fc -> a distribution over scores 1..K
+  (Tai et al., 2015), trained with KL divergence; the score is its expectation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .baselines import build_encoder
+from .model import DiSANConfig, Dense
+
+KINDS = ("classify", "pair", "relatedness")
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int
+    n_classes: int                 # classes, or K score levels for relatedness
+    kind: str = "classify"
+    encoder: str = "disan"
+    d_fc: int = 300
+    encoder_cfg: DiSANConfig = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        if isinstance(self.encoder_cfg, dict):
+            self.encoder_cfg = DiSANConfig(**self.encoder_cfg)
+        if self.encoder_cfg is None:
+            self.encoder_cfg = DiSANConfig()
+        if self.n_classes < 2:
+            raise ValueError("a head needs at least two classes or score levels")
+
+
+def pair_features(p: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """(B, d), (B, d) -> (B, 4 d): [s_p; s_h; s_p - s_h; s_p * s_h]."""
+    return torch.cat([p, h, p - h, p * h], dim=-1)
+
+
+class TextModel(nn.Module):
+    """Word embeddings -> sentence encoder -> head. Inputs are token ids (B, n) with 0 = padding."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        ecfg = cfg.encoder_cfg
+        self.embed = nn.Embedding(cfg.vocab_size, ecfg.d_e, padding_idx=0)
+        self.encoder = build_encoder(cfg.encoder, ecfg)
+        d_in = self.encoder.out_dim * (1 if cfg.kind == "classify" else 4)
+        self.fc = Dense(d_in, cfg.d_fc, ecfg.activation, ecfg.dropout)
+        self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout)
+        init_weights(self)
+
+    def encode(self, ids: torch.Tensor, trace: bool = False):
+        """ids (B, n) -> (B, d_out) [, EncoderTrace]."""
+        return self.encoder(self.embed(ids), ids != 0, trace)
+
+    def forward(self, ids: torch.Tensor, ids2: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, n_classes). Pair kinds take the premise ids and the hypothesis ids."""
+        if self.cfg.kind == "classify":
+            feats = self.encode(ids)
+        else:
+            if ids2 is None:
+                raise ValueError("a sentence-pair model needs two inputs")
+            feats = pair_features(self.encode(ids), self.encode(ids2))
+        return self.out(self.fc(feats))
+
+
+def relatedness_target(score: torch.Tensor, levels: int) -> torch.Tensor:
+    """Tai et al.'s sparse target distribution p over 1..K with expectation equal to the score."""
+    score = score.clamp(1, levels)
+    lo = score.floor().clamp(max=levels - 1)
+    frac = score - lo
+    p = torch.zeros(score.shape[0], levels, dtype=score.dtype, device=score.device)
+    idx = (lo - 1).long()
+    p.scatter_(1, idx[:, None], (1 - frac)[:, None])
+    p.scatter_add_(1, idx[:, None] + 1, frac[:, None])
+    return p
+
+
+def relatedness_score(logits: torch.Tensor) -> torch.Tensor:
+    """Expected score sum_r r p_r of the predicted distribution over 1..K."""
+    levels = torch.arange(1, logits.shape[-1] + 1, dtype=logits.dtype, device=logits.device)
+    return logits.softmax(dim=-1) @ levels
+
+
+def loss_fn(kind: str, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    if kind == "relatedness":
+        return F.kl_div(logits.log_softmax(dim=-1), relatedness_target(target, logits.shape[-1]),
+                        reduction="batchmean")
+    return F.cross_entropy(logits, target)
+
+
+def init_weights(model: nn.Module) -> None:
+    """Glorot-uniform weight matrices, zero biases; embeddings are set by the caller (word vectors)."""
+    for name, p in model.named_parameters():
+        if name.startswith("embed."):
+            continue
+        if p.dim() >= 2:
+            nn.init.xavier_uniform_(p)
+        else:
+            nn.init.zeros_(p)
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """L2 on the weight matrices of encoder and head only; biases and embeddings go without, as the original code."""
+    decay, plain = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (decay if p.dim() >= 2 and not name.startswith("embed.") else plain).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
+
+
+def count_parameters(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())

@@ -1,0 +1,170 @@
+"""DiSAN: directional self-attention (DiSA) blocks and multi-dimensional source2token attention.
+
+Shapes: B batch, n tokens, d_e word vectors, d_h hidden features.
+Attention probabilities are (B, n_query j, n_key i, d): rows = the query token j,
+columns = the attended token i (see :mod:`disan.masks`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from .attention import C_SCALE, source2token_probs, token2token_dense
+from .fast import token2token_fast
+from .masks import attention_mask
+
+ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+
+
+@dataclass
+class DiSANConfig:
+    d_e: int = 300              # word-vector size
+    d_h: int = 300              # hidden size of each DiSA block
+    activation: str = "elu"     # sigma_h, and sigma in source2token
+    dropout: float = 0.25       # on the inputs of dense layers (keep prob 0.75)
+    c: float = C_SCALE          # scale of the tanh in the token2token logits
+    directions: tuple[str, str] = ("forward", "backward")  # ("diag", "diag"): DiSAN without directions
+    attention: str = "fast"     # "fast" (disan.fast) or "dense" (materialises P; the reference)
+
+    def __post_init__(self):
+        self.directions = tuple(self.directions)
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, not {self.activation!r}")
+        if self.attention not in ("fast", "dense"):
+            raise ValueError(f"attention must be 'fast' or 'dense', not {self.attention!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), not {self.dropout}")
+        if min(self.d_e, self.d_h) < 1:
+            raise ValueError("d_e and d_h must be positive")
+
+
+@dataclass
+class DirectionTrace:
+    """What one DiSA block computed. Batched (B, ...) from the encoder; one sentence after ``[b]``."""
+    direction: str
+    h: torch.Tensor      # (B, n, d_h)      h = sigma(W_h x + b_h)
+    probs: torch.Tensor  # (B, n, n, d_h)   P[j, i, k]: query j, attended token i, feature k
+    s: torch.Tensor      # (B, n, d_h)      s_j = sum_i P[j, i] * h_i
+    gate: torch.Tensor   # (B, n, d_h)      fusion gate F
+    u: torch.Tensor      # (B, n, d_h)      u = F * h + (1 - F) * s
+
+
+@dataclass
+class Source2TokenTrace:
+    probs: torch.Tensor  # (B, n, d): per-feature probability of every token
+
+
+@dataclass
+class EncoderTrace:
+    """Intermediates of an encoder; ``forward``/``backward`` are None for encoders without DiSA blocks."""
+    forward: DirectionTrace | None
+    backward: DirectionTrace | None
+    source2token: Source2TokenTrace | None
+    encoding: torch.Tensor  # (B, d_out)
+    lengths: torch.Tensor   # (B,)
+
+    def __getitem__(self, b: int) -> "EncoderTrace":
+        """The trace of sentence ``b``, cut to its length and without the batch axis."""
+        n = int(self.lengths[b])
+
+        def cut(x, axes):
+            return x[(b,) + (slice(0, n),) * axes]
+
+        def block(t: DirectionTrace | None):
+            if t is None:
+                return None
+            return DirectionTrace(t.direction, cut(t.h, 1), cut(t.probs, 2), cut(t.s, 1), cut(t.gate, 1), cut(t.u, 1))
+
+        s2t = None if self.source2token is None else Source2TokenTrace(cut(self.source2token.probs, 1))
+        return EncoderTrace(block(self.forward), block(self.backward), s2t, self.encoding[b],
+                            self.lengths[b:b + 1])
+
+
+class Dense(nn.Module):
+    """Dropout on the input, then an affine map and an optional activation (the original code's dense layer)."""
+
+    def __init__(self, d_in: int, d_out: int, activation: str | None, dropout: float, bias: bool = True):
+        super().__init__()
+        self.drop = nn.Dropout(dropout)
+        self.linear = nn.Linear(d_in, d_out, bias=bias)
+        self.act = ACTIVATIONS[activation]() if activation else nn.Identity()
+
+    def forward(self, x):
+        return self.act(self.linear(self.drop(x)))
+
+
+class DiSA(nn.Module):
+    """Directional self-attention block: x (B, n, d_e) -> u (B, n, d_h).
+
+    The parameters follow the original code, whose count the paper reports
+    (451.5k for d_e = d_h = 300): both fusion projections carry a bias next to b_f.
+    """
+
+    def __init__(self, cfg: DiSANConfig, direction: str):
+        super().__init__()
+        self.direction, self.c, self.attention = direction, cfg.c, cfg.attention
+        d = cfg.d_h
+        self.fc_h = Dense(cfg.d_e, d, cfg.activation, cfg.dropout)           # W_h, b_h
+        self.drop = nn.Dropout(cfg.dropout)
+        self.w1 = nn.Linear(d, d, bias=False)                                   # W1 on the attended token h_i
+        self.w2 = nn.Linear(d, d, bias=False)                                   # W2 on the query token h_j
+        self.b1 = nn.Parameter(torch.zeros(d))
+        self.fuse_s = Dense(d, d, None, cfg.dropout)                            # W_f1 on s
+        self.fuse_h = Dense(d, d, None, cfg.dropout)                            # W_f2 on h
+        self.b_f = nn.Parameter(torch.zeros(d))
+
+    def forward(self, x, pad_mask, trace: bool = False):
+        h = self.fc_h(x)                                             # (B, n, d)
+        mask = attention_mask(pad_mask, self.direction)              # (B, n, n)
+        h_dp = self.drop(h)
+        key, query = self.w1(h_dp), self.w2(h_dp) + self.b1          # (B, n, d)
+        probs = None
+        if trace or self.attention == "dense":
+            s, probs = token2token_dense(key, query, h, mask, self.c)  # (B, n, d), (B, n, n, d)
+        else:
+            s = token2token_fast(key, query, h, mask, self.c)
+        gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
+        u = (gate * h + (1 - gate) * s) * pad_mask[..., None]       # padded tokens output 0
+        if not trace:
+            return u, None
+        return u, DirectionTrace(self.direction, h, probs, s, gate, u)
+
+
+class Source2Token(nn.Module):
+    """Multi-dimensional source2token attention: x (B, n, d) -> (B, d).
+
+    f(x_i) = W sigma(W1 x_i + b1) + b; softmax over tokens i for every feature.
+    """
+
+    def __init__(self, d: int, activation: str, dropout: float):
+        super().__init__()
+        self.fc1 = Dense(d, d, activation, dropout)
+        self.fc2 = Dense(d, d, None, dropout)
+
+    def forward(self, x, pad_mask, trace: bool = False):
+        probs = source2token_probs(self.fc2(self.fc1(x)), pad_mask)  # (B, n, d)
+        out = (probs * x).sum(dim=1)                                  # (B, d)
+        return out, (Source2TokenTrace(probs) if trace else None)
+
+
+class DiSANEncoder(nn.Module):
+    """Forward and backward DiSA (untied) -> concatenation -> source2token: (B, n, d_e) -> (B, 2 d_h)."""
+
+    def __init__(self, cfg: DiSANConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.fw = DiSA(cfg, cfg.directions[0])
+        self.bw = DiSA(cfg, cfg.directions[1])
+        self.s2t = Source2Token(2 * cfg.d_h, cfg.activation, cfg.dropout)
+        self.out_dim = 2 * cfg.d_h
+
+    def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace]."""
+        u_fw, t_fw = self.fw(x, pad_mask, trace)
+        u_bw, t_bw = self.bw(x, pad_mask, trace)
+        out, t_s2t = self.s2t(torch.cat([u_fw, u_bw], dim=-1), pad_mask, trace)  # (B, 2 d_h)
+        if not trace:
+            return out
+        return out, EncoderTrace(t_fw, t_bw, t_s2t, out, pad_mask.sum(dim=1))

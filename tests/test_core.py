@@ -1,0 +1,234 @@
+"""The DiSAN core against the literal equations in tests/reference.py."""
+import pytest
+import torch
+
+from disan.attention import masked_softmax, token2token_dense
+from disan.baselines import build_encoder, ENCODERS
+from disan.fast import token2token_fast
+from disan.heads import ModelConfig, TextModel, count_parameters, param_groups, relatedness_score, relatedness_target
+from disan.masks import attention_mask, backward_mask, diag_disabled_mask, forward_mask
+from disan.model import DiSANConfig, DiSANEncoder
+from disan.params import PAPER
+
+from . import reference
+
+@pytest.fixture(autouse=True)
+def _float64():
+    """The equations are checked in float64, where allclose's default tolerance is meaningful."""
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(torch.float32)
+
+
+def tiny_encoder(attention="dense", activation="elu", d_e=4, d_h=3, seed=0, directions=("forward", "backward")):
+    torch.manual_seed(seed)
+    enc = DiSANEncoder(DiSANConfig(d_e=d_e, d_h=d_h, activation=activation, attention=attention,
+                                   directions=directions, dropout=0.0))
+    # non-zero biases so that every term of the equations is exercised
+    for p in enc.parameters():
+        if p.dim() == 1:
+            torch.nn.init.uniform_(p, -0.5, 0.5)
+    return enc.double().eval()
+
+
+def test_masks_follow_the_axis_convention():
+    f, b, g = forward_mask(4), backward_mask(4), diag_disabled_mask(4)
+    for j in range(4):
+        for i in range(4):
+            assert f[j, i] == (i < j) and b[j, i] == (i > j) and g[j, i] == (i != j)
+    pad = torch.tensor([[True, True, False]])
+    m = attention_mask(pad, "diag")
+    assert m.shape == (1, 3, 3)
+    assert not m[0, :, 2].any() and not m[0, 2, :].any() and m[0, 0, 1] and m[0, 1, 0]
+    custom = torch.tensor([[True, False, True]] * 3)
+    assert torch.equal(attention_mask(pad, custom)[0], custom & pad[0][:, None] & pad[0][None, :])
+    with pytest.raises(ValueError):
+        attention_mask(pad, torch.ones(4, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("activation", ["elu", "relu"])
+@pytest.mark.parametrize("attention", ["dense", "fast"])
+def test_encoder_matches_the_literal_equations(attention, activation):
+    enc = tiny_encoder(attention, activation, d_e=4, d_h=3)
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    out = enc(x, pad)
+    for b, length in enumerate([5, 3]):
+        fw, bw, P, ref_out = reference.disan(enc, x[b], length, activation)
+        assert torch.allclose(out[b], ref_out)
+        _, tr = enc(x[b:b + 1], pad[b:b + 1], trace=True)
+        for block, got in ((fw, tr.forward), (bw, tr.backward)):
+            h, probs, s, gate, u = block
+            assert torch.allclose(got.h[0, :length], h[:length])
+            assert torch.allclose(got.probs[0], probs)
+            assert torch.allclose(got.s[0], s)
+            assert torch.allclose(got.gate[0, :length], gate[:length])
+            assert torch.allclose(got.u[0], u)
+        assert torch.allclose(tr.source2token.probs[0], P)
+    # gradients of a scalar function of the output, w.r.t. the input and every parameter
+    params = [x] + list(enc.parameters())
+    got = torch.autograd.grad((out * torch.arange(out.numel()).view_as(out)).sum(), params)
+    ref = torch.stack([reference.disan(enc, x[b], n, activation)[3] for b, n in enumerate([5, 3])])
+    want = torch.autograd.grad((ref * torch.arange(ref.numel()).view_as(ref)).sum(), params)
+    for g1, g2 in zip(got, want):
+        assert torch.allclose(g1, g2)
+
+
+def test_diag_disabled_blocks_match_the_literal_equations():
+    enc = tiny_encoder("fast", directions=("diag", "diag"))
+    x = torch.randn(1, 4, 4)
+    fw, bw, _, ref_out = reference.disan(enc, x[0], 4)
+    _, tr = enc(x, torch.ones(1, 4, dtype=torch.bool), trace=True)
+    assert torch.allclose(tr.forward.probs[0], fw[1]) and torch.allclose(tr.backward.probs[0], bw[1])
+    assert torch.allclose(tr.encoding[0], ref_out)
+    assert (tr.forward.probs[0].diagonal(dim1=0, dim2=1) == 0).all()
+
+
+@pytest.mark.parametrize("structure", ["forward", "backward", "diag", "random"])
+def test_fast_kernel_equals_dense_in_values_and_gradients(structure):
+    torch.manual_seed(1)
+    B, n, d = 3, 9, 4
+    args = [torch.randn(B, n, d, requires_grad=True) for _ in range(3)]
+    pad = torch.ones(B, n, dtype=torch.bool)
+    pad[1, 5:] = False
+    pad[2] = False
+    if structure == "random":
+        structure = torch.rand(B, n, n) > 0.6
+    mask = attention_mask(pad, structure)
+    s_ref, _ = token2token_dense(*args, mask)
+    s_fast = token2token_fast(*args, mask)
+    assert torch.allclose(s_ref, s_fast)
+    g = torch.randn_like(s_ref)
+    for a, b in zip(torch.autograd.grad(s_ref, args, g), torch.autograd.grad(s_fast, args, g)):
+        assert torch.allclose(a, b)
+    assert torch.autograd.gradcheck(lambda *a: token2token_fast(*a, mask), args)
+
+
+def test_fast_kernel_in_float32_within_1e5_of_float64_reference():
+    torch.manual_seed(2)
+    args64 = [torch.randn(4, 30, 16, requires_grad=True) for _ in range(3)]
+    args32 = [a.detach().float().requires_grad_() for a in args64]
+    mask = attention_mask(torch.ones(4, 30, dtype=torch.bool), "forward")
+    s64, _ = token2token_dense(*args64, mask)
+    s32 = token2token_fast(*args32, mask)
+    assert torch.allclose(s32.double(), s64, atol=1e-5)
+    g = torch.randn_like(s64)
+    for a, b in zip(torch.autograd.grad(s64, args64, g), torch.autograd.grad(s32, args32, g.float())):
+        assert torch.allclose(b.double(), a, atol=1e-5)
+
+
+@pytest.mark.parametrize("direction,later", [("forward", True), ("backward", False)])
+def test_direction_hides_the_other_side(direction, later):
+    enc = tiny_encoder("fast")
+    block = enc.fw if direction == "forward" else enc.bw
+    x = torch.randn(1, 6, 4)
+    pos = 3
+    y = x.clone()
+    y[0, pos] = torch.randn(4)
+    _, t1 = block(x, torch.ones(1, 6, dtype=torch.bool), trace=True)
+    _, t2 = block(y, torch.ones(1, 6, dtype=torch.bool), trace=True)
+    # forward: tokens before pos see nothing of it; backward: tokens after pos
+    unaffected = slice(0, pos) if later else slice(pos + 1, 6)
+    for name in ("s", "gate", "u"):
+        assert torch.equal(getattr(t1, name)[0, unaffected], getattr(t2, name)[0, unaffected])
+        assert not torch.allclose(getattr(t1, name)[0], getattr(t2, name)[0])
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_padding_and_batching_do_not_change_a_sentence(name):
+    torch.manual_seed(3)
+    enc = build_encoder(name, DiSANConfig(d_e=6, d_h=8, dropout=0.0)).double().eval()
+    x = torch.randn(1, 4, 6)
+    alone = enc(x, torch.ones(1, 4, dtype=torch.bool))
+    batch = torch.randn(3, 7, 6)
+    batch[1, :4] = x[0]
+    pad = torch.ones(3, 7, dtype=torch.bool)
+    pad[1, 4:] = False
+    pad[2, 2:] = False
+    batched = enc(batch, pad)
+    assert torch.allclose(alone[0], batched[1], atol=1e-6)
+
+
+def test_probabilities_sum_to_one_and_masked_entries_are_zero():
+    enc = tiny_encoder("dense")
+    pad = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
+    _, tr = enc(torch.randn(2, 5, 4), pad, trace=True)
+    for block in (tr.forward, tr.backward):
+        mask = attention_mask(pad, block.direction)
+        assert (block.probs[~mask] == 0).all()
+        sums = block.probs.sum(dim=2)  # (B, n_query, d)
+        has_key = mask.any(dim=2)
+        assert torch.allclose(sums[has_key], torch.ones_like(sums[has_key]))
+        assert (sums[~has_key] == 0).all()
+        assert (block.s[~has_key] == 0).all()
+    assert torch.allclose(tr.source2token.probs.sum(dim=1), torch.ones(2, 6))
+    assert (tr.source2token.probs[1, 2:] == 0).all()
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_degenerate_inputs_give_finite_outputs_and_gradients(name):
+    enc = build_encoder(name, DiSANConfig(d_e=5, d_h=4, dropout=0.0)).double()
+    x = torch.randn(3, 3, 5, requires_grad=True)
+    pad = torch.tensor([[True, False, False], [False, False, False], [True, True, True]])
+    out = enc(x, pad)
+    out.sum().backward()
+    assert torch.isfinite(out).all() and torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in enc.parameters() if p.grad is not None)
+    assert (out[1] == 0).all()  # a sentence with no token encodes to zeros
+    one = enc(x[:1, :1], pad[:1, :1])  # a batch of one one-token sentence
+    assert torch.isfinite(one).all()
+
+
+def test_masked_softmax_with_no_valid_entry_has_zero_gradient():
+    logits = torch.randn(2, 3, requires_grad=True)
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    p = masked_softmax(logits, mask, dim=1)
+    p[:, 0].sum().backward()
+    assert (p[1] == 0).all() and torch.isfinite(logits.grad).all() and (logits.grad[1] == 0).all()
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_parameter_counts_match_table_1(name):
+    model = TextModel(ModelConfig(vocab_size=2, n_classes=3, kind="pair", encoder=name))
+    total = count_parameters(model) - count_parameters(model.embed)
+    assert abs(total - PAPER[name]) / PAPER[name] < 0.01
+    if name == "disan":
+        assert count_parameters(model.encoder.fw) == 451_500
+        assert count_parameters(model.encoder.s2t) == 721_200
+
+
+def test_different_word_vector_and_hidden_sizes():
+    enc = DiSANEncoder(DiSANConfig(d_e=50, d_h=300))
+    out, tr = enc(torch.randn(2, 7, 50), torch.ones(2, 7, dtype=torch.bool), trace=True)
+    assert out.shape == (2, 600) and tr[0].forward.probs.shape == (7, 7, 300)
+    assert tr[0].source2token.probs.shape == (7, 600) and tr[0].forward.gate.shape == (7, 300)
+
+
+def test_trace_off_keeps_nothing_and_dropout_never_touches_probabilities():
+    enc = DiSANEncoder(DiSANConfig(d_e=4, d_h=3, dropout=0.5)).train()
+    out = enc(torch.randn(2, 5, 4), torch.ones(2, 5, dtype=torch.bool))
+    assert isinstance(out, torch.Tensor)
+    _, tr = enc(torch.randn(2, 5, 4), torch.ones(2, 5, dtype=torch.bool), trace=True)
+    sums = tr.forward.probs.sum(dim=2)[:, 1:]
+    assert torch.allclose(sums, torch.ones_like(sums))
+
+
+def test_init_and_l2_groups():
+    model = TextModel(ModelConfig(vocab_size=11, n_classes=5, encoder_cfg=DiSANConfig(d_e=8, d_h=6)))
+    decay, plain = param_groups(model, 1e-4)
+    assert decay["weight_decay"] == 1e-4 and plain["weight_decay"] == 0.0
+    assert all(p.dim() == 2 for p in decay["params"])
+    assert any(p is model.embed.weight for p in plain["params"])
+    assert all(p.dim() == 1 for p in plain["params"] if p is not model.embed.weight)
+    w = model.encoder.fw.w1.weight
+    bound = (6 / (w.shape[0] + w.shape[1])) ** 0.5
+    assert w.abs().max() <= bound and w.abs().max() > bound / 2
+    assert (model.encoder.fw.fc_h.linear.bias == 0).all() and (model.encoder.fw.b_f == 0).all()
+
+
+def test_relatedness_target_and_score_are_consistent():
+    scores = torch.tensor([1.0, 2.4, 3.0, 4.75, 5.0])
+    p = relatedness_target(scores, 5)
+    assert torch.allclose(p.sum(dim=1), torch.ones(5))
+    assert torch.allclose(p @ torch.arange(1.0, 6.0), scores)
+    assert torch.allclose(relatedness_score(p.log()), scores, atol=1e-6)
