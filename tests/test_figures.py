@@ -1,0 +1,363 @@
+"""Figures and tables of disan.figures / disan.tables, on small hand-made traces (n = 4, d = 3)."""
+import io
+import json
+import zipfile
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import plotly.io as pio
+import pytest
+
+from disan import figures, tables
+
+N, D = 4, 3
+TOKENS = ["the", "cat", "saw", "the"]                  # a repeated token
+EVIL = ["<script>alert(1)</script>", "<b>x</b>", "a & b", 'say "hi"']
+FW_MASK = np.tril(np.ones((N, N), dtype=bool), k=-1)   # i < j
+BW_MASK = FW_MASK.T                                    # i > j
+
+
+def masked_probs(mask, seed=0, d=D):
+    """(n, n, d) per-feature softmax over the keys allowed by mask; rows without keys are 0."""
+    logits = np.random.default_rng(seed).normal(size=mask.shape + (d,))
+    e = np.where(mask[..., None], np.exp(logits), 0.0)
+    z = e.sum(axis=1, keepdims=True)
+    return e / np.where(z > 0, z, 1.0)
+
+
+def make_trace(with_backward=True, with_s2t=True):
+    rng = np.random.default_rng(1)
+
+    def block(direction, mask):
+        return SimpleNamespace(direction=direction, probs=masked_probs(mask, seed=len(direction)),
+                               **{f: rng.random((N, D)) for f in ("h", "s", "gate", "u")})
+
+    s2t = rng.random((N, 2 * D))
+    return SimpleNamespace(
+        forward=block("forward", FW_MASK),
+        backward=block("backward", BW_MASK) if with_backward else None,
+        source2token=SimpleNamespace(probs=s2t / s2t.sum(axis=0)) if with_s2t else None,
+        encoding=rng.normal(size=2 * D),
+    )
+
+
+def all_strings(fig):
+    """Every string in the figure's JSON, decoded (to_json writes '<' as \\u003c, so search decoded text)."""
+    out = []
+
+    def walk(x):
+        if isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(k)
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(json.loads(fig.to_json()))
+    return out
+
+
+# ---------------------------------------------------------------- reductions
+
+def test_reduce_features_mean_max_and_index():
+    p = np.arange(N * N * D, dtype=float).reshape(N, N, D)
+    np.testing.assert_allclose(figures.reduce_features(p, "mean"), p.mean(axis=-1))
+    np.testing.assert_allclose(figures.reduce_features(p, "max"), p[..., -1])
+    np.testing.assert_allclose(figures.reduce_features(p, 1), p[..., 1])
+    assert figures.reduce_features(p, np.int64(2))[3, 1] == p[3, 1, 2]
+    for bad in ("median", D, -1, True):
+        with pytest.raises(ValueError):
+            figures.reduce_features(p, bad)
+
+
+def test_sharpness_ranks_one_hot_before_uniform():
+    mask = np.ones((N, N), dtype=bool)
+    p = np.zeros((N, N, D))
+    p[..., 0] = 1.0 / N                       # uniform: entropy log N
+    p[:, 2, 1] = 1.0                          # one-hot: entropy 0
+    p[..., 2] = np.array([0.5, 0.5, 0, 0])    # in between: log 2
+    sharp = figures.feature_sharpness(p, mask)
+    np.testing.assert_allclose(sharp, [np.log(N), 0.0, np.log(2)], atol=1e-12)
+    assert figures.rank_features(p, mask) == [1, 2, 0]
+    assert figures.rank_features(p, mask, top=1) == [1]
+
+
+def test_sharpness_ignores_rows_without_keys_and_masked_cells():
+    p = masked_probs(FW_MASK)                 # row 0 has no key
+    garbage = p.copy()
+    garbage[~FW_MASK] = 0.7                   # values outside the mask must not count
+    expected = np.mean([-(p[j, :j] * np.log(p[j, :j])).sum(axis=0) for j in range(1, N)], axis=0)
+    np.testing.assert_allclose(figures.feature_sharpness(garbage, FW_MASK), expected)
+    assert np.isnan(figures.feature_sharpness(p, np.zeros((N, N), dtype=bool))).all()
+
+
+def test_token_importance_sums_to_one():
+    s2t = make_trace().source2token.probs
+    imp = figures.token_importance(s2t)
+    assert imp.shape == (N,)
+    assert imp.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(imp, s2t.mean(axis=1))
+
+
+def test_cosine_similarity():
+    v = np.array([1.0, -2.0, 3.0])
+    assert figures.cosine_similarity(v, v) == pytest.approx(1.0)
+    assert figures.cosine_similarity(v, -v) == pytest.approx(-1.0)
+    assert figures.cosine_similarity(v, np.zeros(3)) == 0.0
+    assert figures.cosine_similarity(np.zeros(3), np.zeros(3)) == 0.0
+    vs = [v, np.array([0.0, 1.0, 0.0]), np.zeros(3)]
+    sim = figures.similarity_matrix(vs)
+    expected = [[figures.cosine_similarity(a, b) for b in vs] for a in vs]
+    np.testing.assert_allclose(sim, expected, atol=1e-12)
+    assert not np.isnan(sim).any()
+
+
+# ---------------------------------------------------------------- heatmaps
+
+def test_attention_heatmap_masks_with_nan_and_keeps_exact_values():
+    m = figures.reduce_features(masked_probs(FW_MASK), "mean")
+    fig = figures.attention_heatmap(m, TOKENS, FW_MASK, "forward")
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.isnan(z[~FW_MASK]).all()
+    np.testing.assert_array_equal(z[FW_MASK], m[FW_MASK])
+    assert fig.data[0].zmin == 0 and fig.data[0].zmax == pytest.approx(m[FW_MASK].max())
+    assert fig.layout.plot_bgcolor == figures.MASKED_BG
+    custom = fig.data[0].customdata
+    assert custom[0][1][2] == "masked"
+    assert custom[2][1][2] == format(m[2, 1], ".4g")
+    assert figures.attention_heatmap(m, TOKENS, FW_MASK, "f", zmax=0.5).data[0].zmax == 0.5
+
+
+def test_duplicate_tokens_get_distinct_numeric_ticks():
+    fig = figures.attention_heatmap(np.zeros((N, N)), TOKENS, FW_MASK, "t")
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.tickvals) == list(range(N))
+        assert list(axis.ticktext) == TOKENS
+    assert list(fig.data[0].x) == list(range(N)) and list(fig.data[0].y) == list(range(N))
+    assert fig.layout.yaxis.autorange == "reversed"   # first token at the top
+
+
+def test_hover_names_query_row_and_attended_column():
+    tokens = ["a", "b", "c", "d"]
+    fig = figures.attention_heatmap(np.ones((N, N)), tokens, np.ones((N, N), dtype=bool), "t")
+    custom = fig.data[0].customdata
+    for j in range(N):
+        for i in range(N):
+            assert custom[j][i][0] == f"query {j}: {tokens[j]}"
+            assert custom[j][i][1] == f"attended {i}: {tokens[i]}"
+    assert "customdata[0]" in fig.data[0].hovertemplate
+
+
+def test_long_tokens_are_truncated_in_ticks():
+    tokens = ["x" * 40, "b", "c", "d"]
+    tick = figures.attention_heatmap(np.zeros((N, N)), tokens, FW_MASK, "t").layout.xaxis.ticktext[0]
+    assert tick.endswith("…") and len(tick) == figures.TICK_CHARS
+
+
+P = masked_probs(FW_MASK)
+M = P.mean(axis=-1)
+GATE = np.random.default_rng(0).random((N, D))
+EVIL_FIGURES = {
+    "attention_heatmap": lambda: figures.attention_heatmap(M, EVIL, FW_MASK, EVIL[0]),
+    "attention_pair": lambda: figures.attention_pair(M, M.T, EVIL, FW_MASK, BW_MASK, titles=(EVIL[0], EVIL[1])),
+    "query_view": lambda: figures.query_view(P, 1, EVIL, FW_MASK, features=[2, 0]),
+    "difference_heatmap": lambda: figures.difference_heatmap(M, M.T, EVIL),
+    "gate_heatmap": lambda: figures.gate_heatmap(GATE, EVIL, EVIL[1]),
+    "mean_gate_bars": lambda: figures.mean_gate_bars({EVIL[0]: GATE, "backward": GATE}, EVIL),
+    "source2token_heatmap": lambda: figures.source2token_heatmap(GATE / GATE.sum(axis=0), EVIL),
+    "importance_bars": lambda: figures.importance_bars(GATE.mean(axis=1), EVIL),
+    "word_sense_heatmaps": lambda: figures.word_sense_heatmaps([GATE[0], GATE[1]], EVIL[:2]),
+    "confusion_heatmap": lambda: figures.confusion_heatmap(np.eye(N) * 3, EVIL),
+    "curves": lambda: figures.curves([{"epoch": 1, EVIL[0]: 0.5}], [EVIL[0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EVIL_FIGURES))
+def test_untrusted_text_is_escaped_everywhere(name):
+    fig = EVIL_FIGURES[name]()
+    text = "\n".join(all_strings(fig))
+    for raw in ("<script", "</script>", "<b>", "</b>", "a & b", '"hi"'):
+        assert raw not in text
+    assert "&lt;script&gt;" in text or "&lt;b&gt;" in text   # the tokens are there, escaped
+    assert fig.layout.template == pio.templates["plotly_white"]
+    assert fig.layout.height >= 240
+
+
+def test_attention_pair_shares_one_scale():
+    a = np.full((N, N), 0.2)
+    b = np.full((N, N), 0.9)
+    fig = figures.attention_pair(a, b, TOKENS, FW_MASK, BW_MASK)
+    left, right = fig.data
+    assert left.zmin == right.zmin == 0
+    assert left.zmax == right.zmax == pytest.approx(0.9)
+    assert [left.showscale, right.showscale] == [False, True]
+    assert np.isnan(np.asarray(right.z, dtype=float)[~BW_MASK]).all()
+    assert [a.text for a in fig.layout.annotations] == ["forward", "backward"]
+
+
+def test_query_view_rows_are_features_and_masked_columns_nan():
+    p = masked_probs(FW_MASK)
+    fig = figures.query_view(p, 2, TOKENS, FW_MASK, features=[2, 0])
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (2, N)
+    np.testing.assert_array_equal(z[:, :2], p[2, :2][:, [2, 0]].T)
+    assert np.isnan(z[:, 2:]).all()
+    assert list(fig.layout.yaxis.ticktext) == ["2", "0"]
+    assert fig.data[0].customdata[0][1][0] == "feature 2"
+    full = figures.query_view(p, 3, TOKENS, FW_MASK)
+    assert np.asarray(full.data[0].z).shape == (D, N)
+
+
+def test_difference_is_forward_minus_backward_centred_at_zero():
+    rng = np.random.default_rng(3)
+    fw, bw = rng.random((N, N)), rng.random((N, N))
+    fig = figures.difference_heatmap(fw, bw, TOKENS)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), fw - bw)
+    assert fig.data[0].zmid == 0
+
+
+def test_gate_heatmap_range_and_orientation():
+    gate = np.random.default_rng(4).random((N, D))
+    fig = figures.gate_heatmap(gate, TOKENS, "gate")
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), gate)   # tokens (y) x features (x)
+    assert fig.data[0].customdata[3][1][0] == "token 3: the"
+
+
+def test_mean_gate_bars_one_group_per_direction():
+    g_fw, g_bw = np.full((N, D), 0.25), np.full((N, D), 0.75)
+    fig = figures.mean_gate_bars({"forward": g_fw, "backward": g_bw}, TOKENS)
+    assert [t.name for t in fig.data] == ["forward", "backward"]
+    np.testing.assert_allclose(np.asarray(fig.data[1].x, dtype=float), np.full(N, 0.75))
+    assert fig.layout.barmode == "group"
+
+
+def test_heights_grow_with_tokens():
+    small = figures.attention_heatmap(np.zeros((4, 4)), ["a"] * 4, np.ones((4, 4), bool), "t")
+    big = figures.attention_heatmap(np.zeros((40, 40)), ["a"] * 40, np.ones((40, 40), bool), "t")
+    assert big.layout.height > small.layout.height
+
+
+def test_word_sense_rows_share_one_trace():
+    vs = [np.array([1.0, -1.0, 0.0]), np.array([0.5, 0.5, 2.0])]
+    fig = figures.word_sense_heatmaps(vs, ["bank (river)", "bank (money)"])
+    assert len(fig.data) == 1
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), np.stack(vs))
+    assert fig.data[0].zmid == 0
+
+
+def test_confusion_heatmap_rows_gold_columns_predicted():
+    cm = np.array([[5, 1], [2, 1234]])
+    fig = figures.confusion_heatmap(cm, ["neg", "pos"])
+    assert fig.data[0].text[1][0] == "2" and fig.data[0].text[1][1] == "1,234"
+    assert fig.data[0].customdata[1][0][0] == "gold 1: pos"
+    assert fig.data[0].customdata[1][0][1] == "predicted 0: neg"
+
+
+def test_curves_and_accuracy_by_length():
+    history = [{"epoch": 1, "loss": 1.0, "dev_acc": 0.5}, {"epoch": 2, "loss": 0.5}]
+    fig = figures.curves(history, ["loss", "dev_acc"])
+    assert list(fig.data[0].x) == [1, 2] and list(fig.data[0].y) == [1.0, 0.5]
+    assert list(fig.data[1].y) == [0.5, None]
+    acc = figures.accuracy_by_length([3, 4, 12], [True, False, True], bins=(0, 5, 10, 15))
+    assert list(acc.data[0].x) == ["0-4", "5-9", "10-14"]
+    assert list(acc.data[0].y[[0, 2]]) == [0.5, 1.0] and np.isnan(acc.data[0].y[1])
+
+
+# ---------------------------------------------------------------- tables
+
+def test_differing_features_sorted_by_abs_diff():
+    a = np.array([0.0, 1.0, 2.0, 3.0])
+    b = np.array([0.5, -1.0, 2.0, 3.1])
+    df = tables.differing_features(a, b, top=3)
+    assert list(df.columns) == ["feature", "a", "b", "abs_diff"]
+    assert list(df["feature"]) == [1, 0, 3]
+    np.testing.assert_allclose(df["abs_diff"], [2.0, 0.5, 0.1])
+    assert list(df["a"]) == [1.0, 0.0, 3.0]
+
+
+def test_accuracy_by_length_table_counts():
+    lengths = [1, 4, 5, 9, 12, 30, 44, 2000]
+    correct = [True, False, True, True, False, True, False, True]
+    df = tables.accuracy_by_length_table(lengths, correct)
+    assert list(df.columns) == ["bin", "n", "accuracy"]
+    assert list(df["bin"]) == ["0-4", "5-9", "10-14", "15-19", "20-24", "25-29", "30-44", "45-999"]
+    assert list(df["n"]) == [2, 2, 1, 0, 0, 0, 2, 0]     # 2000 is outside the bins
+    np.testing.assert_allclose(df["accuracy"], [0.5, 1.0, 0.0, np.nan, np.nan, np.nan, 0.5, np.nan])
+
+
+def test_attention_table_unique_labels_and_mask():
+    m = np.arange(N * N, dtype=float).reshape(N, N)
+    df = tables.attention_table(m, TOKENS, FW_MASK)
+    assert df.shape == (N, N) and df.index.is_unique and df.columns.is_unique
+    assert df.index[3] == "3·the" and df.columns[0] == "0·the"
+    assert df.loc["2·saw", "1·cat"] == m[2, 1]
+    assert np.isnan(df.loc["1·cat", "2·saw"])
+
+
+def test_trace_frames_long_format():
+    trace = make_trace()
+    frames = tables.trace_frames(TOKENS, trace)
+    fw = frames["forward_probs"]
+    assert list(fw.columns) == ["query_j", "query_token", "key_i", "key_token", "feature", "prob"]
+    assert len(fw) == FW_MASK.sum() * D
+    assert (fw["key_i"] < fw["query_j"]).all()
+    row = fw[(fw.query_j == 3) & (fw.key_i == 1) & (fw.feature == 2)].iloc[0]
+    assert (row.query_token, row.key_token) == ("the", "cat")
+    assert row.prob == trace.forward.probs[3, 1, 2]
+    gates = frames["gates"]
+    assert list(gates.columns) == ["block", "direction", "j", "token", "feature", "gate"]
+    assert len(gates) == 2 * N * D
+    bw = gates[gates.block == "backward"]
+    np.testing.assert_array_equal(bw["gate"].to_numpy().reshape(N, D), trace.backward.gate)
+    s2t = frames["source2token"]
+    assert list(s2t.columns) == ["i", "token", "feature", "prob"] and len(s2t) == N * 2 * D
+    assert len(frames["encoding"]) == 2 * D
+
+
+def test_trace_frames_skip_missing_parts():
+    frames = tables.trace_frames(TOKENS, make_trace(with_backward=False, with_s2t=False))
+    assert set(frames) == {"forward_probs", "gates", "states", "encoding"}
+    assert set(frames["gates"]["block"]) == {"forward"}
+
+
+def test_trace_csv_zip_names_and_row_counts():
+    data = tables.trace_csv(TOKENS, make_trace())
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert set(zf.namelist()) == {"forward_probs.csv", "backward_probs.csv", "gates.csv", "states.csv",
+                                      "source2token.csv", "encoding.csv"}
+        fw = pd.read_csv(zf.open("forward_probs.csv"))
+        bw = pd.read_csv(zf.open("backward_probs.csv"))
+    assert len(fw) == FW_MASK.sum() * D and len(bw) == BW_MASK.sum() * D
+    assert list(fw["query_token"].head(D)) == ["cat"] * D
+
+
+def test_trace_npz_round_trip_without_pickle():
+    trace = make_trace()
+    tokens = ["<b>x</b>", "日本", "a & b", ""]
+    data = tables.trace_npz(tokens, trace)
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        assert list(npz["tokens"]) == tokens
+        assert str(npz["forward_direction"]) == "forward"
+        for name in ("forward", "backward"):
+            for field in ("h", "probs", "s", "gate", "u"):
+                np.testing.assert_array_equal(npz[f"{name}_{field}"], getattr(getattr(trace, name), field))
+        np.testing.assert_array_equal(npz["source2token_probs"], trace.source2token.probs)
+        np.testing.assert_array_equal(npz["encoding"], trace.encoding)
+
+
+def test_tables_accept_torch_tensors():
+    torch = pytest.importorskip("torch")
+    trace = make_trace()
+    for name in ("forward", "backward"):
+        block = getattr(trace, name)
+        for field in ("h", "probs", "s", "gate", "u"):
+            setattr(block, field, torch.tensor(getattr(block, field), requires_grad=field == "u"))
+    frames = tables.trace_frames(TOKENS, trace)
+    assert len(frames["backward_probs"]) == BW_MASK.sum() * D
+    with np.load(io.BytesIO(tables.trace_npz(TOKENS, trace)), allow_pickle=False) as npz:
+        assert npz["forward_u"].shape == (N, D)
