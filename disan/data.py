@@ -1,0 +1,381 @@
+"""Loaders for the benchmark files described in ``shared/data/README.md``.
+
+Every loader returns raw text, as a user would type it, so that training and the
+app share one tokeniser (:mod:`disan.text`). The files come in several encodings:
+UTF-8 (SST), Windows-1252 (MR, SUBJ), one stray 0xF0 byte (TREC), CRLF line endings
+(two SICK files) and a BOM (the SICK readme); :func:`read_lines` handles all of them.
+"""
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+DATA_ENV = "DISAN_DATA_DIR"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
+CHECKSUM_FILE = "SHA256SUMS"
+FOLDS = 10
+DEV_FRACTION = 0.1
+
+TASKS = {
+    "sst5": "Stanford Sentiment Treebank, 5 classes (very negative .. very positive)",
+    "sst2": "Stanford Sentiment Treebank, binary (neutral removed)",
+    "trec": "TREC question classification, 6 coarse classes",
+    "subj": "Subjectivity: subjective review snippets vs objective plot sentences",
+    "mpqa": "MPQA opinion polarity of short phrases",
+    "cr": "Customer product review sentences, positive / negative",
+    "mr": "Movie review snippets (rt-polarity), positive / negative",
+    "sick": "SICK sentence-pair relatedness, a score in [1, 5]",
+    "sick-e": "SICK sentence-pair entailment, 3 classes",
+    "snli": "SNLI 1.0 natural language inference, 3 classes (dev and test only)",
+}
+
+NLI_LABELS = ["entailment", "neutral", "contradiction"]
+SST5_LABELS = ["very negative", "negative", "neutral", "positive", "very positive"]
+POLARITY_LABELS = ["negative", "positive"]
+TREC_LABELS = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
+RELATEDNESS_LEVELS = ["1", "2", "3", "4", "5"]
+
+# Two-file binary tasks: (negative-class file, positive-class file, class names).
+BINARY_FILES = {
+    "subj": ("SUBJ/subj.objective", "SUBJ/subj.subjective", ["objective", "subjective"]),
+    "mpqa": ("MPQA/mpqa.neg", "MPQA/mpqa.pos", POLARITY_LABELS),
+    "cr": ("CR/custrev.neg", "CR/custrev.pos", POLARITY_LABELS),
+    "mr": ("MR/rt-polarity.neg", "MR/rt-polarity.pos", POLARITY_LABELS),
+}
+
+
+@dataclass
+class Example:
+    text: str | tuple[str, str]  # a sentence, or (premise, hypothesis)
+    label: int | float           # a class index, or a relatedness score
+
+
+@dataclass
+class TaskData:
+    name: str
+    kind: str                    # 'classify' | 'pair' | 'relatedness'
+    labels: list[str]
+    train: list[Example]
+    dev: list[Example]
+    test: list[Example]
+    protocol: str
+
+
+# ---------------------------------------------------------------- locating files
+
+def data_dir(path: str | os.PathLike | None = None) -> Path:
+    """The benchmark folder: ``path``, else $DISAN_DATA_DIR, else ``../shared/data``
+    next to the repository or the current directory."""
+    hint = f"set {DATA_ENV} to the folder holding SST/, TREC/, ... or run `python -m disan download`"
+    origin = "data folder"
+    if path is None and os.environ.get(DATA_ENV):
+        path, origin = os.environ[DATA_ENV], f"${DATA_ENV}"
+    if path is not None:
+        chosen = Path(path).expanduser()
+        if chosen.is_dir():
+            return chosen
+        raise FileNotFoundError(f"{origin} {chosen} does not exist; {hint}")
+    candidates = [DEFAULT_DATA_DIR, Path.cwd().parent / "shared" / "data"]
+    for candidate in candidates:
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"no data folder found (looked in {', '.join(map(str, candidates))}); {hint}")
+
+
+# load_task and verify_checksums take a parameter named data_dir, which hides the function.
+_locate = data_dir
+
+
+# ---------------------------------------------------------------- decoding
+
+def _cp1252_table() -> dict[int, str]:
+    """Latin-1 code points 0x80-0x9F -> the Windows-1252 characters at those bytes.
+
+    Bytes that cp1252 leaves undefined (0x81, 0x8D, ...) are not in the table, so
+    they keep their Latin-1 control character rather than being dropped.
+    """
+    table = {}
+    for byte in range(0x80, 0xA0):
+        try:
+            table[byte] = bytes([byte]).decode("cp1252")
+        except UnicodeDecodeError:
+            continue
+    return table
+
+
+_CP1252 = _cp1252_table()
+
+
+def decode_line(raw: bytes) -> str:
+    """UTF-8 where the line is valid UTF-8, else Windows-1252 (Latin-1 for bytes it lacks).
+
+    Deciding per line keeps UTF-8 lines intact in a file that also holds a few
+    Windows-1252 lines; a Windows-1252 line with non-ASCII bytes is almost never valid UTF-8.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1").translate(_CP1252)
+
+
+def read_lines(path: Path) -> list[str]:
+    """Every line of a file without its LF / CRLF terminator or BOM; blank lines are kept."""
+    raw = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    lines = raw.split(b"\n")
+    if lines[-1] == b"":  # the terminator of the last line, not a line
+        lines.pop()
+    return [decode_line(line.removesuffix(b"\r")) for line in lines]
+
+
+def sha256_file(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def parse_checksums(text: str) -> dict[str, str]:
+    """``sha256sum`` output ("<hex>  <path>" or "<hex> *<path>" per line) -> {path: hex}."""
+    table = {}
+    for line in text.splitlines():
+        if line.strip():
+            digest, name = line.split(maxsplit=1)
+            table[name.removeprefix("*")] = digest.lower()
+    return table
+
+
+def verify_checksums(data_dir: str | os.PathLike | None = None) -> dict[str, bool]:
+    """{relative path: whether the file exists and matches SHA256SUMS} for every listed file."""
+    root = _locate(data_dir)
+    expected = parse_checksums((root / CHECKSUM_FILE).read_text(encoding="utf-8"))
+    return {name: (root / name).is_file() and sha256_file(root / name) == digest
+            for name, digest in expected.items()}
+
+
+# ---------------------------------------------------------------- SST trees
+
+_TREE_TOKEN = re.compile(r"\(|\)|[^ ()]+")  # only ASCII spaces separate: leaves may hold U+00A0
+_PTB_LEAVES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
+               "``": '"', "''": '"'}
+
+
+def unescape_ptb(word: str) -> str:
+    """Undo the Penn Treebank escapes of one leaf: -LRB- -> (, `` -> ", 1\\/2 -> 1/2, \\* -> *."""
+    return _PTB_LEAVES.get(word) or word.replace("\\/", "/").replace("\\*", "*")
+
+
+@dataclass
+class Tree:
+    """A parsed SST tree: its words and one labelled span per node."""
+    words: list[str]
+    spans: list[tuple[int, int, int]]  # (label, start, end) per node, pre-order (root first)
+
+    def text(self, start: int = 0, end: int | None = None) -> str:
+        return " ".join(self.words[start:end])
+
+
+def parse_tree(line: str) -> Tree:
+    """Parse one binarised PTB line such as ``(3 (2 The) (4 (3 good) (2 film)))``."""
+    tokens = _TREE_TOKEN.findall(line)
+    words: list[str] = []
+    spans: list[list[int]] = []
+    open_nodes: list[int] = []  # indices into spans of the nodes not yet closed
+    pos = 0
+    while pos < len(tokens):
+        token = tokens[pos]
+        if token == "(":
+            if pos + 1 >= len(tokens) or not tokens[pos + 1].isdigit():
+                raise ValueError(f"expected a label after '(' at token {pos}")
+            open_nodes.append(len(spans))
+            spans.append([int(tokens[pos + 1]), len(words), -1])
+            pos += 2
+            if pos < len(tokens) and tokens[pos] not in ("(", ")"):
+                words.append(unescape_ptb(tokens[pos]))
+                pos += 1
+                if pos >= len(tokens) or tokens[pos] != ")":
+                    raise ValueError(f"a leaf must close right after its word, at token {pos}")
+        elif token == ")":
+            if not open_nodes:
+                raise ValueError(f"unbalanced ')' at token {pos}")
+            spans[open_nodes.pop()][2] = len(words)
+            pos += 1
+        else:
+            raise ValueError(f"unexpected word {token!r} at token {pos}")
+    if open_nodes or not spans or spans[0][2] != len(words) or any(s[1] == s[2] for s in spans):
+        raise ValueError("not a single well-formed tree")
+    return Tree(words, [tuple(s) for s in spans])
+
+
+def read_trees(path: Path) -> list[Tree]:
+    """An SST file, one tree per line, every node labelled 0..4."""
+    trees = []
+    for number, line in enumerate(read_lines(path), start=1):
+        try:
+            tree = parse_tree(line)
+            if any(not 0 <= label < len(SST5_LABELS) for label, _, _ in tree.spans):
+                raise ValueError("a sentiment label is outside 0..4")
+        except ValueError as err:
+            raise ValueError(f"{path}:{number}: {err}") from None
+        trees.append(tree)
+    return trees
+
+
+def _sst_label(label: int, binary: bool) -> int | None:
+    """sst5 keeps 0..4; sst2 drops neutral (2) and maps 0, 1 -> 0 and 3, 4 -> 1."""
+    if not binary:
+        return label
+    return None if label == 2 else int(label > 2)
+
+
+def _sst_sentences(trees: list[Tree], binary: bool) -> list[Example]:
+    examples = [Example(t.text(), _sst_label(t.spans[0][0], binary)) for t in trees]
+    return [e for e in examples if e.label is not None]
+
+
+def _sst_phrases(trees: list[Tree], binary: bool) -> list[Example]:
+    """Every node of every tree as an example, the first occurrence of each text kept."""
+    seen: dict[str, Example] = {}
+    for tree in trees:
+        for label, start, end in tree.spans:
+            text = tree.text(start, end)
+            if text not in seen:
+                seen[text] = Example(text, _sst_label(label, binary))
+    return [e for e in seen.values() if e.label is not None]
+
+
+def _load_sst(root: Path, binary: bool, phrases: bool) -> tuple[list[Example], ...]:
+    train, dev, test = (read_trees(root / "SST" / f"{split}.txt") for split in ("train", "dev", "test"))
+    train_examples = _sst_phrases(train, binary) if phrases else _sst_sentences(train, binary)
+    return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)
+
+
+# ---------------------------------------------------------------- splits
+
+def _subset(examples: list[Example], indices) -> list[Example]:
+    return [examples[i] for i in sorted(indices)]
+
+
+def hold_out(n: int, fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A random ``fraction`` of range(n), and the rest: (kept, held) index arrays."""
+    order = rng.permutation(n)
+    cut = round(n * fraction)
+    return order[cut:], order[:cut]
+
+
+def cv_folds(n: int, seed: int, folds: int = FOLDS) -> list[np.ndarray]:
+    """``folds`` contiguous slices of a seeded permutation of range(n): a fixed partition per seed."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [order[k * n // folds:(k + 1) * n // folds] for k in range(folds)]
+
+
+def _cross_validation(examples: list[Example], fold: int, seed: int) -> tuple[list[Example], ...]:
+    """test = fold ``fold``; dev = a seeded 10% of the other folds; train = the rest."""
+    if not 0 <= fold < FOLDS:
+        raise ValueError(f"fold must be in 0..{FOLDS - 1}, not {fold}")
+    parts = cv_folds(len(examples), seed)
+    others = np.concatenate([p for k, p in enumerate(parts) if k != fold])
+    kept, held = hold_out(len(others), DEV_FRACTION, np.random.default_rng([seed, fold]))
+    return _subset(examples, others[kept]), _subset(examples, others[held]), _subset(examples, parts[fold])
+
+
+# ---------------------------------------------------------------- other formats
+
+def _load_lines_binary(root: Path, name: str) -> tuple[list[Example], list[str]]:
+    """Negative-class lines then positive-class lines, each line one example (blank ones too)."""
+    negative, positive, labels = BINARY_FILES[name]
+    examples = [Example(line.strip(), label)
+                for label, rel in enumerate((negative, positive))
+                for line in read_lines(root / rel)]
+    return examples, labels
+
+
+def read_trec(path: Path) -> list[Example]:
+    """``COARSE:fine question words`` lines -> coarse-class examples."""
+    examples = []
+    for number, line in enumerate(read_lines(path), start=1):
+        tag, _, text = line.partition(" ")
+        coarse = tag.partition(":")[0]
+        if coarse not in TREC_LABELS or not text.strip():
+            raise ValueError(f"{path}:{number}: expected 'COARSE:fine question', got {line!r}")
+        examples.append(Example(text.strip(), TREC_LABELS.index(coarse)))
+    return examples
+
+
+def read_sick(path: Path, relatedness: bool) -> list[Example]:
+    """A SemEval-2014 SICK file (tab-separated, with a header) -> pair examples."""
+    header, *rows = read_lines(path)
+    columns = header.split("\t")
+    needed = ["sentence_A", "sentence_B", "relatedness_score", "entailment_judgment"]
+    if any(c not in columns for c in needed):
+        raise ValueError(f"{path}: header {columns} lacks one of {needed}")
+    a, b, score, judgment = (columns.index(c) for c in needed)
+    examples = []
+    for number, row in enumerate(rows, start=2):
+        fields = row.split("\t")
+        if len(fields) != len(columns):
+            raise ValueError(f"{path}:{number}: expected {len(columns)} tab-separated fields")
+        label = float(fields[score]) if relatedness else NLI_LABELS.index(fields[judgment].lower())
+        examples.append(Example((fields[a], fields[b]), label))
+    return examples
+
+
+def read_snli(root: Path, split: str) -> list[Example]:
+    """SentEval's s1.<split>, s2.<split> and labels.<split>: line i of each is one pair."""
+    s1, s2, labels = (read_lines(root / "SNLI" / f"{part}.{split}") for part in ("s1", "s2", "labels"))
+    if not len(s1) == len(s2) == len(labels):
+        raise ValueError(f"SNLI {split}: {len(s1)}, {len(s2)} and {len(labels)} lines differ")
+    unknown = set(labels) - set(NLI_LABELS)
+    if unknown:
+        raise ValueError(f"SNLI {split}: unknown labels {sorted(unknown)}")
+    return [Example((p.strip(), h.strip()), NLI_LABELS.index(y)) for p, h, y in zip(s1, s2, labels)]
+
+
+# ---------------------------------------------------------------- tasks
+
+def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 0, seed: int = 0,
+              phrases: bool = True) -> TaskData:
+    """Load one task's train / dev / test examples.
+
+    ``fold`` and ``seed`` select the cross-validation split of subj, mpqa, cr and mr
+    (``seed`` also draws trec's dev set); ``phrases`` trains SST on every labelled
+    phrase, as the original DiSAN code did, rather than on whole sentences only.
+    """
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+    root = _locate(data_dir)
+    if name in ("sst5", "sst2"):
+        binary = name == "sst2"
+        train, dev, test = _load_sst(root, binary, phrases)
+        unit = "every labelled phrase of the train trees (deduplicated by text)" if phrases else "train sentences"
+        drop = "; neutral sentences and phrases removed" if binary else ""
+        return TaskData(name, "classify", POLARITY_LABELS if binary else SST5_LABELS, train, dev, test,
+                        f"standard SST split: train on {unit}, dev and test on whole sentences{drop}.")
+    if name == "trec":
+        full = read_trec(root / "TREC" / "train_5500.label")
+        kept, held = hold_out(len(full), DEV_FRACTION, np.random.default_rng(seed))
+        test = read_trec(root / "TREC" / "TREC_10.label")
+        return TaskData(name, "classify", TREC_LABELS, _subset(full, kept), _subset(full, held), test,
+                        f"test = TREC_10 (500 questions); dev = a random 10% of train_5500 (seed {seed}), "
+                        f"train = the other 90%.")
+    if name in BINARY_FILES:
+        examples, labels = _load_lines_binary(root, name)
+        train, dev, test = _cross_validation(examples, fold, seed)
+        return TaskData(name, "classify", labels, train, dev, test,
+                        f"10-fold cross-validation (folds fixed by seed {seed}): test = fold {fold}, "
+                        f"dev = a random 10% of the other nine folds, train = the rest.")
+    if name in ("sick", "sick-e"):
+        relatedness = name == "sick"
+        train, dev, test = (read_sick(root / "SICK" / f"SICK_{split}.txt", relatedness)
+                            for split in ("train", "trial", "test_annotated"))
+        return TaskData(name, "relatedness" if relatedness else "pair",
+                        RELATEDNESS_LEVELS if relatedness else NLI_LABELS, train, dev, test,
+                        "SemEval-2014 Task 1 split: train = SICK_train, dev = SICK_trial, "
+                        "test = SICK_test_annotated.")
+    return TaskData(name, "pair", NLI_LABELS, [], read_snli(root, "dev"), read_snli(root, "test"),
+                    "SNLI 1.0 dev and test in SentEval format; no train split is available here, "
+                    "so train is empty and a model must be trained elsewhere.")

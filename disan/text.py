@@ -1,0 +1,90 @@
+"""Tokenisation and the word vocabulary.
+
+Training data and the app's free text go through the same :func:`tokenize`, so a
+sentence typed by a user is split exactly as the training sentences were. Tokens
+keep their spelling (for display); :func:`normalize` maps them to vocabulary keys.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from functools import lru_cache
+from typing import Iterable
+
+PAD, UNK = "<pad>", "<unk>"
+PAD_ID, UNK_ID = 0, 1
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    """spaCy's rule-based English tokenizer; loaded on first use (importing spaCy takes seconds)."""
+    import spacy
+
+    return spacy.blank("en").tokenizer
+
+
+def tokenize(text: str) -> list[str]:
+    """Split text into tokens in their original spelling; whitespace is dropped."""
+    return [t.text for t in _tokenizer()(text) if not t.is_space]
+
+
+def normalize(token: str) -> str:
+    """Vocabulary key of a token: lowercase, as the GloVe 6B vocabulary is."""
+    return token.lower()
+
+
+class Vocab:
+    """Normalised token <-> id, with id 0 = padding and id 1 = unknown."""
+
+    def __init__(self, itos: list[str]):
+        if itos[:2] != [PAD, UNK]:
+            raise ValueError(f"a vocabulary starts with {PAD!r}, {UNK!r}, not {itos[:2]}")
+        if len(set(itos)) != len(itos):
+            raise ValueError("vocabulary entries must be unique")
+        self.itos = list(itos)
+        self.stoi = {word: i for i, word in enumerate(self.itos)}
+
+    @classmethod
+    def build(cls, token_lists: Iterable[Iterable[str]], min_count: int = 1,
+              extra: Iterable[str] | None = None) -> Vocab:
+        """Words seen at least ``min_count`` times, most frequent first (ties alphabetical),
+        then the ``extra`` words not already in (e.g. pre-trained words of the dev/test text)."""
+        counts = Counter(normalize(t) for tokens in token_lists for t in tokens)
+        for special in (PAD, UNK):
+            counts.pop(special, None)
+        frequent = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
+        itos = [PAD, UNK] + frequent
+        known = set(itos)
+        for word in map(normalize, extra or ()):
+            if word not in known:
+                known.add(word)
+                itos.append(word)
+        return cls(itos)
+
+    def encode(self, tokens: Iterable[str]) -> list[int]:
+        return [self.stoi.get(normalize(t), UNK_ID) for t in tokens]
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return normalize(token) in self.stoi
+
+    def to_json(self) -> dict:
+        return {"itos": list(self.itos)}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Vocab:
+        if not isinstance(obj, dict) or not isinstance(obj.get("itos"), list):
+            raise ValueError("expected a JSON object with an 'itos' list")
+        return cls(obj["itos"])
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.to_json(), f, ensure_ascii=False)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Vocab:
+        with open(path, encoding="utf-8") as f:
+            return cls.from_json(json.load(f))

