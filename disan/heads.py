@@ -63,15 +63,16 @@ class TextModel(nn.Module):
         """ids (B, n) -> (B, d_out) [, EncoderTrace]."""
         return self.encoder(self.embed(ids), ids != 0, trace)
 
+    def head(self, *encodings: torch.Tensor) -> torch.Tensor:
+        """Sentence encoding(s) (B, d_out) -> logits (B, n_classes)."""
+        feats = encodings[0] if self.cfg.kind == "classify" else pair_features(*encodings)
+        return self.out(self.fc(feats))
+
     def forward(self, ids: torch.Tensor, ids2: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (B, n_classes). Pair kinds take the premise ids and the hypothesis ids."""
-        if self.cfg.kind == "classify":
-            feats = self.encode(ids)
-        else:
-            if ids2 is None:
-                raise ValueError("a sentence-pair model needs two inputs")
-            feats = pair_features(self.encode(ids), self.encode(ids2))
-        return self.out(self.fc(feats))
+        if (ids2 is None) != (self.cfg.kind == "classify"):
+            raise ValueError(f"a {self.cfg.kind} model takes {1 if self.cfg.kind == 'classify' else 2} inputs")
+        return self.head(*(self.encode(x) for x in ((ids,) if ids2 is None else (ids, ids2))))
 
 
 def relatedness_target(score: torch.Tensor, levels: int) -> torch.Tensor:

@@ -15,7 +15,11 @@ def table() -> list[tuple[str, int, int, float]]:
     return rows
 
 
-if __name__ == "__main__":
+def main() -> None:
     print(f"{'encoder':<12} {'encoder':>10} {'with head':>10} {'paper':>8}")
     for name, enc, total, paper in table():
         print(f"{name:<12} {enc:>10,} {total:>10,} {paper / 1e6:>7.2f}M")
+
+
+if __name__ == "__main__":
+    main()

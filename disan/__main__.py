@@ -1,0 +1,88 @@
+"""Command line: ``python -m disan {train,evaluate,download,params}``."""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from dataclasses import fields
+
+from .baselines import ENCODERS
+
+
+def _train_parser(sub):
+    from .train import TrainConfig
+    p = sub.add_parser("train", help="train a model on a benchmark and save the best dev checkpoint")
+    p.add_argument("--task", required=True)
+    p.add_argument("--encoder", default="disan", choices=list(ENCODERS))
+    p.add_argument("--out", required=True, help="checkpoint directory")
+    p.add_argument("--embeddings", default=None, help="GloVe-format text file (default: GloVe 6B 50d package)")
+    p.add_argument("--data-dir", dest="data_dir", default=None)
+    p.add_argument("--no-phrases", dest="phrases", action="store_false", help="SST: train on full sentences only")
+    for f in fields(TrainConfig):
+        if f.name in ("task", "encoder", "out", "embeddings", "data_dir", "phrases", "command"):
+            continue
+        kind = {"int": int, "float": float, "int | None": int, "str": str}.get(str(f.type), str)
+        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=f.default)
+    return p
+
+
+def _progress_bar():
+    """A tqdm bar per epoch on stderr (loss, accuracy, ETA); the per-epoch JSON lines go to stdout."""
+    from tqdm import tqdm
+    bar = None
+
+    def on_event(event: dict) -> None:
+        nonlocal bar
+        if event["event"] == "step":
+            if event["step"] == 1:
+                bar = tqdm(total=event["steps"], desc=f"epoch {event['epoch']}", file=sys.stderr, leave=False)
+            bar.update(1)
+            shown = {"loss": f"{event['loss']:.4f}"}
+            if event["accuracy"] is not None:
+                shown["acc"] = f"{event['accuracy']:.3f}"
+            bar.set_postfix(shown, refresh=False)
+        elif event["event"] == "epoch" and bar is not None:
+            bar.close()
+    return on_event
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m disan")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    _train_parser(sub)
+    ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
+    ev.add_argument("checkpoint")
+    ev.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    ev.add_argument("--data-dir", dest="data_dir", default=None)
+    ev.add_argument("--json", action="store_true")
+    sub.add_parser("download", help="fetch the benchmark files from their official sources", add_help=False)
+    sub.add_parser("params", help="parameter counts of the Table 1 encoders")
+    if argv[:1] == ["download"]:  # its own parser (disan.download.main) takes the rest of the line
+        from .download import main as download_main
+        return download_main(argv[1:])
+    args = parser.parse_args(argv)
+
+    if args.cmd == "train":
+        from .train import TrainConfig, train
+        cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k != "cmd"},
+                          command="python -m disan " + shlex.join(argv))
+        metrics = train(cfg, progress=_progress_bar())
+        print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
+    elif args.cmd == "evaluate":
+        from .evaluate import evaluate_checkpoint
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir)
+        if args.json:
+            print(json.dumps(metrics))
+        else:
+            for k, v in metrics.items():
+                print(f"{k:>10}: {v:.4f}" if isinstance(v, float) else f"{k:>10}: {v}")
+    elif args.cmd == "params":
+        from .params import main as params_main
+        params_main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

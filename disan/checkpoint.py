@@ -1,0 +1,165 @@
+"""Checkpoints: a directory with weights in safetensors and everything else in JSON.
+
+    model.safetensors   the weights (no pickle anywhere)
+    config.json         format name and version, task, labels, model configuration
+    vocab.json          the vocabulary
+    metrics.json        dev/test figures and training facts
+    README.md           a model card
+
+Saving is atomic at the directory level: the new checkpoint is written next to the
+old one and swapped in with renames, so a process killed at any moment leaves either
+the old or the new checkpoint loadable (``<dir>.prev`` holds the old one during the swap,
+and :func:`resolve` falls back to it).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from .heads import ModelConfig, TextModel
+from .model import DiSANConfig
+from .text import Vocab
+
+FORMAT = "disan-checkpoint"
+VERSION = 1
+WEIGHTS, CONFIG, VOCAB, METRICS, CARD = "model.safetensors", "config.json", "vocab.json", "metrics.json", "README.md"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message says why."""
+
+
+def resolve(path: str | Path) -> Path:
+    """The directory to read: ``path``, or ``path.prev`` when a save was interrupted mid-swap."""
+    path = Path(path)
+    if (path / CONFIG).is_file():
+        return path
+    prev = path.with_name(path.name + ".prev")
+    if not path.exists() and (prev / CONFIG).is_file():
+        return prev
+    if not path.exists():
+        raise CheckpointError(f"no checkpoint at {path}")
+    raise CheckpointError(f"{path} is not a checkpoint: {CONFIG} is missing")
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(path: Path, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def save(path: str | Path, model: TextModel, vocab: Vocab, meta: dict, metrics: dict | None = None,
+         card: str = "") -> Path:
+    """Write a checkpoint directory atomically. ``meta`` holds task, labels and any other facts."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    prev = path.with_name(path.name + ".prev")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    save_file(state, str(tmp / WEIGHTS))
+    with open(tmp / WEIGHTS, "rb+") as f:
+        os.fsync(f.fileno())
+    config = {"format": FORMAT, "version": VERSION, **meta, "model": dataclasses.asdict(model.cfg)}
+    _write(tmp / CONFIG, json.dumps(config, indent=2))
+    _write(tmp / VOCAB, json.dumps(vocab.to_json()))
+    _write(tmp / METRICS, json.dumps(metrics or {}, indent=2))
+    _write(tmp / CARD, card)
+    _fsync_dir(tmp)
+    if path.exists():
+        shutil.rmtree(prev, ignore_errors=True)
+        os.rename(path, prev)
+    os.rename(tmp, path)
+    _fsync_dir(path.parent)
+    shutil.rmtree(prev, ignore_errors=True)
+    return path
+
+
+def read_json(path: Path, what: str) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{what} is missing: {path}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise CheckpointError(f"{what} is not valid JSON ({path}): {e}") from None
+
+
+def read_config(path: str | Path) -> dict:
+    """The checkpoint's config.json, checked for format and version."""
+    path = resolve(path)
+    config = read_json(path / CONFIG, "config.json")
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise CheckpointError(f"{path} is not a DiSAN Explorer checkpoint "
+                              f"(config.json format is {config.get('format') if isinstance(config, dict) else None!r}, "
+                              f"expected {FORMAT!r})")
+    if config.get("version") != VERSION:
+        raise CheckpointError(f"{path} has checkpoint format version {config.get('version')!r}; "
+                              f"this version of DiSAN Explorer reads version {VERSION}")
+    return config
+
+
+def model_config(config: dict) -> ModelConfig:
+    try:
+        fields = dict(config["model"])
+        fields["encoder_cfg"] = DiSANConfig(**fields["encoder_cfg"])
+        return ModelConfig(**fields)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"config.json has an invalid model configuration: {e}") from None
+
+
+def load(path: str | Path, attention: str | None = None) -> tuple[TextModel, Vocab, dict, dict]:
+    """Load (model in eval mode, vocab, config, metrics) without unpickling anything.
+
+    ``attention`` overrides the token2token implementation ("fast" or "dense").
+    """
+    path = resolve(path)
+    config = read_config(path)
+    cfg = model_config(config)
+    if attention is not None:
+        cfg.encoder_cfg.attention = attention
+    try:
+        vocab = Vocab.from_json(read_json(path / VOCAB, "vocab.json"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"vocab.json is invalid: {e}") from None
+    if len(vocab) != cfg.vocab_size:
+        raise CheckpointError(f"vocab.json has {len(vocab)} words but the model expects {cfg.vocab_size}")
+    try:
+        state = load_file(str(path / WEIGHTS))
+    except FileNotFoundError:
+        raise CheckpointError(f"weights are missing: {path / WEIGHTS}") from None
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(f"{path / WEIGHTS} is corrupt or truncated: {e}") from None
+    model = TextModel(cfg)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    got = {k: tuple(v.shape) for k, v in state.items()}
+    problems = [f"missing {k}" for k in expected if k not in got]
+    problems += [f"unexpected {k}" for k in got if k not in expected]
+    problems += [f"{k} has shape {got[k]}, expected {expected[k]}" for k in expected if k in got and got[k] != expected[k]]
+    if problems:
+        raise CheckpointError("weights do not fit the configuration: " + "; ".join(problems[:5])
+                              + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    model.load_state_dict(state)
+    metrics = read_json(path / METRICS, "metrics.json") if (path / METRICS).exists() else {}
+    return model.eval(), vocab, config, metrics
+
+
+def card(path: str | Path) -> str:
+    path = resolve(path)
+    return (path / CARD).read_text(encoding="utf-8") if (path / CARD).exists() else ""

@@ -1,0 +1,147 @@
+"""The public entry point: ``disan.load(path)`` -> a pipeline that predicts and traces raw text."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import checkpoint
+from .heads import relatedness_score
+from .model import EncoderTrace
+from .text import tokenize
+
+# Tracing keeps (n, n, d_h) probabilities per direction, so memory grows as n^2 d_h:
+# 200 tokens x 300 features is 48 MB per direction in float32.
+MAX_TOKENS = 200
+# Checked before tokenising, so that a pasted book is refused without any work.
+MAX_CHARS = 20_000
+
+
+@dataclass
+class Prediction:
+    label: str                  # the predicted class (relatedness: the rounded score)
+    probs: dict[str, float]     # class (or score level) -> probability
+    score: float | None = None  # relatedness only: the expected score
+
+
+@dataclass
+class SentenceTrace:
+    text: str
+    tokens: list[str]           # as typed (original spelling)
+    ids: list[int]              # vocabulary ids; 1 = unknown word
+    trace: EncoderTrace         # one sentence: probs (n, n, d_h) [j, i, k], gates (n, d_h), ...
+
+    @property
+    def unknown(self) -> list[str]:
+        return [t for t, i in zip(self.tokens, self.ids) if i == 1]
+
+
+@dataclass
+class TraceResult:
+    prediction: Prediction
+    sentence: SentenceTrace | None = None      # single-sentence models
+    premise: SentenceTrace | None = None       # sentence-pair models
+    hypothesis: SentenceTrace | None = None
+
+    @property
+    def sentences(self) -> list[SentenceTrace]:
+        return [s for s in (self.sentence, self.premise, self.hypothesis) if s is not None]
+
+
+def check_text(text) -> list[str]:
+    """Tokens of a text, or ValueError saying why the text cannot be used."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text (a string), got {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    tokens = tokenize(text)
+    if not tokens:
+        raise ValueError("the text is empty: type at least one word")
+    if len(tokens) > MAX_TOKENS:
+        raise ValueError(f"the text has {len(tokens)} tokens; the limit is {MAX_TOKENS} "
+                         f"(attention memory grows with the square of the length)")
+    return tokens
+
+
+class Pipeline:
+    """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified."""
+
+    def __init__(self, model, vocab, config: dict, metrics: dict, path: Path | None = None):
+        self.model, self.vocab, self.config, self.metrics, self.path = model, vocab, config, metrics, path
+        self.kind: str = model.cfg.kind
+        self.labels: list[str] = list(config.get("labels") or [str(i) for i in range(model.cfg.n_classes)])
+        self.task: str = config.get("task", "?")
+
+    @property
+    def is_pair(self) -> bool:
+        return self.kind in ("pair", "relatedness")
+
+    @property
+    def name(self) -> str:
+        return self.path.name if self.path else self.task
+
+    def _inputs(self, texts) -> tuple[list, ...]:
+        """Token lists of every input; a pair model takes (premise, hypothesis) tuples."""
+        if isinstance(texts, (str, tuple)):
+            raise ValueError("predict takes a list of inputs; use trace() for one input")
+        columns = ([], []) if self.is_pair else ([],)
+        for item in texts:
+            if self.is_pair:
+                if not (isinstance(item, (tuple, list)) and len(item) == 2):
+                    raise ValueError("this is a sentence-pair model: give (premise, hypothesis) tuples")
+                columns[0].append(check_text(item[0]))
+                columns[1].append(check_text(item[1]))
+            else:
+                columns[0].append(check_text(item))
+        return columns
+
+    def _ids(self, token_lists) -> torch.Tensor:
+        encoded = [self.vocab.encode(t) for t in token_lists]
+        ids = torch.zeros(len(encoded), max(len(e) for e in encoded), dtype=torch.long)
+        for b, e in enumerate(encoded):
+            ids[b, : len(e)] = torch.tensor(e)
+        return ids
+
+    def _prediction(self, logits: torch.Tensor) -> Prediction:
+        probs = logits.softmax(dim=-1).tolist()
+        if self.kind == "relatedness":
+            score = float(relatedness_score(logits[None])[0])
+            return Prediction(f"{score:.2f}", dict(zip(self.labels, probs)), score)
+        return Prediction(self.labels[int(logits.argmax())], dict(zip(self.labels, probs)))
+
+    @torch.no_grad()
+    def predict(self, texts, batch_size: int = 64) -> list[Prediction]:
+        columns = self._inputs(texts)
+        out = []
+        for start in range(0, len(columns[0]), batch_size):
+            ids = [self._ids(c[start:start + batch_size]) for c in columns]
+            out += [self._prediction(row) for row in self.model(*ids)]
+        return out
+
+    @torch.no_grad()
+    def trace_sentence(self, text: str) -> SentenceTrace:
+        """The encoder's trace of one sentence, whatever the head (pair models share one encoder)."""
+        tokens = check_text(text)
+        ids = self._ids([tokens])
+        _, tr = self.model.encode(ids, trace=True)
+        return SentenceTrace(text, tokens, ids[0].tolist(), tr[0])
+
+    @torch.no_grad()
+    def trace(self, text) -> TraceResult:
+        """Prediction and every attention internal of one input (a text, or a (premise, hypothesis) pair)."""
+        texts = list(text) if self.is_pair and isinstance(text, (tuple, list)) else [text]
+        if self.is_pair and len(texts) != 2:
+            raise ValueError("this is a sentence-pair model: give a (premise, hypothesis) pair")
+        sentences = [self.trace_sentence(t) for t in texts]
+        logits = self.model.head(*(s.trace.encoding[None] for s in sentences))[0]
+        pred = self._prediction(logits)
+        if self.is_pair:
+            return TraceResult(pred, premise=sentences[0], hypothesis=sentences[1])
+        return TraceResult(pred, sentence=sentences[0])
+
+
+def load(path: str | Path, attention: str | None = None) -> Pipeline:
+    """Load a checkpoint directory; raises :class:`disan.checkpoint.CheckpointError` (a ValueError) with the reason."""
+    model, vocab, config, metrics = checkpoint.load(path, attention)
+    return Pipeline(model, vocab, config, metrics, checkpoint.resolve(path))

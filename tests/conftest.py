@@ -1,0 +1,33 @@
+import pytest
+import torch
+
+from disan import checkpoint
+from disan.heads import ModelConfig, TextModel
+from disan.model import DiSANConfig
+from disan.text import Vocab
+
+WORDS = "the glass bottle is big a man pouring of tea restaurant about to close biker fountain".split()
+LABELS = {"classify": ["negative", "positive", "neutral"], "pair": ["entailment", "neutral", "contradiction"],
+          "relatedness": ["1", "2", "3", "4", "5"]}
+
+
+def make_model(kind: str = "classify", encoder: str = "disan", seed: int = 0) -> tuple[TextModel, Vocab]:
+    torch.manual_seed(seed)
+    vocab = Vocab.build([WORDS])
+    cfg = ModelConfig(vocab_size=len(vocab), n_classes=len(LABELS[kind]), kind=kind, encoder=encoder, d_fc=8,
+                      encoder_cfg=DiSANConfig(d_e=6, d_h=5, dropout=0.0))
+    model = TextModel(cfg)
+    torch.nn.init.normal_(model.embed.weight)
+    return model.eval(), vocab
+
+
+@pytest.fixture
+def make_checkpoint(tmp_path):
+    """Save a tiny untrained model of a kind; returns its directory."""
+    def make(kind="classify", name=None, encoder="disan"):
+        model, vocab = make_model(kind, encoder)
+        path = tmp_path / (name or f"tiny-{kind}")
+        checkpoint.save(path, model, vocab, {"task": f"tiny-{kind}", "kind": kind, "labels": LABELS[kind]},
+                        {"test": {"accuracy": 0.5}}, "# tiny\n")
+        return path
+    return make

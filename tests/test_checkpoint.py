@@ -1,0 +1,108 @@
+import json
+import os
+import pickle
+
+import pytest
+import torch
+
+from disan import checkpoint
+from disan.checkpoint import CheckpointError
+
+from .conftest import make_model
+
+
+def test_round_trip_keeps_weights_config_and_card(make_checkpoint):
+    path = make_checkpoint("pair")
+    model, vocab, config, metrics = checkpoint.load(path)
+    original, _ = make_model("pair")
+    for (k, a), (_, b) in zip(original.state_dict().items(), model.state_dict().items()):
+        assert torch.equal(a, b), k
+    assert config["kind"] == "pair" and config["version"] == checkpoint.VERSION
+    assert metrics["test"]["accuracy"] == 0.5 and checkpoint.card(path).startswith("# tiny")
+    assert sorted(os.listdir(path)) == sorted([checkpoint.WEIGHTS, checkpoint.CONFIG, checkpoint.VOCAB,
+                                               checkpoint.METRICS, checkpoint.CARD])
+
+
+def test_missing_and_foreign_checkpoints_explain_themselves(make_checkpoint, tmp_path):
+    with pytest.raises(CheckpointError, match="no checkpoint"):
+        checkpoint.load(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CheckpointError, match="config.json is missing"):
+        checkpoint.load(tmp_path / "empty")
+    path = make_checkpoint()
+    config = json.loads((path / "config.json").read_text())
+    (path / "config.json").write_text(json.dumps({**config, "format": "something-else"}))
+    with pytest.raises(CheckpointError, match="not a DiSAN Explorer checkpoint"):
+        checkpoint.load(path)
+    (path / "config.json").write_text(json.dumps({**config, "version": 99}))
+    with pytest.raises(CheckpointError, match="version 99"):
+        checkpoint.load(path)
+    (path / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match="not valid JSON"):
+        checkpoint.load(path)
+
+
+def test_truncated_weights_and_wrong_shapes_are_reported(make_checkpoint):
+    path = make_checkpoint()
+    weights = path / checkpoint.WEIGHTS
+    data = weights.read_bytes()
+    weights.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        checkpoint.load(path)
+    path = make_checkpoint(name="shapes")
+    config = json.loads((path / "config.json").read_text())
+    config["model"]["encoder_cfg"]["d_h"] = 7
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="shape"):
+        checkpoint.load(path)
+    (path / checkpoint.WEIGHTS).unlink()
+    with pytest.raises(CheckpointError, match="missing"):
+        checkpoint.load(path)
+
+
+class _Payload:
+    """Unpickling this creates a file: proof that something was unpickled."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (open, (self.target, "w"))
+
+
+def test_pickles_are_never_unpickled(make_checkpoint, tmp_path):
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Payload(str(marker)))
+    pickle_dir = tmp_path / "pickles"
+    pickle_dir.mkdir()
+    for name in ("model.pt", "pytorch_model.bin", "model.pkl"):
+        (pickle_dir / name).write_bytes(payload)
+    with pytest.raises(CheckpointError):
+        checkpoint.load(pickle_dir)
+    path = make_checkpoint()
+    (path / checkpoint.WEIGHTS).write_bytes(payload)  # a pickle disguised as the weights file
+    with pytest.raises(CheckpointError):
+        checkpoint.load(path)
+    assert not marker.exists()
+
+
+def test_interrupted_swap_leaves_a_loadable_checkpoint(make_checkpoint, monkeypatch):
+    path = make_checkpoint()
+    model, vocab = make_model("classify", seed=1)
+    real_rename = os.rename
+    calls = []
+
+    def crash_on_second_rename(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 2:  # the old checkpoint is moved aside; the new one is not yet in place
+            raise OSError("disk gone")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", crash_on_second_rename)
+    with pytest.raises(OSError):
+        checkpoint.save(path, model, vocab, {"task": "t", "kind": "classify", "labels": ["a", "b", "c"]})
+    monkeypatch.setattr(os, "rename", real_rename)
+    assert not path.exists()
+    loaded, *_ = checkpoint.load(path)  # falls back to the previous checkpoint
+    original, _ = make_model("classify", seed=0)
+    assert torch.equal(loaded.encoder.fw.w1.weight, original.encoder.fw.w1.weight)

@@ -1,0 +1,54 @@
+import pytest
+import torch
+
+import disan
+from disan.pipeline import MAX_CHARS, MAX_TOKENS
+
+
+def test_predict_and_trace_agree(make_checkpoint):
+    pipe = disan.load(make_checkpoint("classify"))
+    assert not pipe.is_pair and pipe.labels == ["negative", "positive", "neutral"]
+    texts = ["The glass bottle is big", "A man is pouring a glass of tea", "zzz unknownword"]
+    preds = pipe.predict(texts)
+    for text, pred in zip(texts, preds):
+        assert abs(sum(pred.probs.values()) - 1) < 1e-5 and pred.label == max(pred.probs, key=pred.probs.get)
+        tr = pipe.trace(text)
+        assert tr.prediction.label == pred.label
+        assert all(abs(tr.prediction.probs[k] - v) < 1e-5 for k, v in pred.probs.items())
+    tr = pipe.trace("The glass bottle is big")
+    t = tr.sentence.trace
+    assert tr.sentence.tokens == ["The", "glass", "bottle", "is", "big"]
+    assert t.forward.probs.shape == (5, 5, 5) and t.backward.gate.shape == (5, 5)
+    assert t.source2token.probs.shape == (5, 10)
+    assert pipe.trace("zzz unknownword").sentence.unknown == ["zzz", "unknownword"]
+
+
+def test_pair_models_take_pairs(make_checkpoint):
+    pipe = disan.load(make_checkpoint("pair"))
+    assert pipe.is_pair
+    tr = pipe.trace(("A man is pouring tea", "A man is big"))
+    assert tr.premise.tokens[-1] == "tea" and tr.hypothesis.tokens[-1] == "big" and tr.sentence is None
+    assert pipe.predict([("a man", "a biker")])[0].label in pipe.labels
+    with pytest.raises(ValueError, match="pair"):
+        pipe.predict(["one sentence"])
+    rel = disan.load(make_checkpoint("relatedness"))
+    pred = rel.predict([("a man", "a man")])[0]
+    assert 1 <= pred.score <= 5 and abs(pred.score - sum(float(k) * p for k, p in pred.probs.items())) < 1e-5
+
+
+@pytest.mark.parametrize("text,message", [("", "empty"), ("   \n\t ", "empty"), (None, "string"),
+                                           ("word " * (MAX_TOKENS + 1), str(MAX_TOKENS)),
+                                           ("x" * (MAX_CHARS + 1), f"{MAX_CHARS:,}")])
+def test_text_it_cannot_handle_raises_a_clear_value_error(make_checkpoint, text, message):
+    pipe = disan.load(make_checkpoint())
+    with pytest.raises(ValueError, match=message):
+        pipe.trace(text)
+
+
+def test_the_cached_model_is_not_mutated(make_checkpoint):
+    pipe = disan.load(make_checkpoint())
+    before = {k: v.clone() for k, v in pipe.model.state_dict().items()}
+    pipe.trace("the glass <script>alert(1)</script> 🙂")
+    pipe.predict(["tea", "a man"])
+    assert all(torch.equal(before[k], v) for k, v in pipe.model.state_dict().items())
+    assert not pipe.model.training
