@@ -1,0 +1,63 @@
+"""DiSAN Explorer: ``streamlit run app.py``. Navigation and the sidebar shared by every page."""
+import streamlit as st
+
+from pages.common import MAX_TOKENS, PRESET_PAIR, PRESET_SENTENCE, entries
+
+st.set_page_config(page_title="DiSAN Explorer", page_icon=":material/explore:", layout="wide")
+
+PAGES = [
+    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
+    st.Page("pages/gates.py", title="Fusion gates", icon=":material/tune:"),
+    st.Page("pages/source2token.py", title="Source2token", icon=":material/target:"),
+    st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
+    st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
+]
+
+
+def persistent(widget, label: str, key: str, **kwargs):
+    """A widget whose value lives in ``st.session_state[key]`` across pages.
+
+    Streamlit forgets the state of a widget that a run does not draw, so the widget works on a
+    shadow key and copies its value to the plain key that the pages read.
+    """
+    shadow = f"_{key}"
+    st.session_state[shadow] = st.session_state[key]
+
+    def keep():
+        st.session_state[key] = st.session_state[shadow]
+    return widget(label, key=shadow, on_change=keep, **kwargs)
+
+
+def sidebar() -> None:
+    with st.sidebar:
+        st.title("DiSAN Explorer")
+        all_entries = entries()
+        good = [e for e in all_entries if e.ok]
+        broken = [e for e in all_entries if not e.ok]
+        if good:
+            names = [e.name for e in good]
+            if st.session_state.get("checkpoint") not in names:
+                st.session_state["checkpoint"] = names[0]
+            labels = {e.name: e.label for e in good}
+            persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get)
+            entry = next(e for e in good if e.name == st.session_state["checkpoint"])
+            if entry.kind in ("pair", "relatedness"):
+                st.session_state.setdefault("premise", PRESET_PAIR[0])
+                st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
+                persistent(st.text_area, "Premise", "premise", height=80)
+                persistent(st.text_area, "Hypothesis", "hypothesis", height=80)
+            else:
+                st.session_state.setdefault("text", PRESET_SENTENCE)
+                persistent(st.text_area, "Sentence", "text", height=100,
+                             help=f"Up to {MAX_TOKENS} tokens; attention memory grows with the square of the length.")
+        else:
+            st.info("No checkpoint yet. Train one on the Training page or with "
+                    "`python -m disan train --task trec --out checkpoints/trec`.")
+        if broken:
+            with st.expander(f"{len(broken)} broken checkpoint(s)"):
+                for e in broken:
+                    st.text(f"{e.name}: {e.error}")
+
+
+sidebar()
+st.navigation(PAGES).run()

@@ -1,0 +1,72 @@
+"""The checkpoints a user can pick: every checkpoint directory under a root, with its headline figure,
+and the broken ones with the reason (never loaded beyond their JSON)."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import checkpoint
+
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def checkpoints_dir() -> Path:
+    """Where checkpoints are listed and trained into: ``DISAN_CHECKPOINTS``, else the repository's checkpoints/."""
+    return Path(os.environ.get("DISAN_CHECKPOINTS") or SHIPPED)
+
+
+@dataclass
+class Entry:
+    name: str
+    path: Path
+    task: str = "?"
+    kind: str = "?"
+    encoder: str = "?"
+    headline: str = ""        # e.g. "test accuracy 0.912"
+    error: str | None = None  # why it cannot be loaded
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def label(self) -> str:
+        if not self.ok:
+            return f"{self.name} — broken: {self.error}"
+        return f"{self.name} — {self.task}, {self.encoder}" + (f", {self.headline}" if self.headline else "")
+
+
+def headline(metrics: dict) -> str:
+    test = metrics.get("test") or {}
+    for key in ("accuracy", "pearson"):
+        if isinstance(test.get(key), (int, float)):
+            return f"test {key} {test[key]:.3f}"
+    return ""
+
+
+def describe(path: Path) -> Entry:
+    entry = Entry(path.name, path)
+    try:
+        config = checkpoint.read_config(path)
+        metrics = checkpoint.read_json(checkpoint.resolve(path) / checkpoint.METRICS, "metrics.json")
+    except checkpoint.CheckpointError as e:
+        entry.error = str(e)
+        return entry
+    model = config.get("model") or {}
+    entry.task, entry.kind, entry.encoder = config.get("task", "?"), config.get("kind", "?"), model.get("encoder", "?")
+    entry.headline = headline(metrics if isinstance(metrics, dict) else {})
+    return entry
+
+
+def list_checkpoints(root: str | Path | None = None) -> list[Entry]:
+    """Every directory under ``root`` (working and broken), sorted by name.
+
+    Half-written saves (``.tmp``) are skipped; a ``.prev`` left by an interrupted save stands for its checkpoint.
+    """
+    root = Path(root) if root is not None else checkpoints_dir()
+    if not root.is_dir():
+        return []
+    names = sorted({p.name.removesuffix(".prev") for p in root.iterdir()
+                    if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
+    return [describe(root / name) for name in names]

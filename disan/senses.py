@@ -1,0 +1,48 @@
+"""Word senses: the same word in different contexts, compared through its attention vectors (the paper's Fig. 6)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .text import normalize
+
+PRESETS = {
+    "glass (paper, Fig. 6)": ["The glass bottle is big", "A man is pouring a glass of tea"],
+    "close (paper, Fig. 6)": ["The restaurant is about to close", "A biker is close to the fountain"],
+    "case-study sentences (paper, Fig. 4 and 5)": ["Families have some dogs in front of a carousel",
+                                                   "volleyball match is in progress between ladies"],
+}
+
+VECTORS = {
+    "source2token": "source2token probabilities P[i, :] (2·d_h)",
+    "output": "forward and backward outputs [u_fw; u_bw] (2·d_h)",
+}
+
+
+def shared_words(token_lists: Sequence[Sequence[str]]) -> list[str]:
+    """Normalised words present in every sentence, in the order of the first sentence."""
+    if not token_lists:
+        return []
+    common = set.intersection(*({normalize(t) for t in tokens} for tokens in token_lists))
+    seen, out = set(), []
+    for t in map(normalize, token_lists[0]):
+        if t in common and t not in seen:
+            seen.add(t)
+            out.append(t)
+    return out
+
+
+def position(tokens: Sequence[str], word: str) -> int:
+    """Index of the first occurrence of a normalised word."""
+    return [normalize(t) for t in tokens].index(word)
+
+
+def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
+    """The (2 d_h,) vector of ``word`` in one sentence's trace."""
+    i = position(tokens, word)
+    if kind == "source2token":
+        return np.asarray(trace.source2token.probs)[i]
+    if kind == "output":
+        return np.concatenate([np.asarray(trace.forward.u)[i], np.asarray(trace.backward.u)[i]])
+    raise ValueError(f"unknown vector kind {kind!r}; expected one of {list(VECTORS)}")

@@ -1,0 +1,53 @@
+"""Forward and backward token2token attention (the paper's Fig. 4), per feature or reduced."""
+import numpy as np
+import streamlit as st
+
+from disan import figures
+from pages.common import downloads, mask_of, page_setup, pick_sentence, token_label
+
+st.header("Token2token attention")
+st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
+           "(forward: j attends only to earlier tokens; backward: only to later ones).")
+
+setup = page_setup()
+if setup is not None:
+    entry, pipe, result = setup
+    sentence = pick_sentence(result, "attention-sentence")
+    tr, tokens = sentence.trace, sentence.tokens
+    if tr.forward is None:
+        st.info(f"The {entry.encoder} encoder has no token2token attention; see the Source2token page.")
+        st.stop()
+    n = len(tokens)
+    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)  # (n, n, d_h)
+    fw_mask, bw_mask = mask_of(tr.forward.direction, n), mask_of(tr.backward.direction, n)
+    d_h = fw.shape[-1]
+
+    mode = st.radio("Features", ["mean", "max", "one feature", "sharpest features"], horizontal=True,
+                    key="attention-mode", help="Each of the d_h features has its own attention distribution.")
+    if mode == "one feature":
+        k = st.number_input("Feature k", 0, d_h - 1, 0, key="attention-k")
+        reduce_fw = reduce_bw = int(k)
+    elif mode == "sharpest features":
+        direction = st.radio("Rank by the entropy of", ["forward", "backward"], horizontal=True, key="attention-rank")
+        probs, mask = (fw, fw_mask) if direction == "forward" else (bw, bw_mask)
+        ranked = figures.rank_features(probs, mask, top=20)
+        k = st.selectbox("Feature (sharpest first)", ranked, key="attention-ranked",
+                         format_func=lambda f: f"k = {f}")
+        reduce_fw = reduce_bw = int(k)
+    else:
+        reduce_fw = reduce_bw = mode
+    m_fw, m_bw = figures.reduce_features(fw, reduce_fw), figures.reduce_features(bw, reduce_bw)
+    st.plotly_chart(figures.attention_pair(m_fw, m_bw, tokens, fw_mask, bw_mask,
+                                           titles=(f"{tr.forward.direction} DiSA", f"{tr.backward.direction} DiSA")),
+                    key="attention-pair")
+
+    st.subheader("One query token, every feature")
+    j = st.selectbox("Query token j", range(n), index=n - 1 if n else 0, key="attention-query",
+                     format_func=lambda i: token_label(tokens, i))
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.query_view(fw, j, tokens, fw_mask), key="attention-query-fw")
+    c2.plotly_chart(figures.query_view(bw, j, tokens, bw_mask), key="attention-query-bw")
+
+    st.subheader("Forward − backward")
+    st.plotly_chart(figures.difference_heatmap(m_fw, m_bw, tokens), key="attention-diff")
+    downloads(sentence, "attention")

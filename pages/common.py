@@ -1,0 +1,131 @@
+"""Streamlit glue shared by the pages: cached models and traces, the current input, error display.
+
+Everything computed here comes from the library (``disan``); this module only caches and draws.
+"""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+import disan
+from disan import catalog
+from disan.masks import subsequent_mask
+from disan.pipeline import MAX_TOKENS, SentenceTrace, TraceResult
+from disan.tables import trace_csv, trace_npz
+
+PRESET_SENTENCE = "Families have some dogs in front of a carousel"
+PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
+
+
+def stamp(path) -> float:
+    """Cache key part that changes when a checkpoint is rewritten (a training run saved a better model)."""
+    from disan.checkpoint import CONFIG, resolve
+    return (resolve(path) / CONFIG).stat().st_mtime
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading the model…")
+def load_pipeline(path: str, _stamp: float):
+    # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
+    return disan.load(path)
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def cached_trace(path: str, _stamp: float, text) -> TraceResult:
+    return load_pipeline(path, _stamp).trace(text)
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def cached_sentence(path: str, _stamp: float, text: str) -> SentenceTrace:
+    return load_pipeline(path, _stamp).trace_sentence(text)
+
+
+def entries() -> list[catalog.Entry]:
+    return catalog.list_checkpoints()
+
+
+def current_entry() -> catalog.Entry | None:
+    name = st.session_state.get("checkpoint")
+    return next((e for e in entries() if e.ok and e.name == name), None)
+
+
+def current_pipeline():
+    """The selected pipeline, or None after telling the user why there is none."""
+    entry = current_entry()
+    if entry is None:
+        st.info("No model is selected. Pick a checkpoint in the sidebar, or train one on the Training page "
+                "or with `python -m disan train`.")
+        return None, None
+    try:
+        return entry, load_pipeline(str(entry.path), stamp(entry.path))
+    except ValueError as e:
+        st.error(f"This checkpoint cannot be loaded: {e}")
+        return entry, None
+
+
+def current_input(pipe):
+    """The sentence, or (premise, hypothesis), from the sidebar."""
+    if pipe.is_pair:
+        return (st.session_state.get("premise", PRESET_PAIR[0]), st.session_state.get("hypothesis", PRESET_PAIR[1]))
+    return st.session_state.get("text", PRESET_SENTENCE)
+
+
+def run_trace(entry, text) -> TraceResult | None:
+    try:
+        return cached_trace(str(entry.path), stamp(entry.path), text)
+    except ValueError as e:
+        st.warning(str(e))
+        return None
+
+
+def show_prediction(pipe, result: TraceResult) -> None:
+    pred = result.prediction
+    cols = st.columns([1, 3])
+    if pred.score is not None:
+        cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
+    else:
+        cols[0].metric("prediction", pred.label)
+    probs = {k: round(v, 4) for k, v in pred.probs.items()}
+    cols[1].bar_chart(probs, horizontal=True, height=40 + 28 * len(probs))
+    unknown = sorted({t for s in result.sentences for t in s.unknown})
+    if unknown:
+        st.caption("Unknown words (embedded as <unk>): " + ", ".join(repr(t) for t in unknown))
+
+
+def pick_sentence(result: TraceResult, key: str) -> SentenceTrace:
+    """For a pair, let the user choose the premise or the hypothesis."""
+    if result.sentence is not None:
+        return result.sentence
+    which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key=key)
+    return getattr(result, which)
+
+
+def mask_of(direction: str, n: int) -> np.ndarray:
+    return subsequent_mask(n, direction).numpy()
+
+
+def token_label(tokens, j: int) -> str:
+    return f"{j} · {tokens[j]}"
+
+
+def downloads(sentence: SentenceTrace, key: str) -> None:
+    c1, c2 = st.columns(2)
+    c1.download_button("Trace as CSV (zip)", trace_csv(sentence.tokens, sentence.trace), "disan-trace.zip",
+                       "application/zip", key=f"{key}-csv")
+    c2.download_button("Trace as NPZ", trace_npz(sentence.tokens, sentence.trace), "disan-trace.npz",
+                       "application/octet-stream", key=f"{key}-npz")
+
+
+def page_setup():
+    """Model, input and trace for a page; None when something is missing (the user has been told)."""
+    entry, pipe = current_pipeline()
+    if pipe is None:
+        return None
+    result = run_trace(entry, current_input(pipe))
+    if result is None:
+        return None
+    show_prediction(pipe, result)
+    return entry, pipe, result
+
+
+__all__ = ["MAX_TOKENS", "page_setup", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
+           "current_pipeline", "entries", "stamp", "load_pipeline", "PRESET_SENTENCE", "PRESET_PAIR"]

@@ -1,0 +1,28 @@
+"""Fusion gates F of both directions (the paper's Fig. 5): how much of h each token keeps."""
+import numpy as np
+import streamlit as st
+
+from disan import figures
+from pages.common import downloads, page_setup, pick_sentence
+
+st.header("Fusion gates")
+st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")
+
+setup = page_setup()
+if setup is not None:
+    entry, pipe, result = setup
+    sentence = pick_sentence(result, "gates-sentence")
+    tr, tokens = sentence.trace, sentence.tokens
+    if tr.forward is None:
+        st.info(f"The {entry.encoder} encoder has no fusion gates.")
+        st.stop()
+    # keyed by block, since both blocks of DiSAN without directions are "diag"
+    gates = {f"block 1 ({tr.forward.direction})": np.asarray(tr.forward.gate),
+             f"block 2 ({tr.backward.direction})": np.asarray(tr.backward.gate)}
+    st.plotly_chart(figures.mean_gate_bars(gates, tokens), key="gates-mean")
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, f"{tr.forward.direction} gate"),
+                    key="gates-fw")
+    c2.plotly_chart(figures.gate_heatmap(np.asarray(tr.backward.gate), tokens, f"{tr.backward.direction} gate"),
+                    key="gates-bw")
+    downloads(sentence, "gates")

@@ -1,0 +1,123 @@
+"""Every page of the app through Streamlit's AppTest, on tiny checkpoints made by the tests."""
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from disan.pipeline import MAX_TOKENS
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+PAGES = ["pages/attention.py", "pages/gates.py", "pages/source2token.py", "pages/word_senses.py", "pages/models.py"]
+
+
+@pytest.fixture
+def checkpoints(tmp_path, monkeypatch, make_checkpoint):
+    make_checkpoint("classify", name="a-sentiment")
+    make_checkpoint("pair", name="b-entailment")
+    broken = tmp_path / "c-broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"format": "disan-checkpoint", "version": 0}')
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    return tmp_path
+
+
+def app(**state) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert not at.exception
+    return at
+
+
+def visit(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def test_without_checkpoints_every_page_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path / "none"))
+    at = app()
+    assert "No checkpoint yet" in texts(at.sidebar.info)
+    for page in PAGES[:-1]:
+        assert "No model is selected" in texts(visit(at, page).info)
+
+
+def test_every_page_draws_for_a_sentence_model(checkpoints):
+    at = app()
+    assert at.session_state["checkpoint"] == "a-sentiment"
+    assert "c-broken" in texts(at.sidebar.expander[0].text) and "version 0" in texts(at.sidebar.expander[0].text)
+    at.sidebar.text_area[0].input("The glass bottle is big").run()
+    expected = {"pages/attention.py": 4, "pages/gates.py": 3, "pages/source2token.py": 2,
+                "pages/word_senses.py": 1, "pages/models.py": 0}
+    for page, charts in expected.items():
+        visit(at, page)
+        assert len(at.get("plotly_chart")) == charts, page
+        assert at.session_state["text"] == "The glass bottle is big"  # the sentence follows the user across pages
+    visit(at, "pages/attention.py")
+    assert at.metric[0].value in ("negative", "positive", "neutral")
+
+
+def test_feature_and_token_controls(checkpoints):
+    at = visit(app(), "pages/attention.py")
+    at.radio(key="attention-mode").set_value("one feature").run()
+    at.number_input(key="attention-k").set_value(3).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 4
+    at.radio(key="attention-mode").set_value("sharpest features").run()
+    ranked = at.selectbox(key="attention-ranked").options
+    assert len(ranked) == 5  # d_h = 5 features, all ranked
+    at.selectbox(key="attention-query").set_value(0).run()
+    assert not at.exception and "attends to no token" in at.get("plotly_chart")[1].proto.spec
+
+
+def test_pair_models_trace_premise_and_hypothesis(checkpoints):
+    at = app(checkpoint="b-entailment")
+    assert [t.label for t in at.sidebar.text_area] == ["Premise", "Hypothesis"]
+    visit(at, "pages/attention.py")
+    at.radio(key="attention-sentence").set_value("hypothesis").run()
+    assert not at.exception and len(at.get("plotly_chart")) == 4
+    assert at.metric[0].value in ("entailment", "neutral", "contradiction")
+
+
+def test_word_sense_presets_pick_the_shared_word(checkpoints):
+    at = visit(app(), "pages/word_senses.py")
+    assert at.selectbox(key="senses-word").value == "glass"
+    at.selectbox(key="senses-preset").set_value("close (paper, Fig. 6)").run()
+    assert at.selectbox(key="senses-word").value == "close"
+    assert len(at.dataframe) == 2 and len(at.get("plotly_chart")) == 1
+    at.text_area(key="senses-text").input("one cat\ntwo dogs").run()
+    assert "share no word" in texts(at.info)
+
+
+@pytest.mark.parametrize("text,message", [("", "empty"), ("word " * (MAX_TOKENS + 5), str(MAX_TOKENS))])
+def test_bad_input_gets_a_message_not_a_traceback(checkpoints, text, message):
+    at = app()
+    at.sidebar.text_area[0].input(text).run()
+    for page in PAGES[:3]:
+        visit(at, page)
+        assert message in texts(at.warning)
+
+
+def test_html_in_the_sentence_is_never_rendered(checkpoints):
+    at = app()
+    at.sidebar.text_area[0].input('<script>alert(1)</script> <img src=x onerror=alert(2)> **bold**').run()
+    for page in PAGES[:3]:
+        visit(at, page)
+        for chart in at.get("plotly_chart"):
+            assert "<script>" not in chart.proto.spec and "<img" not in chart.proto.spec
+    assert "Unknown words" in texts(at.caption)
+
+
+def test_two_sessions_see_their_own_sentences(checkpoints):
+    first, second = app(), app()
+    first.sidebar.text_area[0].input("the glass bottle").run()
+    second.sidebar.text_area[0].input("a man is pouring tea of the restaurant").run()
+    for at, n in ((first, 3), (second, 8)):
+        visit(at, "pages/attention.py")
+        assert len(at.selectbox(key="attention-query").options) == n
