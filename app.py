@@ -10,6 +10,7 @@ PAGES = [
     st.Page("pages/gates.py", title="Fusion gates", icon=":material/tune:"),
     st.Page("pages/source2token.py", title="Source2token", icon=":material/target:"),
     st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
+    st.Page("pages/training.py", title="Training", icon=":material/model_training:"),
     st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
 ]
 

@@ -6,6 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from . import checkpoint
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -70,3 +72,25 @@ def list_checkpoints(root: str | Path | None = None) -> list[Entry]:
     names = sorted({p.name.removesuffix(".prev") for p in root.iterdir()
                     if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
     return [describe(root / name) for name in names]
+
+
+def runs_table(items: list[Entry]) -> pd.DataFrame:
+    """One row per working checkpoint, to compare encoders side by side (the paper's Tables 1 and 2)."""
+    rows = []
+    for e in items:
+        if not e.ok:
+            continue
+        path = checkpoint.resolve(e.path)
+        config = checkpoint.read_json(path / checkpoint.CONFIG, "config.json")
+        metrics = checkpoint.read_json(path / checkpoint.METRICS, "metrics.json")
+        tc, history = config.get("train_config") or {}, metrics.get("history") or []
+        dev, test = metrics.get("dev") or {}, metrics.get("test") or {}
+        key = "pearson" if e.kind == "relatedness" else "accuracy"
+        rows.append({
+            "checkpoint": e.name, "task": e.task, "encoder": e.encoder, "d_h": tc.get("d_h"),
+            "train examples": metrics.get("n_train"), "parameters": config.get("n_params"),
+            "epochs": len(history),
+            "s / epoch": round(sum(h["epoch_seconds"] for h in history) / len(history), 1) if history else None,
+            "metric": key, "dev": dev.get(key), "test": test.get(key),
+        })
+    return pd.DataFrame(rows)

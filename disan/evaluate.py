@@ -1,17 +1,27 @@
 """Evaluate a checkpoint on a split of its benchmark: figures and a per-example table."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
 from . import checkpoint
 from .data import load_task
-from .metrics import classification_metrics, relatedness_metrics
+from .metrics import classification_metrics, confusion, relatedness_metrics
 from .train import encode, predict, tokens_of
 
 
-def examples_table(path, split: str = "test", data_dir=None) -> tuple[dict, pd.DataFrame]:
-    """(metrics, one row per example: text, gold, predicted, length, correct) for a checkpoint."""
+@dataclass
+class Evaluation:
+    metrics: dict
+    table: pd.DataFrame            # one row per example: text, length, gold, predicted, correct (or error)
+    labels: list[str]
+    confusion: np.ndarray | None   # (C, C) rows = gold, columns = predicted; None for relatedness
+
+
+def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
+    """Metrics and a per-example table of a checkpoint on a split of its benchmark."""
     model, vocab, config, _ = checkpoint.load(path)
     tc = config.get("train_config", {})
     data = load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0), seed=tc.get("seed", 0),
@@ -25,17 +35,16 @@ def examples_table(path, split: str = "test", data_dir=None) -> tuple[dict, pd.D
     gold = np.asarray(enc.labels, dtype=np.float64)
     texts = [" ||| ".join(e.text) if isinstance(e.text, tuple) else e.text for e in examples]
     table = pd.DataFrame({"text": texts, "length": enc.lengths, "gold": gold, "predicted": pred})
+    labels = list(config["labels"])
     if model.cfg.kind == "relatedness":
-        metrics = relatedness_metrics(pred, gold)
         table["error"] = pred - gold
-    else:
-        metrics = classification_metrics(pred.astype(int), gold.astype(int))
-        labels = config["labels"]
-        table["gold"] = [labels[int(g)] for g in gold]
-        table["predicted"] = [labels[int(p)] for p in pred]
-        table["correct"] = table["gold"] == table["predicted"]
-    return metrics, table
+        return Evaluation(relatedness_metrics(pred, gold), table, labels, None)
+    table["gold"] = [labels[int(g)] for g in gold]
+    table["predicted"] = [labels[int(p)] for p in pred]
+    table["correct"] = table["gold"] == table["predicted"]
+    return Evaluation(classification_metrics(pred.astype(int), gold.astype(int)), table, labels,
+                      confusion(pred, gold, len(labels)))
 
 
 def evaluate_checkpoint(path, split: str = "test", data_dir=None) -> dict:
-    return examples_table(path, split, data_dir)[0]
+    return examples_table(path, split, data_dir).metrics

@@ -247,7 +247,7 @@ def train(cfg: TrainConfig, progress=None, should_stop=None, log=sys.stdout) -> 
             if improved:
                 best, best_epoch = score, epoch
                 checkpoint.save(cfg.out, model, vocab, meta, {**info, "dev": dev, "best_epoch": epoch, "history": history})
-            emit({"event": "epoch", **record, "improved": improved, "model": model})
+            emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": vocab})
             if epoch - best_epoch >= cfg.patience:
                 break
     except TrainingStopped:

@@ -1,0 +1,154 @@
+"""Train and compare models on the small benchmarks, from the browser."""
+import time
+
+import streamlit as st
+
+from disan import catalog, figures
+from disan.baselines import ENCODERS
+from disan.data import TASKS
+from disan.evaluate import examples_table
+from disan.jobs import PROBE, Busy, Registry
+from disan.train import TrainConfig
+from pages.common import entries, mask_of, stamp
+
+TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
+
+
+@st.cache_resource
+def registry() -> Registry:
+    # One registry per server: every session sees the same job, and only one runs at a time.
+    return Registry()
+
+
+@st.cache_data(max_entries=16, show_spinner="Evaluating on the test split…")
+def evaluation(path: str, _stamp: float):
+    return examples_table(path, "test")
+
+
+def start_form() -> None:
+    with st.form("train-form"):
+        c1, c2, c3 = st.columns(3)
+        task = c1.selectbox("Benchmark", TRAINABLE, format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
+        encoder = c2.selectbox("Encoder", list(ENCODERS), key="train-encoder")
+        name = c3.text_input("Checkpoint name", "", key="train-name", help="default: task-encoder-time")
+        c1, c2, c3, c4 = st.columns(4)
+        epochs = c1.number_input("Epochs", 1, 500, 10, key="train-epochs")
+        lr = c2.number_input("Learning rate (Adadelta)", 0.0001, 10.0, 0.5, format="%.4f", key="train-lr")
+        dropout = c3.number_input("Dropout", 0.0, 0.9, 0.25, key="train-dropout")
+        d_h = c4.number_input("d_h", 4, 600, 300, key="train-dh")
+        c1, c2, c3 = st.columns(3)
+        vectors = c1.text_input("Word vectors", "", key="train-vectors",
+                                help="a GloVe-format text file; empty: GloVe 6B 50d")
+        seed = c2.number_input("Seed", 0, 10_000, 0, key="train-seed")
+        cap = c3.number_input("Cap on training examples (0 = all)", 0, 10_000_000, 0, key="train-cap")
+        probe = st.text_input("Probe sentence for the attention timeline", PROBE, key="train-probe")
+        submitted = st.form_submit_button("Start", type="primary")
+    if not submitted:
+        return
+    name = name.strip() or f"{task}-{encoder}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if any(c in name for c in "/\\") or name.startswith("."):
+        st.error("A checkpoint name cannot contain slashes or start with a dot.")
+        return
+    try:
+        cfg = TrainConfig(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
+                          lr=float(lr), dropout=float(dropout), d_h=int(d_h), embeddings=vectors.strip() or None,
+                          seed=int(seed), max_train=int(cap) or None,
+                          command=f"python -m disan train --task {task} --encoder {encoder} --out checkpoints/{name} "
+                                  f"--epochs {epochs} --lr {lr} --dropout {dropout} --d-h {d_h} --seed {seed}"
+                                  + (f" --max-train {cap}" if cap else ""))
+        registry().start(name, cfg, probe)
+    except Busy as e:
+        st.warning(str(e))
+    except ValueError as e:
+        st.error(f"Cannot start: {e}")
+
+
+def job_view() -> None:
+    """Progress of the current job; re-run every second by the fragment while the job is active."""
+    job = registry().current
+    if job is None:
+        return
+    job.poll()
+    st.subheader(f"Job {job.name}: {job.status}")
+    p = job.progress
+    if p:
+        eta = f", about {p['eta']:.0f} s left in this epoch" if job.active else ""
+        acc = f", accuracy {p['accuracy']:.3f}" if p.get("accuracy") is not None else ""
+        st.progress(job.fraction(), text=f"epoch {p['epoch']}/{job.config.epochs}, step {p['step']}/{p['steps']}, "
+                                         f"loss {p['loss']:.4f}{acc}{eta}")
+    elif job.active:
+        st.progress(0.0, text="loading data and word vectors…")
+    if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):
+        job.stop()
+    if job.history:
+        keys = [k for k in job.history[0] if k.startswith(("dev_", "train_")) and k != "dev_n"]
+        st.plotly_chart(figures.curves(job.history, keys), key="train-curves")
+    if job.error:
+        st.error(f"The job failed: {job.error}")
+    if not job.active and st.session_state.get("train-seen") != (job.name, job.status):
+        # a full rerun: the sidebar lists the new checkpoint, and this fragment stops refreshing
+        st.session_state["train-seen"] = (job.name, job.status)
+        st.rerun()
+
+
+def timeline() -> None:
+    job = registry().current
+    if job is None or not job.timeline:
+        return
+    st.subheader("Attention timeline")
+    st.caption("The probe sentence's forward and backward attention (mean over features) after each epoch.")
+    snaps = job.timeline
+    i = st.slider("Epoch", 1, len(snaps), len(snaps), key="train-timeline") - 1 if len(snaps) > 1 else 0
+    s = snaps[i]
+    n = len(s.tokens)
+    st.plotly_chart(figures.attention_pair(s.forward, s.backward, s.tokens, mask_of(s.directions[0], n),
+                                           mask_of(s.directions[1], n),
+                                           titles=(f"epoch {s.epoch}: {s.directions[0]}", s.directions[1])),
+                    key="train-timeline-fig")
+
+
+def summary() -> None:
+    job = registry().current
+    if job is None or job.active or job.metrics is None:
+        return
+    path = job.config.out
+    ev = evaluation(path, stamp(path))
+    table = ev.table
+    st.subheader("Evaluation on the test split")
+    st.write({k: round(v, 4) for k, v in ev.metrics.items() if isinstance(v, float)})
+    if ev.confusion is None:
+        worst = table.reindex(table["error"].abs().sort_values(ascending=False).index)
+        st.dataframe(worst.head(50), hide_index=True)
+        return
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(figures.confusion_heatmap(ev.confusion, ev.labels), key="train-confusion")
+    c2.plotly_chart(figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy()),
+                    key="train-by-length")
+    wrong = table[~table["correct"]].reset_index(drop=True)
+    st.write(f"{len(wrong)} misclassified test examples")
+    if len(wrong):
+        row = st.selectbox("Open one in the Attention page", range(len(wrong)), key="train-wrong",
+                           format_func=lambda r: f"[{wrong.gold[r]} → {wrong.predicted[r]}] {wrong.text[r][:90]}")
+        st.dataframe(wrong[["text", "gold", "predicted", "length"]], hide_index=True, height=240)
+        if st.button("Open in the Attention page", key="train-open"):
+            st.session_state["checkpoint"] = job.name
+            text = wrong.text[row]
+            if " ||| " in text:
+                st.session_state["premise"], st.session_state["hypothesis"] = text.split(" ||| ", 1)
+            else:
+                st.session_state["text"] = text
+            st.switch_page("pages/attention.py")
+
+
+st.header("Training")
+st.caption("Adadelta, batch 64, L2 on weight matrices, Glorot init, GloVe init with OOV ~ U(−0.05, 0.05), "
+           "model selection on dev; one job at a time per server.")
+start_form()
+current = registry().current
+st.fragment(run_every=1.0 if current is not None and current.active else None)(job_view)()
+timeline()
+summary()
+st.subheader("Runs")
+runs = catalog.runs_table(entries())
+if len(runs):
+    st.dataframe(runs, hide_index=True)

@@ -1,0 +1,82 @@
+"""The Training page: a tiny run to completion, Stop mid-run, one job per server, failures as messages."""
+import time
+
+import pytest
+import streamlit as st
+
+from .test_app import app, texts, visit
+
+
+@pytest.fixture
+def ckdir(tmp_path, monkeypatch):
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    st.cache_resource.clear()  # a fresh job registry for every test
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def fill(at, name, epochs=1, cap=40, d_h=8, vectors=""):
+    at.selectbox(key="train-task").set_value("trec")
+    at.number_input(key="train-epochs").set_value(epochs)
+    at.number_input(key="train-dh").set_value(d_h)
+    at.number_input(key="train-cap").set_value(cap)
+    at.text_input(key="train-name").input(name)
+    at.text_input(key="train-vectors").input(vectors)
+    at.button[0].click().run()
+    assert not at.exception
+
+
+def wait(at, until, timeout=180):
+    start = time.time()
+    while time.time() - start < timeout:
+        at.run()
+        assert not at.exception
+        if until(at):
+            return at
+        time.sleep(0.5)
+    raise AssertionError(f"timed out; headers: {texts(at.subheader)}")
+
+
+def status(at) -> str:
+    return next((h.value for h in at.subheader if str(h.value).startswith("Job ")), "")
+
+
+def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "tiny-trec")
+    wait(at, lambda a: "done" in status(a) or "failed" in status(a))
+    assert status(at) == "Job tiny-trec: done", texts(at.error)
+    assert "Attention timeline" in texts(at.subheader) and "Evaluation on the test split" in texts(at.subheader)
+    runs = at.dataframe[-1].value
+    assert list(runs["checkpoint"]) == ["tiny-trec"] and runs["test"][0] > 0
+    fresh = app()
+    assert "tiny-trec" in fresh.sidebar.selectbox[0].options[0]
+
+
+def test_stop_keeps_the_best_checkpoint(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "stop-me", epochs=200, cap=300)
+    wait(at, lambda a: len(a.get("plotly_chart")) > 0 and "running" in status(a))  # an epoch has ended
+    at.button(key="train-stop").click().run()
+    wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
+    assert status(at) == "Job stop-me: stopped"
+    assert (ckdir / "stop-me" / "model.safetensors").exists()
+
+
+def test_one_job_per_server(ckdir):
+    first = visit(app(), "pages/training.py")
+    fill(first, "first", epochs=200, cap=300)
+    second = visit(app(), "pages/training.py")
+    fill(second, "second")
+    assert "is running" in texts(second.warning)
+    first.button(key="train-stop").click().run()
+    wait(first, lambda a: not any(w in status(a) for w in ("running", "starting")))
+    assert not (ckdir / "second").exists()
+
+
+def test_a_failing_job_shows_its_error_and_the_app_stays_up(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "broken", vectors=str(ckdir / "no-such-vectors.txt"))
+    wait(at, lambda a: "failed" in status(a) or "done" in status(a))
+    assert "failed" in status(at) and "no-such-vectors.txt" in texts(at.error)
+    visit(at, "pages/models.py")
