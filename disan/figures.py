@@ -295,12 +295,19 @@ def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
 
 # ---------------------------------------------------------------- sentence encodings
 
-def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str]) -> go.Figure:
-    """Sentence encodings as 1 x D strips one above the other, on one scale centred at 0 (the paper's Fig. 6)."""
+def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
+                        title: str = "attention vectors") -> go.Figure:
+    """Vectors as 1 x D strips one above the other on one scale (the paper's Fig. 6).
+
+    Non-negative vectors (probabilities) use the sequential scale from 0; signed ones a diverging scale at 0.
+    """
     z = np.stack([np.ravel(np.asarray(v, dtype=float)) for v in vectors])  # (m, D)
     rows, cols = _label_axis("", labels, "sentence"), _feature_axis(z.shape[1])
-    trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
-    fig = _heatmap_figure(trace, rows, cols, "sentence encodings", _height(len(labels), per_row=60, low=240))
+    if np.nanmin(z) >= 0:
+        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z))
+    else:
+        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
+    fig = _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=60, low=240))
     fig.update_traces(ygap=4)
     return fig
 

@@ -40,7 +40,8 @@ if pipe is not None:
     kind = st.radio("Vector", kinds, format_func=senses.VECTORS.get, horizontal=True, key="senses-kind")
     vectors = [senses.word_vector(t.tokens, t.trace, word, kind) for t in traces]
     labels = [f"{i + 1}: {t.text[:50]}" for i, t in enumerate(traces)]
-    st.plotly_chart(figures.word_sense_heatmaps(vectors, labels), key="senses-heatmaps")
+    st.plotly_chart(figures.word_sense_heatmaps(vectors, labels, f"“{word}”: {senses.VECTORS[kind]}"),
+                    key="senses-heatmaps")
     sim = figures.similarity_matrix(vectors)
     st.subheader("Cosine similarity")
     st.dataframe(pd.DataFrame(sim, index=labels, columns=labels).style.format("{:.3f}"))

@@ -250,6 +250,12 @@ def test_word_sense_rows_share_one_trace():
     assert fig.data[0].zmid == 0
 
 
+def test_word_sense_probabilities_use_a_scale_from_zero():
+    vs = [np.array([0.1, 0.3, 0.0]), np.array([0.2, 0.05, 0.6])]
+    trace = figures.word_sense_heatmaps(vs, ["a", "b"], "“glass”").data[0]
+    assert trace.zmid is None and trace.zmin == 0 and trace.zmax == 0.6
+
+
 def test_confusion_heatmap_rows_gold_columns_predicted():
     cm = np.array([[5, 1], [2, 1234]])
     fig = figures.confusion_heatmap(cm, ["neg", "pos"])
