@@ -84,5 +84,17 @@ def main(argv=None) -> int:
     return 0
 
 
+def run(argv=None) -> int:
+    """``main`` with a one-line message instead of a traceback for the errors a user can fix."""
+    try:
+        return main(argv)
+    except (ValueError, OSError, FloatingPointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; the best checkpoint so far is kept", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -72,17 +72,22 @@ def save(path: str | Path, model: TextModel, vocab: Vocab, meta: dict, metrics: 
     tmp = path.with_name(path.name + ".tmp")
     prev = path.with_name(path.name + ".prev")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
-    save_file(state, str(tmp / WEIGHTS))
-    with open(tmp / WEIGHTS, "rb+") as f:
-        os.fsync(f.fileno())
-    config = {"format": FORMAT, "version": VERSION, **meta, "model": dataclasses.asdict(model.cfg)}
-    _write(tmp / CONFIG, json.dumps(config, indent=2))
-    _write(tmp / VOCAB, json.dumps(vocab.to_json()))
-    _write(tmp / METRICS, json.dumps(metrics or {}, indent=2))
-    _write(tmp / CARD, card)
-    _fsync_dir(tmp)
+    try:
+        tmp.mkdir()
+        state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        save_file(state, str(tmp / WEIGHTS))
+        with open(tmp / WEIGHTS, "rb+") as f:
+            os.fsync(f.fileno())
+        config = {"format": FORMAT, "version": VERSION, **meta, "model": dataclasses.asdict(model.cfg)}
+        _write(tmp / CONFIG, json.dumps(config, indent=2))
+        _write(tmp / VOCAB, json.dumps(vocab.to_json()))
+        _write(tmp / METRICS, json.dumps(metrics or {}, indent=2))
+        _write(tmp / CARD, card)
+        _fsync_dir(tmp)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise OSError(e.errno, f"could not write the checkpoint {path}: {e.strerror or e}; "
+                               f"the previous checkpoint is unchanged") from e
     if path.exists():
         shutil.rmtree(prev, ignore_errors=True)
         os.rename(path, prev)

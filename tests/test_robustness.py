@@ -1,0 +1,133 @@
+"""Hostile text, killed and failing saves, NaN losses: clear messages, nothing lost."""
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import disan
+from disan import checkpoint, figures, tables
+from disan.__main__ import run
+from disan.masks import subsequent_mask
+from disan.train import TrainConfig, train
+
+from .conftest import make_model
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HOSTILE = ["", " ", "\u200b", "word", "x" * 10_000, "🙂👍🏽 emoji", "中文句子没有空格", "שלום עולם مرحبا",
+           "a\x00b\x07c\x1b[31m", "e\u0301\u0301\u0301 combining", "<script>alert(1)</script>",
+           "<img src=x onerror=alert(1)>", "**bold** _it_ [link](http://x) `code`", "$$x^2$$", "\ufeff\u202e reversed",
+           "\U0001f600" * 50, "the " * 1000]
+
+
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory):
+    model, vocab = make_model("classify")
+    path = tmp_path_factory.mktemp("ck") / "tiny"
+    checkpoint.save(path, model, vocab, {"task": "tiny", "kind": "classify", "labels": ["a", "b", "c"]})
+    return disan.load(path)
+
+
+def draw_everything(result) -> None:
+    """Every figure and table a page builds from one trace."""
+    s = result.sentence
+    tokens, tr = s.tokens, s.trace
+    n = len(tokens)
+    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
+    masks = [subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward)]
+    figs = [figures.attention_pair(fw.mean(-1), bw.mean(-1), tokens, *masks),
+            figures.query_view(fw, n - 1, tokens, masks[0]),
+            figures.difference_heatmap(fw.mean(-1), bw.mean(-1), tokens),
+            figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, "gate"),
+            figures.mean_gate_bars({"f": np.asarray(tr.forward.gate)}, tokens),
+            figures.source2token_heatmap(np.asarray(tr.source2token.probs), tokens)]
+    for fig in figs:
+        text = json.dumps(fig.to_plotly_json(), default=str)
+        assert "<script" not in text.lower() and "<img" not in text.lower()
+    tables.trace_npz(tokens, tr)
+    assert np.isfinite(fw).all() and np.isfinite(np.asarray(tr.encoding)).all()
+
+
+@pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_text_gives_a_result_or_a_value_error(pipe, text):
+    try:
+        result = pipe.trace(text)
+    except ValueError as e:
+        assert str(e)
+        return
+    draw_everything(result)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=300))
+def test_random_unicode_through_tokenizer_trace_and_figures(pipe, text):
+    try:
+        result = pipe.trace(text)
+    except ValueError as e:
+        assert any(word in str(e) for word in ("empty", "limit"))
+        return
+    draw_everything(result)
+
+
+SAVER = """
+import sys, torch
+sys.path.insert(0, {root!r})
+from disan import checkpoint
+from tests.conftest import make_model
+model, vocab = make_model("classify")
+for i in range(10**6):
+    for p in model.parameters():
+        p.data.fill_(i)
+    checkpoint.save({path!r}, model, vocab, {{"task": "t", "kind": "classify", "labels": ["a", "b", "c"]}}, {{"i": i}})
+    print(i, flush=True)
+"""
+
+
+def test_sigkill_at_any_moment_leaves_a_consistent_checkpoint(tmp_path):
+    path = tmp_path / "ck"
+    rng = np.random.default_rng(0)
+    for attempt in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", SAVER.format(root=str(ROOT), path=str(path))],
+                                stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline()  # at least one save finished
+        time.sleep(float(rng.uniform(0.0, 0.3)))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        model, _, _, metrics = checkpoint.load(path)
+        # weights and metrics come from the same save: nothing half-written is ever read
+        assert (model.encoder.fw.w1.weight == metrics["i"]).all()
+
+
+def test_a_failing_disk_write_is_reported_and_keeps_the_old_checkpoint(make_checkpoint, monkeypatch):
+    path = make_checkpoint()
+    before = checkpoint.load(path)[0].encoder.fw.w1.weight.clone()
+    model, vocab = make_model("classify", seed=5)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(checkpoint, "save_file", full_disk)
+    with pytest.raises(OSError, match="No space left on device.*previous checkpoint is unchanged"):
+        checkpoint.save(path, model, vocab, {"task": "t", "kind": "classify", "labels": ["a", "b", "c"]})
+    assert not path.with_name(path.name + ".tmp").exists()
+    assert torch.equal(checkpoint.load(path)[0].encoder.fw.w1.weight, before)
+
+
+def test_a_nan_loss_stops_the_run_with_a_message(tmp_path, capsys):
+    with pytest.raises(FloatingPointError, match="loss became nan"):
+        train(TrainConfig(task="trec", out=str(tmp_path / "nan"), epochs=2, d_h=8, d_fc=8, max_train=128,
+                          extra_vocab=0, lr=1e30))
+    assert run(["train", "--task", "trec", "--out", str(tmp_path / "nan2"), "--epochs", "2", "--d-h", "8",
+                "--max-train", "128", "--extra-vocab", "0", "--lr", "1e30"]) == 1
+    assert "error: the loss became nan" in capsys.readouterr().err
+    assert not (tmp_path / "nan").exists()
