@@ -30,7 +30,6 @@ DIVERGING = "RdBu_r"      # negative blue, 0 white, positive red
 MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels
-HOVER = "%{customdata[0]} → %{customdata[1]} = %{customdata[2]}<extra></extra>"
 
 
 def _esc(text) -> str:
@@ -60,15 +59,21 @@ def _peak(*arrays: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class _Axis:
-    """One axis of a heatmap: its title, the hover text of each position, and its tick labels."""
+    """One heatmap axis: its title, the value of each position, and how hover names a position.
+
+    Text axes are categorical with unique values ("query 3: the"), so repeated tokens stay apart
+    and the hover reads the escaped value directly; no per-cell strings are built, which keeps a
+    tokens x features heatmap cheap to build and to serialise.
+    """
     title: str
-    hover: list[str]           # escaped, one per position, e.g. "query 3: the"
-    ticks: list[str] | None    # escaped tick labels at 0..len-1; None: plotly's numeric ticks
+    values: list               # one per position: escaped unique labels, or feature ids
+    ticks: list[str] | None    # tick labels; None: plotly's own ticks (numeric feature axes)
+    hover: str = "{ref}"       # how the hover template names a position, given %{x} or %{y}
 
     def layout(self, reverse: bool = False) -> dict:
         axis = dict(title=dict(text=self.title), showgrid=False, zeroline=False)
         if self.ticks is not None:
-            axis.update(tickmode="array", tickvals=list(range(len(self.ticks))), ticktext=self.ticks)
+            axis.update(type="category", tickmode="array", tickvals=self.values, ticktext=self.ticks)
         if reverse:
             axis["autorange"] = "reversed"   # first row at the top
         return axis
@@ -76,34 +81,33 @@ class _Axis:
 
 def _label_axis(name: str, labels: Sequence[str], title: str | None = None) -> _Axis:
     """Positions named by text (tokens, class labels): hover "name k: label"."""
-    hover = [f"{name} {k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
-    return _Axis(title or name, hover, [_short(label) for label in labels])
+    values = [f"{name} {k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
+    return _Axis(title or name, values, [_short(label) for label in labels])
 
 
 def _feature_axis(d: int, features: Sequence[int] | None = None) -> _Axis:
-    """Feature positions; a chosen subset or order gets explicit tick labels (the feature ids)."""
-    ids = list(range(d)) if features is None else [int(k) for k in features]
-    ticks = None if features is None else [str(k) for k in ids]
-    return _Axis("feature k", [f"feature {k}" for k in ids], ticks)
+    """Feature positions: numeric 0..d-1, or a chosen subset/order as categories named by feature id."""
+    if features is None:
+        return _Axis("feature k", list(range(d)), None, "feature {ref}")
+    ids = [str(int(k)) for k in features]
+    return _Axis("feature k", ids, ids, "feature {ref}")
 
 
 def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, zmid=None,
              colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True) -> go.Heatmap:
-    """The one heatmap trace every figure uses: NaN cells are "masked" in the hover.
+    """The one heatmap trace every figure uses. Masked (NaN) cells have no hover.
 
-    Hover text comes from customdata (escaped strings), never from raw labels.
+    Hover text comes from the axes' escaped values, never from raw labels.
     """
     z = np.asarray(z, dtype=float)  # (rows, cols)
-    values = np.array([["masked" if np.isnan(v) else format(v, fmt) for v in row] for row in z],
-                      dtype=object).reshape(z.shape)
-    custom = np.empty(z.shape + (3,), dtype=object)  # (rows, cols, 3): row hover, column hover, value
-    custom[..., 0] = np.array(rows.hover, dtype=object)[:, None]
-    custom[..., 1] = np.array(cols.hover, dtype=object)[None, :]
-    custom[..., 2] = values
+    hover = (f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = %{{z:{fmt}}}<extra></extra>")
+    values = None
+    if text:  # small matrices only (confusion counts)
+        values = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
     return go.Heatmap(
-        z=z, x=np.arange(z.shape[1]), y=np.arange(z.shape[0]), customdata=custom, hovertemplate=HOVER,
-        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale, hoverongaps=True,
-        text=values if text else None, texttemplate="%{text}" if text else None,
+        z=z, x=cols.values, y=rows.values, hovertemplate=hover,
+        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale, hoverongaps=False,
+        text=values, texttemplate="%{text}" if text else None,
     )
 
 
@@ -262,10 +266,9 @@ def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: 
                 value_range: tuple[float, float] | None = None) -> go.Figure:
     """Horizontal bars, one group per token (first token at the top), one bar per series."""
     axis = _label_axis("token", tokens)
-    y = np.arange(len(tokens))
     fig = go.Figure([
-        go.Bar(x=np.asarray(values, dtype=float), y=y, orientation="h", name=_esc(name),
-               customdata=np.array(axis.hover, dtype=object), hovertemplate="%{customdata} = %{x:.4f}")
+        go.Bar(x=np.asarray(values, dtype=float), y=axis.values, orientation="h", name=_esc(name),
+               hovertemplate="%{y} = %{x:.4f}")
         for name, values in series.items()
     ])
     fig.update_yaxes(**axis.layout(reverse=True))

@@ -126,30 +126,26 @@ def test_attention_heatmap_masks_with_nan_and_keeps_exact_values():
     np.testing.assert_array_equal(z[FW_MASK], m[FW_MASK])
     assert fig.data[0].zmin == 0 and fig.data[0].zmax == pytest.approx(m[FW_MASK].max())
     assert fig.layout.plot_bgcolor == figures.MASKED_BG
-    custom = fig.data[0].customdata
-    assert custom[0][1][2] == "masked"
-    assert custom[2][1][2] == format(m[2, 1], ".4g")
+    assert fig.data[0].hoverongaps is False  # masked cells have no hover value
     assert figures.attention_heatmap(m, TOKENS, FW_MASK, "f", zmax=0.5).data[0].zmax == 0.5
 
 
-def test_duplicate_tokens_get_distinct_numeric_ticks():
+def test_duplicate_tokens_get_distinct_positions():
     fig = figures.attention_heatmap(np.zeros((N, N)), TOKENS, FW_MASK, "t")
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
-        assert list(axis.tickvals) == list(range(N))
+        assert len(set(axis.tickvals)) == N and axis.type == "category"
         assert list(axis.ticktext) == TOKENS
-    assert list(fig.data[0].x) == list(range(N)) and list(fig.data[0].y) == list(range(N))
+    assert len(set(fig.data[0].x)) == N and len(set(fig.data[0].y)) == N
     assert fig.layout.yaxis.autorange == "reversed"   # first token at the top
 
 
 def test_hover_names_query_row_and_attended_column():
     tokens = ["a", "b", "c", "d"]
     fig = figures.attention_heatmap(np.ones((N, N)), tokens, np.ones((N, N), dtype=bool), "t")
-    custom = fig.data[0].customdata
-    for j in range(N):
-        for i in range(N):
-            assert custom[j][i][0] == f"query {j}: {tokens[j]}"
-            assert custom[j][i][1] == f"attended {i}: {tokens[i]}"
-    assert "customdata[0]" in fig.data[0].hovertemplate
+    # z[j][i] sits at y = row j (the query) and x = column i (the attended token); hover reads both
+    assert list(fig.data[0].y) == [f"query {j}: {t}" for j, t in enumerate(tokens)]
+    assert list(fig.data[0].x) == [f"attended {i}: {t}" for i, t in enumerate(tokens)]
+    assert fig.data[0].hovertemplate.startswith("%{y} → %{x} = %{z")
 
 
 def test_long_tokens_are_truncated_in_ticks():
@@ -206,8 +202,8 @@ def test_query_view_rows_are_features_and_masked_columns_nan():
     assert z.shape == (2, N)
     np.testing.assert_array_equal(z[:, :2], p[2, :2][:, [2, 0]].T)
     assert np.isnan(z[:, 2:]).all()
-    assert list(fig.layout.yaxis.ticktext) == ["2", "0"]
-    assert fig.data[0].customdata[0][1][0] == "feature 2"
+    assert list(fig.layout.yaxis.ticktext) == ["2", "0"] and list(fig.data[0].y) == ["2", "0"]
+    assert fig.data[0].hovertemplate.startswith("feature %{y} → %{x}")
     full = figures.query_view(p, 3, TOKENS, FW_MASK)
     assert np.asarray(full.data[0].z).shape == (D, N)
 
@@ -225,7 +221,8 @@ def test_gate_heatmap_range_and_orientation():
     fig = figures.gate_heatmap(gate, TOKENS, "gate")
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
     np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), gate)   # tokens (y) x features (x)
-    assert fig.data[0].customdata[3][1][0] == "token 3: the"
+    assert fig.data[0].y[3] == "token 3: the" and list(fig.data[0].x) == list(range(D))
+    assert "feature %{x}" in fig.data[0].hovertemplate
 
 
 def test_mean_gate_bars_one_group_per_direction():
@@ -260,8 +257,7 @@ def test_confusion_heatmap_rows_gold_columns_predicted():
     cm = np.array([[5, 1], [2, 1234]])
     fig = figures.confusion_heatmap(cm, ["neg", "pos"])
     assert fig.data[0].text[1][0] == "2" and fig.data[0].text[1][1] == "1,234"
-    assert fig.data[0].customdata[1][0][0] == "gold 1: pos"
-    assert fig.data[0].customdata[1][0][1] == "predicted 0: neg"
+    assert fig.data[0].y[1] == "gold 1: pos" and fig.data[0].x[0] == "predicted 0: neg"
 
 
 def test_curves_and_accuracy_by_length():

@@ -1,0 +1,83 @@
+"""App latency: the trace plus every figure of a page for one sentence, once the model is loaded.
+
+    python -m disan.latency [CHECKPOINT] [--tokens 30] [--repeats 20]
+
+Figures are also serialised to JSON, as Streamlit does before sending them to the browser.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from . import figures, load
+from .catalog import list_checkpoints
+from .masks import subsequent_mask
+
+SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
+            "the volleyball match is in progress between ladies near the big fountain at the restaurant")
+
+
+def page_figures(sentence, page: str) -> list:
+    """The figures a page builds from a trace (the same calls as pages/*.py)."""
+    tokens, tr = sentence.tokens, sentence.trace
+    n = len(tokens)
+    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
+    m_fw, m_bw = (subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward))
+    mean_fw, mean_bw = figures.reduce_features(fw, "mean"), figures.reduce_features(bw, "mean")
+    s2t = np.asarray(tr.source2token.probs)
+    builders = {
+        "attention": lambda: [figures.attention_pair(mean_fw, mean_bw, tokens, m_fw, m_bw),
+                      figures.query_view(fw, n - 1, tokens, m_fw), figures.query_view(bw, n - 1, tokens, m_bw),
+                      figures.difference_heatmap(mean_fw, mean_bw, tokens)],
+        "gates": lambda: [figures.mean_gate_bars({"fw": np.asarray(tr.forward.gate), "bw": np.asarray(tr.backward.gate)},
+                                         tokens),
+                  figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, "forward"),
+                  figures.gate_heatmap(np.asarray(tr.backward.gate), tokens, "backward")],
+        "source2token": lambda: [figures.importance_bars(figures.token_importance(s2t), tokens),
+                                 figures.source2token_heatmap(s2t, tokens)],
+    }
+    return builders[page]()
+
+
+def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
+    pipe = load(path)
+    torch.set_num_threads(1)  # as the app runs it (see app.py)
+    words = SENTENCE.split()
+    text = " ".join((words * (n_tokens // len(words) + 1))[:n_tokens])
+    pipe.trace_sentence(text)  # warm-up: first-call allocations, spaCy load
+    rows = []
+    for page in ("attention", "gates", "source2token"):
+        times, trace_times = [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            sentence = pipe.trace_sentence(text)
+            t1 = time.perf_counter()
+            for fig in page_figures(sentence, page):
+                fig.to_json()
+            times.append(time.perf_counter() - t0)
+            trace_times.append(t1 - t0)
+        rows.append((page, 1e3 * statistics.median(trace_times), 1e3 * statistics.median(times)))
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m disan.latency", description=__doc__.split("\n\n")[0])
+    ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
+    parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
+    parser.add_argument("--tokens", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.checkpoint is None:
+        parser.error("no checkpoint found; name one")
+    print(f"checkpoint {args.checkpoint}, {args.tokens} tokens, median of {args.repeats}")
+    print("| page | trace (ms) | trace + figures + JSON (ms) |\n|---|---:|---:|")
+    for page, trace_ms, total_ms in measure(args.checkpoint, args.tokens, args.repeats):
+        print(f"| {page} | {trace_ms:.1f} | {total_ms:.1f} |")
+
+
+if __name__ == "__main__":
+    main()
