@@ -1,0 +1,74 @@
+"""The README's results table, from the metrics.json of trained checkpoints.
+
+    python -m disan.results [DIR ...]      (default: checkpoints/ and runs/)
+
+Runs of the same task and encoder (several folds or seeds) are summarised as mean ± std.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from pathlib import Path
+
+from . import checkpoint
+from .catalog import list_checkpoints
+
+PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
+         "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
+         "snli": ("accuracy", 85.62)}
+
+
+def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
+    """(task, encoder) -> [{test, dev, fold, seed, command, name}] over every working checkpoint."""
+    runs = defaultdict(list)
+    for root in dirs:
+        for entry in list_checkpoints(root):
+            if not entry.ok:
+                continue
+            path = checkpoint.resolve(entry.path)
+            config = checkpoint.read_json(path / checkpoint.CONFIG, "config.json")
+            metrics = checkpoint.read_json(path / checkpoint.METRICS, "metrics.json")
+            if "test" not in metrics:
+                continue  # a run still in progress: only its best dev checkpoint so far
+            key = PAPER.get(entry.task, ("pearson" if entry.kind == "relatedness" else "accuracy", None))[0]
+            tc = config.get("train_config") or {}
+            runs[(entry.task, entry.encoder)].append({
+                "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": entry.name,
+                "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
+                "minutes": metrics.get("train_seconds", 0) / 60})
+    return runs
+
+
+def scale(metric: str, value: float) -> float:
+    return 100 * value if metric == "accuracy" else value
+
+
+def table(runs: dict[tuple[str, str], list[dict]]) -> str:
+    lines = ["| task | encoder | ours (test) | paper | gap | runs | dev | minutes | command |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for (task, encoder), rs in sorted(runs.items()):
+        metric = rs[0]["metric"]
+        tests = [scale(metric, r["test"]) for r in rs]
+        devs = [scale(metric, r["dev"]) for r in rs]
+        digits = 2 if metric == "accuracy" else 4
+        ours = f"{statistics.mean(tests):.{digits}f}"
+        if len(tests) > 1:
+            ours += f" ± {statistics.stdev(tests):.{digits}f}"
+        paper = PAPER.get(task, (metric, None))[1]
+        gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None and encoder == "disan" else ""
+        lines.append(f"| {task} ({metric}) | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
+                     f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
+                     f"`{rs[0]['command']}` |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m disan.results", description=__doc__.split("\n\n")[0])
+    root = Path(__file__).resolve().parent.parent
+    parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "runs"])
+    print(table(collect(parser.parse_args(argv).dirs)))
+
+
+if __name__ == "__main__":
+    main()
