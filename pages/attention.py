@@ -3,20 +3,15 @@ import numpy as np
 import streamlit as st
 
 from disan import figures
-from pages.common import downloads, mask_of, page_setup, pick_sentence, token_label
+from pages.common import downloads, mask_of, page_sentence, token_label
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
            "(forward: j attends only to earlier tokens; backward: only to later ones).")
 
-setup = page_setup()
-if setup is not None:
-    entry, pipe, result = setup
-    sentence = pick_sentence(result, "attention-sentence")
+sentence = page_sentence("attention-sentence", "forward", "token2token attention; see the Source2token page")
+if sentence is not None:
     tr, tokens = sentence.trace, sentence.tokens
-    if tr.forward is None:
-        st.info(f"The {entry.encoder} encoder has no token2token attention; see the Source2token page.")
-        st.stop()
     n = len(tokens)
     fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)  # (n, n, d_h)
     fw_mask, bw_mask = mask_of(tr.forward.direction, n), mask_of(tr.backward.direction, n)

@@ -115,8 +115,12 @@ def downloads(sentence: SentenceTrace, key: str) -> None:
                        "application/octet-stream", key=f"{key}-npz")
 
 
-def page_setup():
-    """Model, input and trace for a page; None when something is missing (the user has been told)."""
+def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
+    """The trace of the sentence a page draws, with the prediction shown above it.
+
+    None when there is nothing to draw (no model, bad input, or an encoder without ``needs``,
+    e.g. "forward" for the token2token pages); the user has been told why.
+    """
     entry, pipe = current_pipeline()
     if pipe is None:
         return None
@@ -124,8 +128,12 @@ def page_setup():
     if result is None:
         return None
     show_prediction(pipe, result)
-    return entry, pipe, result
+    sentence = pick_sentence(result, key)
+    if getattr(sentence.trace, needs) is None:
+        st.info(f"The {entry.encoder} encoder has no {what}.")
+        return None
+    return sentence
 
 
-__all__ = ["MAX_TOKENS", "page_setup", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
+__all__ = ["MAX_TOKENS", "page_sentence", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
            "current_pipeline", "entries", "stamp", "load_pipeline", "PRESET_SENTENCE", "PRESET_PAIR"]

@@ -3,19 +3,14 @@ import numpy as np
 import streamlit as st
 
 from disan import figures
-from pages.common import downloads, page_setup, pick_sentence
+from pages.common import downloads, page_sentence
 
 st.header("Fusion gates")
 st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")
 
-setup = page_setup()
-if setup is not None:
-    entry, pipe, result = setup
-    sentence = pick_sentence(result, "gates-sentence")
+sentence = page_sentence("gates-sentence", "forward", "fusion gates")
+if sentence is not None:
     tr, tokens = sentence.trace, sentence.tokens
-    if tr.forward is None:
-        st.info(f"The {entry.encoder} encoder has no fusion gates.")
-        st.stop()
     # keyed by block, since both blocks of DiSAN without directions are "diag"
     gates = {f"block 1 ({tr.forward.direction})": np.asarray(tr.forward.gate),
              f"block 2 ({tr.backward.direction})": np.asarray(tr.backward.gate)}

@@ -3,19 +3,14 @@ import numpy as np
 import streamlit as st
 
 from disan import figures
-from pages.common import downloads, page_setup, pick_sentence
+from pages.common import downloads, page_sentence
 
 st.header("Source2token attention")
 st.caption("s = Σ_i P_i ⊙ x_i: every feature of the sentence encoding has its own distribution over tokens.")
 
-setup = page_setup()
-if setup is not None:
-    entry, pipe, result = setup
-    sentence = pick_sentence(result, "s2t-sentence")
+sentence = page_sentence("s2t-sentence", "source2token", "source2token attention")
+if sentence is not None:
     tr, tokens = sentence.trace, sentence.tokens
-    if tr.source2token is None:
-        st.info(f"The {entry.encoder} encoder has no source2token attention.")
-        st.stop()
     probs = np.asarray(tr.source2token.probs)  # (n, D)
     st.plotly_chart(figures.importance_bars(figures.token_importance(probs), tokens), key="s2t-importance")
     st.plotly_chart(figures.source2token_heatmap(probs, tokens), key="s2t-heatmap")

@@ -121,3 +121,12 @@ def test_two_sessions_see_their_own_sentences(checkpoints):
     for at, n in ((first, 3), (second, 8)):
         visit(at, "pages/attention.py")
         assert len(at.selectbox(key="attention-query").options) == n
+
+
+def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
+    make_checkpoint("classify", name="d-bilstm", encoder="bilstm")
+    at = app(checkpoint="d-bilstm")
+    assert "has no token2token attention" in texts(at.info)
+    assert "has no fusion gates" in texts(visit(at, "pages/gates.py").info)
+    visit(at, "pages/source2token.py")
+    assert len(at.get("plotly_chart")) == 2
