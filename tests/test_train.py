@@ -59,6 +59,8 @@ def test_stop_request_keeps_the_best_checkpoint(tmp_path):
 def test_bad_hyperparameters_are_refused():
     with pytest.raises(ValueError, match="learning rate"):
         TrainConfig(lr=float("nan"))
+    with pytest.raises(ValueError, match="optimizer"):
+        TrainConfig(optimizer="sgd-with-momentum")
     with pytest.raises(ValueError, match="epochs"):
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="unknown"):
