@@ -1,0 +1,323 @@
+"""Speed and memory of a DiSAN training step against the dense reference and the baselines.
+
+    python -m disan.bench                  # n in 10, 20, 40, 80, 160, and trace latency
+    python -m disan.bench --quick          # n in 10, 40, fewer repeats
+    python -m disan.bench --sizes 40 --models fast,bilstm
+    python -m disan.bench --ops            # element-wise throughput of this machine and the bound it sets
+    python -m disan.bench --device cuda
+
+A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
+dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
+``reference`` (DiSAN with the dense attention), ``fast`` (DiSAN with disan.fast, the kernel
+DISAN_KERNEL selects), ``eager`` (DiSAN with disan.fast's eager path), ``bilstm`` and
+``multihead`` (the Table 1 baselines with source2token). Times are medians over several steps
+after warm-up.
+
+Each (model, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
+/proc/self/status) is that configuration's alone. The memory table gives the peak minus the
+resident set after building the model and its inputs, and the absolute peak in brackets (on
+CUDA: torch.cuda.max_memory_allocated). The dense reference keeps several (B, n, n, d) tensors
+alive; a configuration whose estimate exceeds --mem-cap-gb is reported as skipped, not run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+from torch.nn import functional as F
+
+from . import fast
+from .heads import ModelConfig, TextModel
+from .masks import attention_mask
+from .model import DiSANConfig, DiSANEncoder
+
+BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
+SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
+MODELS = {  # name -> (encoder, attention, DISAN_KERNEL)
+    "reference": ("disan", "dense", None),
+    "fast": ("disan", "fast", None),
+    "eager": ("disan", "fast", "eager"),
+    "bilstm": ("bilstm", "fast", None),
+    "multihead": ("multihead", "fast", None),
+}
+# (B, n, n, d) float32 tensors that a dense DiSAN step holds at its peak: measured with this
+# benchmark, the peak above the model was 1.5 GB at n = 40 and 5.3 GB at n = 80 (about 10 such
+# tensors plus the rest of the step).
+DENSE_LIVE = 11
+SLOW_STEP_S = 20.0  # past this much work, a configuration stops warming up, and times 3 steps
+
+
+def _sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed(fn, warmup: int, repeats: int, device: str) -> list[float]:
+    """Seconds of each of up to ``repeats`` calls after up to ``warmup`` calls (at least 1 and 3 for slow ones)."""
+    start = time.perf_counter()
+    for _ in range(warmup):
+        fn()
+        _sync(device)
+        if time.perf_counter() - start > SLOW_STEP_S / 4:
+            break
+    times = []
+    while len(times) < repeats and (len(times) < 3 or sum(times) < SLOW_STEP_S):
+        start = time.perf_counter()
+        fn()
+        _sync(device)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _resident_mb(device: str) -> tuple[float, float]:
+    """(current, peak) memory in MB: the process's resident set on CPU, allocated tensors on CUDA."""
+    if device == "cuda":
+        return torch.cuda.memory_allocated() / 2**20, torch.cuda.max_memory_allocated() / 2**20
+    fields = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
+
+
+def build_model(name: str, device: str) -> TextModel:
+    encoder, attention, _ = MODELS[name]
+    cfg = ModelConfig(vocab_size=VOCAB, n_classes=CLASSES, encoder=encoder,
+                      encoder_cfg=DiSANConfig(d_e=DIM, d_h=DIM, attention=attention))
+    return TextModel(cfg).to(device).train()
+
+
+def step_worker(name: str, n: int, warmup: int, repeats: int, device: str) -> dict:
+    """Time training steps of one model at one length; report its memory."""
+    torch.manual_seed(0)
+    model = build_model(name, device)
+    opt = torch.optim.Adadelta(model.parameters(), lr=0.5)
+    ids = torch.randint(1, VOCAB, (BATCH, n), device=device)
+    target = torch.randint(0, CLASSES, (BATCH,), device=device)
+    kernel = fast.available_kernel(device) if MODELS[name][:2] == ("disan", "fast") else "-"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    base_mb, _ = _resident_mb(device)
+
+    def step():
+        loss = F.cross_entropy(model(ids), target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    times = _timed(step, warmup, repeats, device)
+    _, peak_mb = _resident_mb(device)
+    return {"ms": 1e3 * statistics.median(times), "steps": len(times), "kernel": kernel,
+            "base_mb": base_mb, "peak_mb": peak_mb}
+
+
+def trace_worker(sizes, repeats: int, device: str) -> dict:
+    """Latency of DiSANEncoder(DiSANConfig()) in eval mode with trace=True on one sentence of each length."""
+    torch.manual_seed(0)
+    model = DiSANEncoder(DiSANConfig()).to(device).eval()
+    out = {}
+    with torch.no_grad():
+        for n in sizes:
+            x = torch.randn(1, n, DIM, device=device)
+            pad = torch.ones(1, n, dtype=torch.bool, device=device)
+            out[n] = 1e3 * statistics.median(_timed(lambda: model(x, pad, trace=True), 3, repeats, device))
+    return out
+
+
+def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
+    return DENSE_LIVE * BATCH * n * n * DIM * itemsize / 2**30
+
+
+def _run_worker(args, extra: list[str], kernel: str | None) -> tuple[dict | None, str]:
+    """Run ``python -m disan.bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
+    env = dict(os.environ)
+    if kernel:
+        env["DISAN_KERNEL"] = kernel
+    cmd = [sys.executable, "-m", "disan.bench", "--device", args.device, "--repeats", str(args.repeats),
+           "--warmup", str(args.warmup)] + (["--threads", str(args.threads)] if args.threads else []) + extra
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None, f"failed (rc {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1]), ""
+
+
+def run_table(args) -> None:
+    sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
+    models = args.models or list(MODELS)
+    print(f"# disan.bench: B={BATCH}, d={DIM}, device {args.device}, {args.threads or torch.get_num_threads()} "
+          f"threads, torch {torch.__version__}, kernel {fast.available_kernel(args.device)}, "
+          f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    results: dict[tuple[str, int], dict] = {}
+    for n in sizes:
+        for name in models:
+            if MODELS[name][1] == "dense" and dense_estimate_gb(n) > args.mem_cap_gb:
+                results[name, n] = {"skipped": dense_estimate_gb(n)}
+                continue
+            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n)], MODELS[name][2])
+            results[name, n] = res or {"failed": why}
+            print(f"  n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
+
+    def cell(name, n, what):
+        r = results.get((name, n), {})
+        if "skipped" in r:
+            return f"skipped (est. {r['skipped']:.1f} GB)"
+        if "failed" in r:
+            return "failed"
+        if what == "speed":
+            return f"{1e3 * BATCH / r['ms']:.0f} ({r['ms']:.0f} ms)"
+        return f"{r['peak_mb'] - r['base_mb']:.0f} ({r['peak_mb']:.0f})"
+
+    def ratio(a, b, n, memory=False):
+        """How many times faster (or leaner) ``a`` is than ``b`` at length n; memory of a skipped ``b`` is its estimate."""
+        ra, rb = results.get((a, n), {}), results.get((b, n), {})
+        if "ms" not in ra or not ("ms" in rb or (memory and "skipped" in rb)):
+            return "-"
+        if not memory:
+            return f"{rb['ms'] / ra['ms']:.1f}x"
+        used = ra["peak_mb"] - ra["base_mb"]
+        if "skipped" in rb:
+            return f"{rb['skipped'] * 1024 / used:.0f}x (est.)"
+        return f"{(rb['peak_mb'] - rb['base_mb']) / used:.1f}x"
+
+    print("\nTraining step: sentences/s (ms per step)\n")
+    print("| n | " + " | ".join(models) + " | fast/reference | fast/bilstm |")
+    print("|---" * (len(models) + 3) + "|")
+    for n in sizes:
+        print(f"| {n} | " + " | ".join(cell(m, n, "speed") for m in models)
+              + f" | {ratio('fast', 'reference', n)} | {ratio('fast', 'bilstm', n)} |")
+    label = "GPU memory allocated" if args.device == "cuda" else "VmHWM"
+    print(f"\nPeak memory of a step: MB above the model and its inputs ({label} in MB)\n")
+    print("| n | " + " | ".join(models) + " | reference/fast |")
+    print("|---" * (len(models) + 2) + "|")
+    for n in sizes:
+        print(f"| {n} | " + " | ".join(cell(m, n, "memory") for m in models)
+              + f" | {ratio('fast', 'reference', n, memory=True)} |")
+    kernels = {r["kernel"] for r in results.values() if r.get("kernel", "-") != "-"}
+    print(f"\nfast/eager DiSAN ran on kernel(s): {', '.join(sorted(kernels)) or '-'}")
+
+    trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))], None)
+    print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
+    print("| n | ms |\n|---|---|")
+    for n in TRACE_SIZES:
+        print(f"| {n} | {trace[str(n)]:.1f} |" if trace else f"| {n} | {why} |")
+    print(f"\nload average at end {os.getloadavg()[0]:.2f}")
+
+
+def _rate(fn, elements: float, repeats: int = 21) -> float:
+    """Elements per second of fn, median of repeats."""
+    return elements / statistics.median(_timed(fn, 2, repeats, "cpu"))
+
+
+def ops_benchmark(args) -> None:
+    """Throughput of the operations that bound a step, and the bound they set at each n."""
+    threads = args.threads or torch.get_num_threads()
+    x = torch.rand(1 << 18) * -10.0                   # 1 MB: in cache, so compute-bound
+    out = torch.empty_like(x)
+    a = torch.randn(BATCH * 40, DIM)                  # the shape of a DiSA projection at n = 40
+    w = torch.randn(DIM, DIM)
+    h = torch.randn(BATCH, 40, DIM)
+    key, query, values = (torch.randn(BATCH, 40, DIM, requires_grad=True) for _ in range(3))
+    mask = attention_mask(torch.ones(BATCH, 40, dtype=torch.bool), "forward")
+    pairs = float(mask.sum()) * DIM                   # (j, i, k) elements of one direction
+
+    def kernel_fwd_bwd():
+        token2token = fast.token2token_fast(key, query, values, mask)
+        token2token.backward(torch.ones_like(token2token))
+
+    rates = {}
+    for t in sorted({1, threads}):
+        torch.set_num_threads(t)
+        rates[t] = {
+            "tanh (elem/s)": _rate(lambda: torch.tanh(x, out=out), x.numel()),
+            "exp (elem/s)": _rate(lambda: torch.exp(x, out=out), x.numel()),
+            "matmul (FLOP/s)": _rate(lambda: a @ w, 2.0 * a.shape[0] * DIM * DIM),
+            "dropout (elem/s)": _rate(lambda: F.dropout(h, 0.25, True), h.numel()),
+            f"{fast.available_kernel()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
+        }
+    print(f"# disan.bench --ops: {threads} threads, torch {torch.__version__}, "
+          f"load average {os.getloadavg()[0]:.2f}\n")
+    print("| operation | " + " | ".join(f"{t} thread(s)" for t in rates) + " |")
+    print("|---" * (len(rates) + 1) + "|")
+    for op in rates[threads]:
+        print(f"| {op} | " + " | ".join(f"{rates[t][op] / 1e9:.2f} G" for t in rates) + " |")
+    r = rates[threads]
+    print(f"\nWork of a training step and its lower bound at the rates above ({threads} threads): GEMMs"
+          "\n(forward and backward), dropout, and the tanh and exp evaluations of the token2token"
+          "\nattention of both blocks: the dense reference evaluates both on all B n^2 d elements,"
+          "\nthe eager path on (at least) the B n (n - 1) / 2 d valid ones in each pass, the C++"
+          "\nkernel one exp on each valid element in each pass. Everything else is left out.\n")
+    print("| n | model | GEMM GFLOP | dropout Melem | tanh Melem | exp Melem | bound ms |")
+    print("|---|---|---|---|---|---|---|")
+    for n in args.sizes or (40,):
+        for name in args.models or ("reference", "fast", "eager", "bilstm", "multihead"):
+            flops, dropped = _step_work(name, n)
+            plane, valid = 2 * BATCH * n * n * DIM, 2 * BATCH * n * (n - 1) // 2 * DIM  # both blocks
+            tanh, exp = {"reference": (plane, plane), "eager": (2 * valid, 2 * valid),
+                         "fast": (0, 2 * valid)}.get(name, (0, 0))
+            bound = (flops / r["matmul (FLOP/s)"] + dropped / r["dropout (elem/s)"]
+                     + tanh / r["tanh (elem/s)"] + exp / r["exp (elem/s)"])
+            print(f"| {n} | {name} | {flops / 1e9:.1f} | {dropped / 1e6:.1f} | {tanh / 1e6:.0f} | {exp / 1e6:.0f} "
+                  f"| {1e3 * bound:.0f} |")
+
+
+def _step_work(name: str, n: int) -> tuple[float, float]:
+    """(GEMM FLOPs, dropout elements) of one training step, counted on a step at batch 1 and scaled.
+
+    oneDNN is switched off while counting: FlopCounterMode cannot see inside its fused LSTM,
+    and without it the LSTM runs as matmuls that it counts.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = build_model(name, "cpu")
+    dropped = []
+    hooks = [m.register_forward_pre_hook(lambda _, inp: dropped.append(inp[0].numel()))
+             for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    ids = torch.randint(1, VOCAB, (1, n))
+    onednn = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        with FlopCounterMode(display=False) as counter:
+            model(ids).sum().backward()
+    finally:
+        torch.backends.mkldnn.enabled = onednn
+        for hook in hooks:
+            hook.remove()
+    return BATCH * counter.get_total_flops(), BATCH * sum(dropped)
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m disan.bench", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
+    p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
+    p.add_argument("--models", type=lambda s: s.split(","), help=f"comma-separated, of {', '.join(MODELS)}")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    p.add_argument("--threads", type=int, help="torch threads (default: PyTorch's)")
+    p.add_argument("--repeats", type=int, help="timed steps (default 5, quick 3)")
+    p.add_argument("--warmup", type=int, help="untimed steps first (default 2, quick 1)")
+    p.add_argument("--mem-cap-gb", type=float, default=12.0, help="skip dense configurations estimated above this")
+    p.add_argument("--ops", action="store_true", help="micro-benchmark the operations that bound a step")
+    p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
+    p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
+    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if unknown := set(args.models or ()) - set(MODELS):
+        p.error(f"unknown model(s) {sorted(unknown)}")
+    args.repeats = args.repeats or (3 if args.quick else 5)
+    args.warmup = args.warmup or (1 if args.quick else 2)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.worker == "step":
+        print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device)))
+    elif args.worker == "trace":
+        print(json.dumps(trace_worker(args.sizes, max(args.repeats, 10), args.device)))
+    elif args.ops:
+        ops_benchmark(args)
+    else:
+        run_table(args)
+
+
+if __name__ == "__main__":
+    main()
