@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .attention import masked_softmax
-from .model import DiSANConfig, DiSANEncoder, Dense, EncoderTrace, Source2Token, Source2TokenTrace
+from .model import DiSANConfig, DiSANEncoder, Dense, Dropout, EncoderTrace, Source2Token, Source2TokenTrace
 
 
 class _SentenceEncoder(nn.Module):
@@ -72,7 +72,7 @@ class MultiHeadEncoder(_SentenceEncoder):
         width = 2 * cfg.d_h
         if width % self.heads:
             raise ValueError(f"2 * d_h = {width} is not divisible by {self.heads} heads")
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.qkv = nn.Linear(cfg.d_e, 3 * width, bias=False)
         self.s2t = Source2Token(width, cfg.activation, cfg.dropout)
         self.out_dim = width
@@ -93,7 +93,7 @@ class BiLSTMEncoder(_SentenceEncoder):
 
     def __init__(self, cfg: DiSANConfig):
         super().__init__()
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.lstm = nn.LSTM(cfg.d_e, cfg.d_h, batch_first=True, bidirectional=True)
         self.s2t = Source2Token(2 * cfg.d_h, cfg.activation, cfg.dropout)
         self.out_dim = 2 * cfg.d_h

@@ -35,7 +35,7 @@ from torch.nn import functional as F
 from . import fast
 from .heads import ModelConfig, TextModel
 from .masks import attention_mask
-from .model import DiSANConfig, DiSANEncoder
+from .model import DiSANConfig, DiSANEncoder, Dropout
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
@@ -234,7 +234,7 @@ def ops_benchmark(args) -> None:
             "tanh (elem/s)": _rate(lambda: torch.tanh(x, out=out), x.numel()),
             "exp (elem/s)": _rate(lambda: torch.exp(x, out=out), x.numel()),
             "matmul (FLOP/s)": _rate(lambda: a @ w, 2.0 * a.shape[0] * DIM * DIM),
-            "dropout (elem/s)": _rate(lambda: F.dropout(h, 0.25, True), h.numel()),
+            "dropout (elem/s)": _rate(lambda: Dropout(0.25)(h), h.numel()),
             f"{fast.available_kernel()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
         }
     print(f"# disan.bench --ops: {threads} threads, torch {torch.__version__}, "
@@ -274,7 +274,7 @@ def _step_work(name: str, n: int) -> tuple[float, float]:
     model = build_model(name, "cpu")
     dropped = []
     hooks = [m.register_forward_pre_hook(lambda _, inp: dropped.append(inp[0].numel()))
-             for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+             for m in model.modules() if isinstance(m, Dropout)]
     ids = torch.randint(1, VOCAB, (1, n))
     onednn = torch.backends.mkldnn.enabled
     torch.backends.mkldnn.enabled = False

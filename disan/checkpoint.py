@@ -19,7 +19,6 @@ import os
 import shutil
 from pathlib import Path
 
-import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 

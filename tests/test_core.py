@@ -232,3 +232,16 @@ def test_relatedness_target_and_score_are_consistent():
     assert torch.allclose(p.sum(dim=1), torch.ones(5))
     assert torch.allclose(p @ torch.arange(1.0, 6.0), scores)
     assert torch.allclose(relatedness_score(p.log()), scores, atol=1e-6)
+
+
+def test_dropout_keeps_the_expectation_and_is_off_in_eval():
+    from disan.model import Dropout
+    torch.manual_seed(0)
+    drop = Dropout(0.25).train()
+    x = torch.ones(200_000)
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.double().mean().item() - 0.75) < 0.01
+    assert torch.allclose(y[kept], torch.full_like(y[kept], 1 / 0.75))
+    assert abs(y.mean().item() - 1.0) < 0.01
+    assert torch.equal(drop.eval()(x), x)
