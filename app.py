@@ -43,7 +43,8 @@ def sidebar() -> None:
         if good:
             names = [e.name for e in good]
             if st.session_state.get("checkpoint") not in names:
-                st.session_state["checkpoint"] = names[0]
+                # a single-sentence model first: the paper's case study is about one sentence
+                st.session_state["checkpoint"] = next((e.name for e in good if e.kind == "classify"), names[0])
             labels = {e.name: e.label for e in good}
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get)
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])

@@ -112,3 +112,20 @@ def test_two_browser_contexts_trace_their_own_sentences(server, browser):
         titles = p.eval_on_selector_all(".js-plotly-plot .gtitle", "els => els.map(e => e.textContent)")
         assert any(t.startswith("query ") and t.endswith(f": {last}") for t in titles), titles
         no_exception(p)
+
+
+def test_switching_to_a_pair_model_asks_for_premise_and_hypothesis(server, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(server)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
+    page.get_by_role("option").filter(has_text="sick-e").first.click()
+    settle(page)
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("Premise").first.wait_for(timeout=120_000)
+    sidebar.get_by_text("Hypothesis").first.wait_for(timeout=120_000)
+    page.get_by_text("premise").first.wait_for(timeout=120_000)  # the sentence chooser of pair models
+    page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+    no_exception(page)
+    page.screenshot(path=str(SHOTS / "pair-model.png"), full_page=True)
+    page.close()
