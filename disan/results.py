@@ -1,8 +1,9 @@
 """The README's results table, from the metrics.json of trained checkpoints.
 
-    python -m disan.results [DIR ...]      (default: checkpoints/ and runs/)
+    python -m disan.results [DIR ...]      (default: checkpoints/ and results/)
 
 Runs of the same task and encoder (several folds or seeds) are summarised as mean ± std.
+``results/`` keeps the JSON files and model cards of runs whose weights are not shipped.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m disan.results", description=__doc__.split("\n\n")[0])
     root = Path(__file__).resolve().parent.parent
-    parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "runs"])
+    parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "results"])
     print(table(collect(parser.parse_args(argv).dirs)))
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Train the shipped checkpoints and the benchmark runs of the README's results table.
 # Two queues run side by side with one thread each (better throughput than one queue on two threads
-# on a 2-core machine). Logs: runs/<name>.log (per-epoch JSON lines). Results: python -m disan.results
+# on a 2-core machine). Logs: runs/<name>.log (per-epoch JSON lines). Then
+# python scripts/update_readme_results.py keeps each run's JSON in results/ and refreshes the README table.
 # FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten).
 set -euo pipefail
 cd "$(dirname "$0")/.."
