@@ -60,6 +60,9 @@ def sidebar() -> None:
         else:
             st.info("No checkpoint yet. Train one on the Training page or with "
                     "`python -m disan train --task trec --out checkpoints/trec`.")
+        st.session_state.setdefault("figure_format", "png")
+        persistent(st.radio, "Figure downloads", "figure_format", options=["png", "svg"], horizontal=True,
+                   help="the format of plotly's camera button on every figure")
         if broken:
             with st.expander(f"{len(broken)} broken checkpoint(s)"):
                 for e in broken:

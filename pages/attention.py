@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from disan import figures
-from pages.common import downloads, mask_of, page_sentence, token_label
+from pages.common import chart, downloads, mask_of, page_sentence, token_label
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
@@ -32,7 +32,7 @@ if sentence is not None:
     else:
         reduce_fw = reduce_bw = mode
     m_fw, m_bw = figures.reduce_features(fw, reduce_fw), figures.reduce_features(bw, reduce_bw)
-    st.plotly_chart(figures.attention_pair(m_fw, m_bw, tokens, fw_mask, bw_mask,
+    chart(st, figures.attention_pair(m_fw, m_bw, tokens, fw_mask, bw_mask,
                                            titles=(f"{tr.forward.direction} DiSA", f"{tr.backward.direction} DiSA")),
                     key="attention-pair")
 
@@ -40,9 +40,9 @@ if sentence is not None:
     j = st.selectbox("Query token j", range(n), index=n - 1 if n else 0, key="attention-query",
                      format_func=lambda i: token_label(tokens, i))
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.query_view(fw, j, tokens, fw_mask), key="attention-query-fw")
-    c2.plotly_chart(figures.query_view(bw, j, tokens, bw_mask), key="attention-query-bw")
+    chart(c1, figures.query_view(fw, j, tokens, fw_mask), key="attention-query-fw")
+    chart(c2, figures.query_view(bw, j, tokens, bw_mask), key="attention-query-bw")
 
     st.subheader("Forward − backward")
-    st.plotly_chart(figures.difference_heatmap(m_fw, m_bw, tokens), key="attention-diff")
+    chart(st, figures.difference_heatmap(m_fw, m_bw, tokens), key="attention-diff")
     downloads(sentence, "attention")

@@ -103,6 +103,13 @@ def mask_of(direction: str, n: int) -> np.ndarray:
     return subsequent_mask(n, direction).numpy()
 
 
+def chart(where, fig, key: str) -> None:
+    """Draw a figure; plotly's camera button downloads it as PNG or SVG, as chosen in the sidebar."""
+    fmt = st.session_state.get("figure_format", "png")
+    where.plotly_chart(fig, key=key, config={"displaylogo": False,
+                                             "toImageButtonOptions": {"format": fmt, "filename": key, "scale": 2}})
+
+
 def token_label(tokens, j: int) -> str:
     return f"{j} · {tokens[j]}"
 
@@ -135,5 +142,5 @@ def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
     return sentence
 
 
-__all__ = ["MAX_TOKENS", "page_sentence", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
+__all__ = ["MAX_TOKENS", "chart", "page_sentence", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
            "current_pipeline", "entries", "stamp", "load_pipeline", "PRESET_SENTENCE", "PRESET_PAIR"]

@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from disan import figures
-from pages.common import downloads, page_sentence
+from pages.common import chart, downloads, page_sentence
 
 st.header("Fusion gates")
 st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")
@@ -14,10 +14,10 @@ if sentence is not None:
     # keyed by block, since both blocks of DiSAN without directions are "diag"
     gates = {f"block 1 ({tr.forward.direction})": np.asarray(tr.forward.gate),
              f"block 2 ({tr.backward.direction})": np.asarray(tr.backward.gate)}
-    st.plotly_chart(figures.mean_gate_bars(gates, tokens), key="gates-mean")
+    chart(st, figures.mean_gate_bars(gates, tokens), key="gates-mean")
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, f"{tr.forward.direction} gate"),
+    chart(c1, figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, f"{tr.forward.direction} gate"),
                     key="gates-fw")
-    c2.plotly_chart(figures.gate_heatmap(np.asarray(tr.backward.gate), tokens, f"{tr.backward.direction} gate"),
+    chart(c2, figures.gate_heatmap(np.asarray(tr.backward.gate), tokens, f"{tr.backward.direction} gate"),
                     key="gates-bw")
     downloads(sentence, "gates")

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from disan import checkpoint, figures
-from pages.common import entries
+from pages.common import chart, entries
 
 st.header("Models")
 items = entries()
@@ -18,4 +18,4 @@ for e in items:
         history = metrics.get("history") or []
         if history:
             keys = [k for k in history[0] if k.startswith(("dev_", "train_")) and k != "dev_n"]
-            st.plotly_chart(figures.curves(history, keys), key=f"models-curves-{e.name}")
+            chart(st, figures.curves(history, keys), key=f"models-curves-{e.name}")

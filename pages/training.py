@@ -9,7 +9,7 @@ from disan.data import TASKS
 from disan.evaluate import examples_table
 from disan.jobs import PROBE, Busy, Registry
 from disan.train import OPTIMIZERS, TrainConfig
-from pages.common import entries, mask_of, stamp
+from pages.common import chart, entries, mask_of, stamp
 
 TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 
@@ -84,7 +84,7 @@ def job_view() -> None:
         job.stop()
     if job.history:
         keys = [k for k in job.history[0] if k.startswith(("dev_", "train_")) and k != "dev_n"]
-        st.plotly_chart(figures.curves(job.history, keys), key="train-curves")
+        chart(st, figures.curves(job.history, keys), key="train-curves")
     if job.error:
         st.error(f"The job failed: {job.error}")
     if not job.active and st.session_state.get("train-seen") != (job.name, job.status):
@@ -103,7 +103,7 @@ def timeline() -> None:
     i = st.slider("Epoch", 1, len(snaps), len(snaps), key="train-timeline") - 1 if len(snaps) > 1 else 0
     s = snaps[i]
     n = len(s.tokens)
-    st.plotly_chart(figures.attention_pair(s.forward, s.backward, s.tokens, mask_of(s.directions[0], n),
+    chart(st, figures.attention_pair(s.forward, s.backward, s.tokens, mask_of(s.directions[0], n),
                                            mask_of(s.directions[1], n),
                                            titles=(f"epoch {s.epoch}: {s.directions[0]}", s.directions[1])),
                     key="train-timeline-fig")
@@ -123,8 +123,8 @@ def summary() -> None:
         st.dataframe(worst.head(50), hide_index=True)
         return
     c1, c2 = st.columns(2)
-    c1.plotly_chart(figures.confusion_heatmap(ev.confusion, ev.labels), key="train-confusion")
-    c2.plotly_chart(figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy()),
+    chart(c1, figures.confusion_heatmap(ev.confusion, ev.labels), key="train-confusion")
+    chart(c2, figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy()),
                     key="train-by-length")
     wrong = table[~table["correct"]].reset_index(drop=True)
     st.write(f"{len(wrong)} misclassified test examples")

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from disan import figures, senses, tables
-from pages.common import cached_sentence, current_pipeline, stamp
+from pages.common import cached_sentence, chart, current_pipeline, stamp
 
 st.header("Word senses")
 st.caption("DiSAN's attention is a vector per token: the same word gets a different vector in a different context.")
@@ -40,7 +40,7 @@ if pipe is not None:
     kind = st.radio("Vector", kinds, format_func=senses.VECTORS.get, horizontal=True, key="senses-kind")
     vectors = [senses.word_vector(t.tokens, t.trace, word, kind) for t in traces]
     labels = [f"{i + 1}: {t.text[:50]}" for i, t in enumerate(traces)]
-    st.plotly_chart(figures.word_sense_heatmaps(vectors, labels, f"“{word}”: {senses.VECTORS[kind]}"),
+    chart(st, figures.word_sense_heatmaps(vectors, labels, f"“{word}”: {senses.VECTORS[kind]}"),
                     key="senses-heatmaps")
     sim = figures.similarity_matrix(vectors)
     st.subheader("Cosine similarity")

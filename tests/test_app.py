@@ -130,3 +130,11 @@ def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
     assert "has no fusion gates" in texts(visit(at, "pages/gates.py").info)
     visit(at, "pages/source2token.py")
     assert len(at.get("plotly_chart")) == 2
+
+
+def test_figures_download_in_the_chosen_format(checkpoints):
+    at = app(figure_format="svg")
+    configs = [c.proto.config for c in at.get("plotly_chart")]
+    assert configs and all('"format": "svg"' in c for c in configs)
+    at = app()
+    assert all('"format": "png"' in c.proto.config for c in at.get("plotly_chart"))
