@@ -317,6 +317,19 @@ def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
 
 # ---------------------------------------------------------------- evaluation
 
+def class_probabilities(probs: Mapping[str, float], predicted: str | None = None) -> go.Figure:
+    """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
+    labels = list(probs)
+    colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
+    fig = go.Figure(go.Bar(x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
+                           marker_color=colors, hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(range=[0, 1], title=dict(text="probability"))
+    fig = _finish(fig, "", 60 + 26 * len(labels))
+    fig.update_layout(margin=dict(l=10, r=10, t=10, b=40))
+    return fig
+
+
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
     """(C, C) counts: rows = gold class, columns = predicted class, counts written in the cells."""
     z = np.asarray(matrix, dtype=float)  # (C, C)

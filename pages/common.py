@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 import disan
-from disan import catalog
+from disan import catalog, figures
 from disan.masks import subsequent_mask
 from disan.pipeline import MAX_TOKENS, SentenceTrace, TraceResult
 from disan.tables import trace_csv, trace_npz
@@ -84,8 +84,8 @@ def show_prediction(pipe, result: TraceResult) -> None:
         cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
     else:
         cols[0].metric("prediction", pred.label)
-    probs = {k: round(v, 4) for k, v in pred.probs.items()}
-    cols[1].bar_chart(probs, horizontal=True, height=40 + 28 * len(probs))
+    chart(cols[1], figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label),
+          "prediction-probs")
     unknown = sorted({t for s in result.sentences for t in s.unknown})
     if unknown:
         st.caption("Unknown words (embedded as <unk>): " + ", ".join(repr(t) for t in unknown))

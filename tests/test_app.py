@@ -37,6 +37,11 @@ def visit(at: AppTest, page: str) -> AppTest:
     return at
 
 
+def charts(at: AppTest) -> dict:
+    """The page's figures by key, without the prediction chart drawn above every trace page."""
+    return {c.key: c for c in at.get("plotly_chart") if c.key != "prediction-probs"}
+
+
 def texts(elements) -> str:
     return " ".join(str(e.value) for e in elements)
 
@@ -56,9 +61,9 @@ def test_every_page_draws_for_a_sentence_model(checkpoints):
     at.sidebar.text_area[0].input("The glass bottle is big").run()
     expected = {"pages/attention.py": 4, "pages/gates.py": 3, "pages/source2token.py": 2,
                 "pages/word_senses.py": 1, "pages/models.py": 0}
-    for page, charts in expected.items():
+    for page, count in expected.items():
         visit(at, page)
-        assert len(at.get("plotly_chart")) == charts, page
+        assert len(charts(at)) == count, page
         assert at.session_state["text"] == "The glass bottle is big"  # the sentence follows the user across pages
     visit(at, "pages/attention.py")
     assert at.metric[0].value in ("negative", "positive", "neutral")
@@ -68,12 +73,12 @@ def test_feature_and_token_controls(checkpoints):
     at = visit(app(), "pages/attention.py")
     at.radio(key="attention-mode").set_value("one feature").run()
     at.number_input(key="attention-k").set_value(3).run()
-    assert not at.exception and len(at.get("plotly_chart")) == 4
+    assert not at.exception and len(charts(at)) == 4
     at.radio(key="attention-mode").set_value("sharpest features").run()
     ranked = at.selectbox(key="attention-ranked").options
     assert len(ranked) == 5  # d_h = 5 features, all ranked
     at.selectbox(key="attention-query").set_value(0).run()
-    assert not at.exception and "attends to no token" in at.get("plotly_chart")[1].proto.spec
+    assert not at.exception and "attends to no token" in charts(at)["attention-query-fw"].proto.spec
 
 
 def test_pair_models_trace_premise_and_hypothesis(checkpoints):
@@ -81,7 +86,7 @@ def test_pair_models_trace_premise_and_hypothesis(checkpoints):
     assert [t.label for t in at.sidebar.text_area] == ["Premise", "Hypothesis"]
     visit(at, "pages/attention.py")
     at.radio(key="attention-sentence").set_value("hypothesis").run()
-    assert not at.exception and len(at.get("plotly_chart")) == 4
+    assert not at.exception and len(charts(at)) == 4
     assert at.metric[0].value in ("entailment", "neutral", "contradiction")
 
 
@@ -90,7 +95,7 @@ def test_word_sense_presets_pick_the_shared_word(checkpoints):
     assert at.selectbox(key="senses-word").value == "glass"
     at.selectbox(key="senses-preset").set_value("close (paper, Fig. 6)").run()
     assert at.selectbox(key="senses-word").value == "close"
-    assert len(at.dataframe) == 2 and len(at.get("plotly_chart")) == 1
+    assert len(at.dataframe) == 2 and len(charts(at)) == 1
     at.text_area(key="senses-text").input("one cat\ntwo dogs").run()
     assert "share no word" in texts(at.info)
 
@@ -109,7 +114,7 @@ def test_html_in_the_sentence_is_never_rendered(checkpoints):
     at.sidebar.text_area[0].input('<script>alert(1)</script> <img src=x onerror=alert(2)> **bold**').run()
     for page in PAGES[:3]:
         visit(at, page)
-        for chart in at.get("plotly_chart"):
+        for chart in at.get("plotly_chart"):  # the prediction chart included
             assert "<script>" not in chart.proto.spec and "<img" not in chart.proto.spec
     assert "Unknown words" in texts(at.caption)
 
@@ -129,7 +134,7 @@ def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
     assert "has no token2token attention" in texts(at.info)
     assert "has no fusion gates" in texts(visit(at, "pages/gates.py").info)
     visit(at, "pages/source2token.py")
-    assert len(at.get("plotly_chart")) == 2
+    assert len(charts(at)) == 2
 
 
 def test_figures_download_in_the_chosen_format(checkpoints):

@@ -18,6 +18,8 @@ CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps trying hosts that this closed network refuses.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
+NAV = {"": "Attention", "gates": "Fusion gates", "source2token": "Source2token", "word_senses": "Word senses",
+       "training": "Training", "models": "Models"}
 PAGES = [("", "Token2token attention"), ("gates", "Fusion gates"), ("source2token", "Source2token attention"),
          ("word_senses", "Word senses"), ("training", "Training"), ("models", "Models")]
 
@@ -95,11 +97,16 @@ def test_every_page_renders_in_chromium(server, browser):
     assert "<" in ticks and "hot</b" in ticks, ticks  # spaCy splits "<b>hot</b>" into <, b, >, hot</b, >
     no_exception(page)
     for slug, header in PAGES:
-        page.goto(f"{server}/{slug}")
+        # through the sidebar, as a user does: the session, and the typed sentence, stay
+        page.locator('[data-testid="stSidebarNav"] a', has_text=NAV[slug]).first.click()
         page.get_by_role("heading", name=header).first.wait_for(timeout=120_000)
         settle(page)
         no_exception(page)
-        if slug in ("", "gates", "source2token", "word_senses"):
+        if slug in ("", "gates", "source2token"):
+            page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+            ticks = page.eval_on_selector_all(".js-plotly-plot .ytick text", "els => els.map(e => e.textContent)")
+            assert "pouring" in ticks, (slug, ticks)
+        if slug == "word_senses":
             page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
         page.screenshot(path=str(SHOTS / f"{slug or 'attention'}.png"), full_page=True)
     page.close()

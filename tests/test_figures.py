@@ -363,3 +363,11 @@ def test_tables_accept_torch_tensors():
     assert len(frames["backward_probs"]) == BW_MASK.sum() * D
     with np.load(io.BytesIO(tables.trace_npz(TOKENS, trace)), allow_pickle=False) as npz:
         assert npz["forward_u"].shape == (N, D)
+
+
+def test_class_probabilities_keep_the_label_order_and_mark_the_prediction():
+    probs = {"very negative": 0.1, "negative": 0.2, "<b>neutral</b>": 0.6, "positive": 0.1}
+    bar = figures.class_probabilities(probs, "<b>neutral</b>").data[0]
+    assert list(bar.y) == ["very negative", "negative", "&lt;b&gt;neutral&lt;/b&gt;", "positive"]
+    assert list(bar.x) == [0.1, 0.2, 0.6, 0.1]
+    assert len(set(bar.marker.color)) == 2 and bar.marker.color[2] != bar.marker.color[0]
