@@ -21,7 +21,10 @@ PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accu
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
-    """(task, encoder) -> [{test, dev, fold, seed, command, name}] over every working checkpoint."""
+    """(task, model) -> [{test, dev, fold, seed, command, name}] over every working checkpoint.
+
+    The model is the encoder, with the optimizer when it is not the paper's Adadelta.
+    """
     runs = defaultdict(list)
     for root in dirs:
         for entry in list_checkpoints(root):
@@ -34,7 +37,9 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
                 continue  # a run still in progress: only its best dev checkpoint so far
             key = PAPER.get(entry.task, ("pearson" if entry.kind == "relatedness" else "accuracy", None))[0]
             tc = config.get("train_config") or {}
-            runs[(entry.task, entry.encoder)].append({
+            optimizer = tc.get("optimizer", "adadelta")
+            model = entry.encoder if optimizer == "adadelta" else f"{entry.encoder} ({optimizer})"
+            runs[(entry.task, model)].append({
                 "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": entry.name,
                 "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
                 "minutes": metrics.get("train_seconds", 0) / 60})
