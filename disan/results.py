@@ -62,7 +62,7 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
         if len(tests) > 1:
             ours += f" ± {statistics.stdev(tests):.{digits}f}"
         paper = PAPER.get(task, (metric, None))[1]
-        gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None and encoder == "disan" else ""
+        gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None and encoder.split(" ")[0] == "disan" else ""
         lines.append(f"| {task} ({metric}) | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
                      f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
                      f"`{rs[0]['command']}` |")
