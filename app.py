@@ -2,7 +2,8 @@
 import streamlit as st
 import torch
 
-from pages.common import MAX_TOKENS, PRESET_PAIR, PRESET_SENTENCE, entries
+from disan.pipeline import MAX_TOKENS
+from pages.common import PRESET_PAIR, PRESET_SENTENCE, entries
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.

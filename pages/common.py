@@ -9,8 +9,9 @@ import streamlit as st
 
 import disan
 from disan import catalog, figures
+from disan.checkpoint import CONFIG, resolve
 from disan.masks import subsequent_mask
-from disan.pipeline import MAX_TOKENS, SentenceTrace, TraceResult
+from disan.pipeline import SentenceTrace, TraceResult
 from disan.tables import trace_csv, trace_npz
 
 PRESET_SENTENCE = "Families have some dogs in front of a carousel"
@@ -19,24 +20,25 @@ PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
 
 def stamp(path) -> float:
     """Cache key part that changes when a checkpoint is rewritten (a training run saved a better model)."""
-    from disan.checkpoint import CONFIG, resolve
     return (resolve(path) / CONFIG).stat().st_mtime
 
 
+# The stamp arguments are part of the cache keys (Streamlit leaves out only arguments named with a
+# leading underscore), so a rewritten checkpoint is loaded afresh.
 @st.cache_resource(max_entries=8, show_spinner="Loading the model…")
-def load_pipeline(path: str, _stamp: float):
+def load_pipeline(path: str, mtime: float):
     # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
     return disan.load(path)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def cached_trace(path: str, _stamp: float, text) -> TraceResult:
-    return load_pipeline(path, _stamp).trace(text)
+def cached_trace(path: str, mtime: float, text) -> TraceResult:
+    return load_pipeline(path, mtime).trace(text)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
-def cached_sentence(path: str, _stamp: float, text: str) -> SentenceTrace:
-    return load_pipeline(path, _stamp).trace_sentence(text)
+def cached_sentence(path: str, mtime: float, text: str) -> SentenceTrace:
+    return load_pipeline(path, mtime).trace_sentence(text)
 
 
 def entries() -> list[catalog.Entry]:
@@ -141,6 +143,3 @@ def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
         return None
     return sentence
 
-
-__all__ = ["MAX_TOKENS", "chart", "page_sentence", "pick_sentence", "mask_of", "token_label", "downloads", "cached_sentence",
-           "current_pipeline", "entries", "stamp", "load_pipeline", "PRESET_SENTENCE", "PRESET_PAIR"]

@@ -21,7 +21,7 @@ def registry() -> Registry:
 
 
 @st.cache_data(max_entries=16, show_spinner="Evaluating on the test split…")
-def evaluation(path: str, _stamp: float):
+def evaluation(path: str, mtime: float):
     return examples_table(path, "test")
 
 

@@ -143,3 +143,12 @@ def test_figures_download_in_the_chosen_format(checkpoints):
     assert configs and all('"format": "svg"' in c for c in configs)
     at = app()
     assert all('"format": "png"' in c.proto.config for c in at.get("plotly_chart"))
+
+
+def test_a_retrained_checkpoint_is_loaded_afresh(checkpoints, make_checkpoint):
+    at = app(text="the glass bottle")
+    before = at.metric[0].value, charts(at)["attention-pair"].proto.spec
+    make_checkpoint("classify", name="a-sentiment", encoder="disan-nodir")  # rewritten in place
+    at.run()
+    assert "diag DiSA" in charts(at)["attention-pair"].proto.spec
+    assert "diag DiSA" not in before[1]
