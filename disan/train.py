@@ -21,7 +21,7 @@ from .data import CHECKSUM_FILE, TaskData, data_dir, load_task, parse_checksums
 from .heads import ModelConfig, TextModel, count_parameters, loss_fn, param_groups, relatedness_score
 from .metrics import classification_metrics, relatedness_metrics
 from .model import DiSANConfig
-from .text import Vocab, tokenize
+from .text import Vocab, normalize, tokenize
 from .vectors import embedding_matrix, load_glove
 
 
@@ -199,8 +199,11 @@ def train(cfg: TrainConfig, progress=None, should_stop=None, log=sys.stdout) -> 
     if cfg.max_train and len(data.train) > cfg.max_train:
         data.train = rng.sample(data.train, cfg.max_train)
     toks = tokens_of(data)
-    words, vectors = load_glove(cfg.embeddings)
-    vocab = build_vocab(cfg, [t for row in toks["train"] for t in row], words)
+    train_tokens = [t for row in toks["train"] for t in row]
+    # only the vectors the vocabulary can use: what makes a 5 GB 840B file loadable
+    words, vectors = load_glove(cfg.embeddings, vocab_filter={normalize(t) for tokens in train_tokens for t in tokens},
+                                keep_first=cfg.extra_vocab)
+    vocab = build_vocab(cfg, train_tokens, words)
     emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed)
     splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
     ecfg = DiSANConfig(d_e=emb.shape[1], d_h=cfg.d_h, activation=cfg.activation, dropout=cfg.dropout)

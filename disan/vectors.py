@@ -18,23 +18,26 @@ from .text import PAD_ID, UNK_ID, Vocab
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
 
 
-def load_glove(path: str | os.PathLike | None = None,
-               vocab_filter: Collection[str] | None = None) -> tuple[list[str], np.ndarray]:
-    """(words, vectors (len(words), d) float32).
+def load_glove(path: str | os.PathLike | None = None, vocab_filter: Collection[str] | None = None,
+               keep_first: int = 0) -> tuple[list[str], np.ndarray]:
+    """(words, vectors (len(words), d) float32), in file order.
 
     ``vocab_filter``: keep only the words that are in it, or whose lowercase form is
-    (so a cased file still provides the vectors of a lowercased vocabulary).
+    (so a cased file still provides the vectors of a lowercased vocabulary); the first
+    ``keep_first`` words of the file (GloVe files are sorted by frequency) are kept whatever
+    the filter, so ``words[:keep_first]`` are still the most frequent words.
     """
     if path is None:
-        return _load_packaged(vocab_filter)
-    return _load_text(Path(path), vocab_filter)
+        return _load_packaged(vocab_filter, keep_first)
+    return _load_text(Path(path), vocab_filter, keep_first)
 
 
-def _wanted(word: str, vocab_filter: Collection[str] | None) -> bool:
-    return vocab_filter is None or word in vocab_filter or word.lower() in vocab_filter
+def _wanted(position: int, word: str, vocab_filter: Collection[str] | None, keep_first: int) -> bool:
+    return (vocab_filter is None or position < keep_first or word in vocab_filter
+            or word.lower() in vocab_filter)
 
 
-def _load_packaged(vocab_filter: Collection[str] | None) -> tuple[list[str], np.ndarray]:
+def _load_packaged(vocab_filter: Collection[str] | None, keep_first: int) -> tuple[list[str], np.ndarray]:
     """The kumo package: a parquet index (column 'index', one word per row) and an .npy matrix.
 
     The matrix is memory-mapped, so without a filter nothing but the words is read now;
@@ -54,7 +57,7 @@ def _load_packaged(vocab_filter: Collection[str] | None) -> tuple[list[str], np.
         raise ValueError(f"{root}: {len(words)} words but {vectors.shape[0]} vectors")
     if vocab_filter is None:
         return words, vectors
-    keep = [i for i, w in enumerate(words) if _wanted(w, vocab_filter)]
+    keep = [i for i, w in enumerate(words) if _wanted(i, w, vocab_filter, keep_first)]
     return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
 
@@ -65,7 +68,7 @@ def _header_dim(fields: list[str]) -> int | None:
     return None
 
 
-def _load_text(path: Path, vocab_filter: Collection[str] | None) -> tuple[list[str], np.ndarray]:
+def _load_text(path: Path, vocab_filter: Collection[str] | None, keep_first: int) -> tuple[list[str], np.ndarray]:
     """A GloVe text file: a word then d numbers per line, separated by single spaces.
 
     d comes from the header line if there is one, else from the first line. Some
@@ -76,6 +79,7 @@ def _load_text(path: Path, vocab_filter: Collection[str] | None) -> tuple[list[s
     rows: list[np.ndarray] = []
     seen: set[str] = set()
     dim = None
+    position = 0  # vectors read so far, for keep_first
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
@@ -94,7 +98,8 @@ def _load_text(path: Path, vocab_filter: Collection[str] | None) -> tuple[list[s
             if len(fields) < dim + 1:
                 raise ValueError(f"{path}:{number}: expected a word and {dim} numbers, got {len(fields)} fields")
             word = " ".join(fields[:-dim])
-            if word in seen or not _wanted(word, vocab_filter):
+            position += 1
+            if word in seen or not _wanted(position - 1, word, vocab_filter, keep_first):
                 continue
             try:
                 rows.append(np.array(fields[-dim:], dtype=np.float32))

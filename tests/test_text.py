@@ -114,6 +114,10 @@ def test_glove_text_file(tmp_path):
     assert load_glove(path)[0] == words
     filtered, rows = load_glove(path, vocab_filter={"the", "new york"})
     assert filtered == ["the", "The", "new york"] and rows.shape == (3, 3)  # cased variants kept
+    # the most frequent words stay first whatever the filter, in file order
+    assert load_glove(path, vocab_filter={","}, keep_first=2)[0] == ["the", "The", ","]
+    top, _ = load_glove(vocab_filter={"zyzzyva"}, keep_first=3)
+    assert top[:3] == ["the", ",", "."]
 
 
 @pytest.mark.parametrize("content", [b"", b"the 0.1 0.2\nfilm 0.3\n", b"the 0.1 0.2\nfilm 0.3 abc\n",
