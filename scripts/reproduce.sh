@@ -12,7 +12,12 @@ train() { local name=$1 out=$2; shift 2; python -m disan train --threads 1 --out
 queue_a() {
   train trec checkpoints/trec --task trec --epochs 100 --patience 15 --dropout 0.2
   train sick-e checkpoints/sick-e --task sick-e --epochs 60 --patience 10 --dropout 0.25
-  train sick runs/sick --task sick --epochs 60 --patience 10 --dropout 0.25
+  train sick checkpoints/sick --task sick --epochs 60 --patience 10 --dropout 0.25
+  train sick-adam runs/sick-adam --task sick --optimizer adam --lr 0.001 --epochs 30 --patience 6 --dropout 0.25
+  # the encoders of the paper's Table 1 on one task, side by side
+  for enc in disan-nodir bilstm multihead s2t additive; do
+    train "trec-$enc" "runs/trec-$enc" --task trec --encoder "$enc" --epochs 100 --patience 15 --dropout 0.2
+  done
 }
 queue_b() {
   train sst5 checkpoints/sst5 --task sst5 --epochs 8 --patience 3 --dropout 0.2
