@@ -69,6 +69,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import shutil
 import warnings
 
 import torch
@@ -375,11 +376,24 @@ _CAPABILITY_FLAGS = {
 }
 
 
+def _ninja_on_path() -> None:
+    """Put pip's ninja on PATH: it sits next to the interpreter, which PATH may not name
+    (pyenv shims not yet rehashed after the install, an interpreter run by its full path)."""
+    if shutil.which("ninja") is not None:
+        return
+    try:
+        import ninja
+    except ImportError:
+        return
+    os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
+
+
 @functools.lru_cache(maxsize=None)
 def _extension():
     """Build (or load from the cache) the C++ kernel; raises if it cannot be built."""
     from torch.utils.cpp_extension import load_inline
 
+    _ninja_on_path()
     capability = torch.backends.cpu.get_cpu_capability()
     return load_inline(
         name=f"disan_token2token_{capability.lower()}",  # one build per instruction set
