@@ -61,8 +61,9 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
         ours = f"{statistics.mean(tests):.{digits}f}"
         if len(tests) > 1:
             ours += f" ± {statistics.stdev(tests):.{digits}f}"
-        paper = PAPER.get(task, (metric, None))[1]
-        gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None and encoder.split(" ")[0] == "disan" else ""
+        # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
+        paper = PAPER.get(task, (metric, None))[1] if encoder.split(" ")[0] == "disan" else None
+        gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
         lines.append(f"| {task} ({metric}) | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
                      f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
                      f"`{rs[0]['command']}` |")
