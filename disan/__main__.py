@@ -52,9 +52,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
+    from .train import SPLITS
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
-    ev.add_argument("--split", default="test", choices=["train", "dev", "test"])
+    ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
     sub.add_parser("download", help="fetch the benchmark files from their official sources", add_help=False)

@@ -29,7 +29,7 @@ def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
     examples = getattr(data, split)
     if not examples:
         raise ValueError(f"{config['task']} has no {split} split here")
-    toks = tokens_of(data)[split]
+    toks = tokens_of(data, [split])[split]
     enc = encode(vocab, toks, [e.label for e in examples])
     pred = predict(model, enc)
     gold = np.asarray(enc.labels, dtype=np.float64)

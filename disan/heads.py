@@ -27,7 +27,7 @@ class ModelConfig:
     kind: str = "classify"
     encoder: str = "disan"
     d_fc: int = 300
-    encoder_cfg: DiSANConfig = None
+    encoder_cfg: DiSANConfig | None = None  # None: DiSANConfig()
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -80,11 +80,14 @@ class TrainingStopped(Exception):
     """Raised inside the loop when the caller asked to stop; the best checkpoint so far is kept."""
 
 
-def tokens_of(data: TaskData) -> dict[str, list]:
-    """Tokenised text of every split: lists of token lists (pairs: lists of two)."""
+SPLITS = ("train", "dev", "test")
+
+
+def tokens_of(data: TaskData, splits=SPLITS) -> dict[str, list]:
+    """Tokenised text of the splits: lists of token lists (pairs: lists of two)."""
     def tok(text):
         return [tokenize(t) for t in text] if isinstance(text, tuple) else [tokenize(text)]
-    return {split: [tok(e.text) for e in getattr(data, split)] for split in ("train", "dev", "test")}
+    return {split: [tok(e.text) for e in getattr(data, split)] for split in splits}
 
 
 def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:
