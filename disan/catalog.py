@@ -3,7 +3,7 @@ and the broken ones with the reason (never loaded beyond their JSON)."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +27,8 @@ class Entry:
     encoder: str = "?"
     headline: str = ""        # e.g. "test accuracy 0.912"
     error: str | None = None  # why it cannot be loaded
+    config: dict = field(default_factory=dict)   # config.json and metrics.json, as read once by describe()
+    metrics: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -55,9 +57,10 @@ def describe(path: Path) -> Entry:
     except checkpoint.CheckpointError as e:
         entry.error = str(e)
         return entry
+    entry.config, entry.metrics = config, metrics if isinstance(metrics, dict) else {}
     model = config.get("model") or {}
     entry.task, entry.kind, entry.encoder = config.get("task", "?"), config.get("kind", "?"), model.get("encoder", "?")
-    entry.headline = headline(metrics if isinstance(metrics, dict) else {})
+    entry.headline = headline(entry.metrics)
     return entry
 
 
@@ -80,9 +83,7 @@ def runs_table(items: list[Entry]) -> pd.DataFrame:
     for e in items:
         if not e.ok:
             continue
-        path = checkpoint.resolve(e.path)
-        config = checkpoint.read_json(path / checkpoint.CONFIG, "config.json")
-        metrics = checkpoint.read_json(path / checkpoint.METRICS, "metrics.json")
+        config, metrics = e.config, e.metrics
         tc, history = config.get("train_config") or {}, metrics.get("history") or []
         dev, test = metrics.get("dev") or {}, metrics.get("test") or {}
         key = "pearson" if e.kind == "relatedness" else "accuracy"

@@ -12,7 +12,6 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from . import checkpoint
 from .catalog import list_checkpoints
 
 PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
@@ -30,9 +29,7 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
         for entry in list_checkpoints(root):
             if not entry.ok:
                 continue
-            path = checkpoint.resolve(entry.path)
-            config = checkpoint.read_json(path / checkpoint.CONFIG, "config.json")
-            metrics = checkpoint.read_json(path / checkpoint.METRICS, "metrics.json")
+            config, metrics = entry.config, entry.metrics
             if "test" not in metrics:
                 continue  # a run still in progress: only its best dev checkpoint so far
             key = PAPER.get(entry.task, ("pearson" if entry.kind == "relatedness" else "accuracy", None))[0]
