@@ -10,7 +10,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import queue
 import threading
-import time
 import traceback
 from dataclasses import dataclass, field
 
@@ -46,8 +45,6 @@ class Job:
     timeline: list[Snapshot] = field(default_factory=list)
     metrics: dict | None = None
     error: str | None = None
-    started: float = field(default_factory=time.time)
-    finished: float | None = None
     _process: mp.Process | None = None
     _events: mp.Queue | None = None
     _stop: mp.Event | None = None
@@ -80,9 +77,9 @@ class Job:
         elif kind == "snapshot":
             self.timeline.append(payload)
         elif kind in ("done", "stopped"):
-            self.status, self.metrics, self.finished = kind, payload, time.time()
+            self.status, self.metrics = kind, payload
         elif kind == "failed":
-            self.status, self.error, self.finished = "failed", payload, time.time()
+            self.status, self.error = "failed", payload
 
     def stop(self) -> None:
         """Ask the run to end after the current step; it keeps and evaluates the best checkpoint so far."""

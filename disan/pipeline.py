@@ -18,6 +18,14 @@ MAX_TOKENS = 200
 MAX_CHARS = 20_000
 
 
+def pad(seqs: list[list[int]]) -> torch.Tensor:
+    """Id lists -> (B, n) with 0 (the padding id) after each sequence."""
+    out = torch.zeros(len(seqs), max(len(s) for s in seqs), dtype=torch.long)
+    for b, s in enumerate(seqs):
+        out[b, : len(s)] = torch.tensor(s)
+    return out
+
+
 @dataclass
 class Prediction:
     label: str                  # the predicted class (relatedness: the rounded score)
@@ -77,10 +85,6 @@ class Pipeline:
     def is_pair(self) -> bool:
         return self.kind in ("pair", "relatedness")
 
-    @property
-    def name(self) -> str:
-        return self.path.name if self.path else self.task
-
     def _inputs(self, texts) -> tuple[list, ...]:
         """Token lists of every input; a pair model takes (premise, hypothesis) tuples."""
         if isinstance(texts, (str, tuple)):
@@ -97,11 +101,7 @@ class Pipeline:
         return columns
 
     def _ids(self, token_lists) -> torch.Tensor:
-        encoded = [self.vocab.encode(t) for t in token_lists]
-        ids = torch.zeros(len(encoded), max(len(e) for e in encoded), dtype=torch.long)
-        for b, e in enumerate(encoded):
-            ids[b, : len(e)] = torch.tensor(e)
-        return ids
+        return pad([self.vocab.encode(t) for t in token_lists])
 
     def _prediction(self, logits: torch.Tensor) -> Prediction:
         probs = logits.softmax(dim=-1).tolist()

@@ -10,7 +10,7 @@ import platform
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ from . import checkpoint
 from .data import CHECKSUM_FILE, TaskData, data_dir, load_task, parse_checksums
 from .heads import ModelConfig, TextModel, count_parameters, loss_fn, param_groups, relatedness_score
 from .metrics import classification_metrics, relatedness_metrics
+from .pipeline import pad
 from .model import DiSANConfig
 from .text import Vocab, normalize, tokenize
 from .vectors import embedding_matrix, load_glove
@@ -70,7 +71,7 @@ class Encoded:
     """A split as token ids; pair tasks have two columns."""
     columns: list[list[list[int]]]
     labels: list
-    lengths: list[int] = field(default_factory=list)
+    lengths: list[int]
 
     def __len__(self):
         return len(self.labels)
@@ -110,13 +111,6 @@ def batches(data: Encoded, batch_size: int, shuffle: bool, rng: random.Random):
         rng.shuffle(chunks)
     for idx in chunks:
         yield idx, [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]
-
-
-def pad(seqs: list[list[int]]) -> torch.Tensor:
-    out = torch.zeros(len(seqs), max(len(s) for s in seqs), dtype=torch.long)
-    for b, s in enumerate(seqs):
-        out[b, : len(s)] = torch.tensor(s)
-    return out
 
 
 def targets(kind: str, labels: list) -> torch.Tensor:
