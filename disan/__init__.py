@@ -1,10 +1,10 @@
 """DiSAN: Directional Self-Attention Network (Shen et al., AAAI 2018), with a trace of every attention internal."""
-from .model import DiSANConfig, DiSANEncoder, EncoderTrace
+from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
 
 
 def load(path, attention=None):
-    """Load a checkpoint directory as a :class:`disan.pipeline.Pipeline` (``predict``, ``trace``)."""
-    from .pipeline import load as _load
+    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``)."""
+    from disan.explore.pipeline import load as _load
     return _load(path, attention)
 
 

@@ -1,17 +1,27 @@
-"""Command line: ``python -m disan {train,evaluate,download,params}``."""
+"""Command line: ``python -m disan {train,evaluate,download,params,bench,latency,results}``."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shlex
 import sys
 from dataclasses import fields
 
-from .baselines import ENCODERS
+from disan.nn.baselines import ENCODERS
+
+# Commands that are whole modules with their own argument parser.
+FORWARDED = {
+    "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
+    "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
+    "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
+    "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
+    "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
+}
 
 
 def _train_parser(sub):
-    from .train import TrainConfig
+    from disan.training.train import TrainConfig
     p = sub.add_parser("train", help="train a model on a benchmark and save the best dev checkpoint")
     p.add_argument("--task", required=True)
     p.add_argument("--encoder", default="disan", choices=list(ENCODERS))
@@ -52,36 +62,32 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
-    from .train import SPLITS
+    from disan.training.train import SPLITS
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
-    sub.add_parser("download", help="fetch the benchmark files from their official sources", add_help=False)
-    sub.add_parser("params", help="parameter counts of the Table 1 encoders")
-    if argv[:1] == ["download"]:  # its own parser (disan.download.main) takes the rest of the line
-        from .download import main as download_main
-        return download_main(argv[1:])
+    for name, (module, help_text) in FORWARDED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    if argv[:1] and argv[0] in FORWARDED:  # the module's own parser takes the rest of the line
+        return importlib.import_module(FORWARDED[argv[0]][0]).main(argv[1:]) or 0
     args = parser.parse_args(argv)
 
     if args.cmd == "train":
-        from .train import TrainConfig, train
+        from disan.training.train import TrainConfig, train
         cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k != "cmd"},
                           command="python -m disan " + shlex.join(argv))
         metrics = train(cfg, progress=_progress_bar())
         print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
-        from .evaluate import evaluate_checkpoint
+        from disan.training.evaluate import evaluate_checkpoint
         metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir)
         if args.json:
             print(json.dumps(metrics))
         else:
             for k, v in metrics.items():
                 print(f"{k:>10}: {v:.4f}" if isinstance(v, float) else f"{k:>10}: {v}")
-    elif args.cmd == "params":
-        from .params import main as params_main
-        params_main()
     return 0
 
 

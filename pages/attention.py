@@ -1,9 +1,9 @@
 """Forward and backward token2token attention (the paper's Fig. 4), per feature or reduced."""
 import numpy as np
 import streamlit as st
+from disan.app.common import chart, downloads, mask_of, page_sentence, token_label
 
-from disan import figures
-from pages.common import chart, downloads, mask_of, page_sentence, token_label
+from disan.explore import figures
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "

@@ -1,9 +1,9 @@
 """Fusion gates F of both directions (the paper's Fig. 5): how much of h each token keeps."""
 import numpy as np
 import streamlit as st
+from disan.app.common import chart, downloads, page_sentence
 
-from disan import figures
-from pages.common import chart, downloads, page_sentence
+from disan.explore import figures
 
 st.header("Fusion gates")
 st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")

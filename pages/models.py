@@ -1,8 +1,9 @@
 """The shipped and trained checkpoints with their model cards and metrics."""
 import streamlit as st
+from disan.app.common import chart, entries
 
-from disan import checkpoint, figures
-from pages.common import chart, entries
+from disan.explore import figures
+from disan.nn import checkpoint
 
 st.header("Models")
 items = entries()

@@ -1,9 +1,9 @@
 """Multi-dimensional source2token attention: which tokens make up the sentence encoding, per feature."""
 import numpy as np
 import streamlit as st
+from disan.app.common import chart, downloads, page_sentence
 
-from disan import figures
-from pages.common import chart, downloads, page_sentence
+from disan.explore import figures
 
 st.header("Source2token attention")
 st.caption("s = Σ_i P_i ⊙ x_i: every feature of the sentence encoding has its own distribution over tokens.")

@@ -2,14 +2,14 @@
 import time
 
 import streamlit as st
+from disan.app.common import chart, entries, mask_of, stamp
 
-from disan import catalog, figures
-from disan.baselines import ENCODERS
-from disan.data import TASKS
-from disan.evaluate import examples_table
-from disan.jobs import PROBE, Busy, Registry
-from disan.train import OPTIMIZERS, TrainConfig
-from pages.common import chart, entries, mask_of, stamp
+from disan.data.loaders import TASKS
+from disan.explore import catalog, figures
+from disan.nn.baselines import ENCODERS
+from disan.training.evaluate import examples_table
+from disan.training.jobs import PROBE, Busy, Registry
+from disan.training.train import OPTIMIZERS, TrainConfig
 
 TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 

@@ -2,9 +2,9 @@
 import numpy as np
 import pandas as pd
 import streamlit as st
+from disan.app.common import cached_sentence, chart, current_pipeline, stamp
 
-from disan import figures, senses, tables
-from pages.common import cached_sentence, chart, current_pipeline, stamp
+from disan.explore import figures, senses, tables
 
 st.header("Word senses")
 st.caption("DiSAN's attention is a vector per token: the same word gets a different vector in a different context.")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.results import collect, table  # noqa: E402
+from disan.tools.results import collect, table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 readme = ROOT / "README.md"

@@ -1,10 +1,10 @@
 import pytest
 import torch
 
-from disan import checkpoint
-from disan.heads import ModelConfig, TextModel
-from disan.model import DiSANConfig
-from disan.text import Vocab
+from disan.data.text import Vocab
+from disan.nn import checkpoint
+from disan.nn.heads import ModelConfig, TextModel
+from disan.nn.model import DiSANConfig
 
 WORDS = "the glass bottle is big a man pouring of tea restaurant about to close biker fountain".split()
 LABELS = {"classify": ["negative", "positive", "neutral"], "pair": ["entailment", "neutral", "contradiction"],

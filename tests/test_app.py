@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from disan.pipeline import MAX_TOKENS
+from disan.explore.pipeline import MAX_TOKENS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 PAGES = ["pages/attention.py", "pages/gates.py", "pages/source2token.py", "pages/word_senses.py", "pages/models.py"]

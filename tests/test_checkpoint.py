@@ -5,8 +5,8 @@ import pickle
 import pytest
 import torch
 
-from disan import checkpoint
-from disan.checkpoint import CheckpointError
+from disan.nn import checkpoint
+from disan.nn.checkpoint import CheckpointError
 
 from .conftest import make_model
 

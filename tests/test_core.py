@@ -2,15 +2,28 @@
 import pytest
 import torch
 
-from disan.attention import masked_softmax, token2token_dense
-from disan.baselines import build_encoder, ENCODERS
-from disan.fast import token2token_fast
-from disan.heads import ModelConfig, TextModel, count_parameters, param_groups, relatedness_score, relatedness_target
-from disan.masks import attention_mask, backward_mask, diag_disabled_mask, forward_mask
-from disan.model import DiSANConfig, DiSANEncoder
-from disan.params import PAPER
+from disan.nn.attention import masked_softmax, token2token_dense
+from disan.nn.baselines import ENCODERS, build_encoder
+from disan.nn.fast import token2token_fast
+from disan.nn.heads import (
+    ModelConfig,
+    TextModel,
+    count_parameters,
+    param_groups,
+    relatedness_score,
+    relatedness_target,
+)
+from disan.nn.masks import (
+    attention_mask,
+    backward_mask,
+    diag_disabled_mask,
+    forward_mask,
+)
+from disan.nn.model import DiSANConfig, DiSANEncoder
+from disan.tools.params import PAPER
 
 from . import reference
+
 
 @pytest.fixture(autouse=True)
 def _float64():
@@ -235,7 +248,7 @@ def test_relatedness_target_and_score_are_consistent():
 
 
 def test_dropout_keeps_the_expectation_and_is_off_in_eval():
-    from disan.model import Dropout
+    from disan.nn.model import Dropout
     torch.manual_seed(0)
     drop = Dropout(0.25).train()
     x = torch.ones(200_000)

@@ -5,8 +5,15 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from disan import data
-from disan.data import Example, decode_line, load_task, parse_tree, read_lines, read_trees
+from disan.data import loaders as data
+from disan.data.loaders import (
+    Example,
+    decode_line,
+    load_task,
+    parse_tree,
+    read_lines,
+    read_trees,
+)
 
 C1_CONTROLS = {chr(c) for c in range(0x80, 0xA0)}  # what an undecoded cp1252 byte would leave behind
 

@@ -10,7 +10,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from disan import data, download as dl
+from disan.data import download as dl
+from disan.data import loaders as data
 
 from .test_data import root  # noqa: F401  (the data-folder fixture, skipping when there is none)
 

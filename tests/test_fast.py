@@ -5,10 +5,10 @@ import warnings
 import pytest
 import torch
 
-from disan import fast
-from disan.attention import token2token_dense
-from disan.fast import token2token_fast
-from disan.masks import attention_mask
+from disan.nn import fast
+from disan.nn.attention import token2token_dense
+from disan.nn.fast import token2token_fast
+from disan.nn.masks import attention_mask
 
 KERNELS = ["cpp", "eager"]
 NODE = {"cpp": "_CppToken2TokenBackward", "eager": "_EagerToken2TokenBackward"}
@@ -228,7 +228,7 @@ def test_cuda_tensors_use_the_eager_path(monkeypatch):
 
 def test_bench_counts_the_work_of_a_step():
     """disan.bench's bound analysis: GEMM FLOPs (6 per weight and row) and dropout elements of a DiSAN step."""
-    from disan.bench import BATCH, _step_work
+    from disan.tools.bench import BATCH, _step_work
 
     n = 10
     encoder_weights = 2 * 5 * 300 * 300 + 2 * 600 * 600   # two DiSA blocks, source2token
@@ -243,7 +243,7 @@ def test_bench_counts_the_work_of_a_step():
 
 
 def test_bench_step_worker_reports_time_memory_and_kernel(cpp):
-    from disan.bench import step_worker
+    from disan.tools.bench import step_worker
 
     out = step_worker("fast", 3, warmup=0, repeats=1, device="cpu")
     assert out["kernel"] == "cpp" and out["steps"] == 1 and out["ms"] > 0

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.io as pio
 import pytest
 
-from disan import figures, tables
+from disan.explore import figures, tables
 
 N, D = 4, 3
 TOKENS = ["the", "cat", "saw", "the"]                  # a repeated token

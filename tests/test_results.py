@@ -1,6 +1,6 @@
 import pytest
 
-from disan.results import table
+from disan.tools.results import table
 
 
 def run(test, dev, fold=0, metric="accuracy"):

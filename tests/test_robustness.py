@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import disan
-from disan import checkpoint, figures, tables
 from disan.__main__ import run
-from disan.masks import subsequent_mask
-from disan.train import TrainConfig, train
+from disan.explore import figures, tables
+from disan.nn import checkpoint
+from disan.nn.masks import subsequent_mask
+from disan.training.train import TrainConfig, train
 
 from .conftest import make_model
 
@@ -82,7 +83,7 @@ def test_random_unicode_through_tokenizer_trace_and_figures(pipe, text):
 SAVER = """
 import sys, torch
 sys.path.insert(0, {root!r})
-from disan import checkpoint
+from disan.nn import checkpoint
 from tests.conftest import make_model
 model, vocab = make_model("classify")
 for i in range(10**6):

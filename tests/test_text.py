@@ -3,11 +3,11 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from disan.text import PAD, PAD_ID, UNK, UNK_ID, Vocab, normalize, tokenize
-from disan.vectors import OOV_RANGE, embedding_matrix, load_glove
-
+from disan.data.text import PAD, PAD_ID, UNK, UNK_ID, Vocab, normalize, tokenize
+from disan.data.vectors import OOV_RANGE, embedding_matrix, load_glove
 
 # ---------------------------------------------------------------- tokenize
 

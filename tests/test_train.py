@@ -5,7 +5,7 @@ import pytest
 
 import disan
 from disan.__main__ import main
-from disan.train import TrainConfig, train
+from disan.training.train import TrainConfig, train
 
 
 @pytest.fixture(scope="module")

@@ -16,15 +16,27 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import checkpoint
-from .data import CHECKSUM_FILE, TaskData, data_dir, load_task, parse_checksums
-from .heads import ModelConfig, TextModel, count_parameters, loss_fn, param_groups, relatedness_score
-from .metrics import classification_metrics, relatedness_metrics
-from .pipeline import pad
-from .model import DiSANConfig
-from .text import Vocab, normalize, tokenize
-from .vectors import embedding_matrix, load_glove
-
+from disan.data.batching import pad
+from disan.data.loaders import (
+    CHECKSUM_FILE,
+    TaskData,
+    data_dir,
+    load_task,
+    parse_checksums,
+)
+from disan.data.text import Vocab, normalize, tokenize
+from disan.data.vectors import embedding_matrix, load_glove
+from disan.nn import checkpoint
+from disan.nn.heads import (
+    ModelConfig,
+    TextModel,
+    count_parameters,
+    loss_fn,
+    param_groups,
+    relatedness_score,
+)
+from disan.nn.model import DiSANConfig
+from disan.training.metrics import classification_metrics, relatedness_metrics
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
 

@@ -5,7 +5,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .text import normalize
+from disan.data.text import normalize
 
 PRESETS = {
     "glass (paper, Fig. 6)": ["The glass bottle is big", "A man is pouring a glass of tea"],

@@ -2,7 +2,7 @@
 
 Shapes: B batch, n tokens, d_e word vectors, d_h hidden features.
 Attention probabilities are (B, n_query j, n_key i, d): rows = the query token j,
-columns = the attended token i (see :mod:`disan.masks`).
+columns = the attended token i (see :mod:`disan.nn.masks`).
 """
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import C_SCALE, source2token_probs, token2token_dense
-from .fast import token2token_fast
-from .masks import attention_mask
+from disan.nn.attention import C_SCALE, source2token_probs, token2token_dense
+from disan.nn.fast import token2token_fast
+from disan.nn.masks import attention_mask
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
 

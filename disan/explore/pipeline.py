@@ -6,24 +6,17 @@ from pathlib import Path
 
 import torch
 
-from . import checkpoint
-from .heads import relatedness_score
-from .model import EncoderTrace
-from .text import tokenize
+from disan.data.batching import pad
+from disan.data.text import tokenize
+from disan.nn import checkpoint
+from disan.nn.heads import relatedness_score
+from disan.nn.model import EncoderTrace
 
 # Tracing keeps (n, n, d_h) probabilities per direction, so memory grows as n^2 d_h:
 # 200 tokens x 300 features is 48 MB per direction in float32.
 MAX_TOKENS = 200
 # Checked before tokenising, so that a pasted book is refused without any work.
 MAX_CHARS = 20_000
-
-
-def pad(seqs: list[list[int]]) -> torch.Tensor:
-    """Id lists -> (B, n) with 0 (the padding id) after each sequence."""
-    out = torch.zeros(len(seqs), max(len(s) for s in seqs), dtype=torch.long)
-    for b, s in enumerate(seqs):
-        out[b, : len(s)] = torch.tensor(s)
-    return out
 
 
 @dataclass
@@ -142,6 +135,6 @@ class Pipeline:
 
 
 def load(path: str | Path, attention: str | None = None) -> Pipeline:
-    """Load a checkpoint directory; raises :class:`disan.checkpoint.CheckpointError` (a ValueError) with the reason."""
+    """Load a checkpoint directory; raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason."""
     model, vocab, config, metrics = checkpoint.load(path, attention)
     return Pipeline(model, vocab, config, metrics, checkpoint.resolve(path))

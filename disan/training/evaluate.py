@@ -6,10 +6,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import checkpoint
-from .data import load_task
-from .metrics import classification_metrics, confusion, relatedness_metrics
-from .train import encode, predict, tokens_of
+from disan.data.loaders import load_task
+from disan.nn import checkpoint
+from disan.training.metrics import (
+    classification_metrics,
+    confusion,
+    relatedness_metrics,
+)
+from disan.training.train import encode, predict, tokens_of
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """App latency: the trace plus every figure of a page for one sentence, once the model is loaded.
 
-    python -m disan.latency [CHECKPOINT] [--tokens 30] [--repeats 20]
+    python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
 
 Figures are also serialised to JSON, as Streamlit does before sending them to the browser.
 """
@@ -13,9 +13,10 @@ import time
 import numpy as np
 import torch
 
-from . import figures, load
-from .catalog import list_checkpoints
-from .masks import subsequent_mask
+from disan import load
+from disan.explore import figures
+from disan.explore.catalog import list_checkpoints
+from disan.nn.masks import subsequent_mask
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
@@ -65,7 +66,7 @@ def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, fl
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m disan.latency", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
     ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
     parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
     parser.add_argument("--tokens", type=int, default=30)

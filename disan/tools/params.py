@@ -1,6 +1,8 @@
 """Print the parameter count of every Table 1 encoder (SNLI head, d_e = d_h = 300) next to the paper's figure."""
-from .baselines import ENCODERS
-from .heads import ModelConfig, TextModel, count_parameters
+import argparse
+
+from disan.nn.baselines import ENCODERS
+from disan.nn.heads import ModelConfig, TextModel, count_parameters
 
 PAPER = {"additive": 0.45e6, "s2t": 0.54e6, "multihead": 1.98e6, "bilstm": 2.88e6,
          "disan-nodir": 2.35e6, "disan": 2.35e6}
@@ -15,7 +17,8 @@ def table() -> list[tuple[str, int, int, float]]:
     return rows
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    argparse.ArgumentParser(prog="python -m disan params", description=__doc__).parse_args(argv)
     print(f"{'encoder':<12} {'encoder':>10} {'with head':>10} {'paper':>8}")
     for name, enc, total, paper in table():
         print(f"{name:<12} {enc:>10,} {total:>10,} {paper / 1e6:>7.2f}M")

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .baselines import build_encoder
-from .model import DiSANConfig, Dense
+from disan.nn.baselines import build_encoder
+from disan.nn.model import Dense, DiSANConfig
 
 KINDS = ("classify", "pair", "relatedness")
 

@@ -1,6 +1,6 @@
 """The README's results table, from the metrics.json of trained checkpoints.
 
-    python -m disan.results [DIR ...]      (default: checkpoints/ and results/)
+    python -m disan results [DIR ...]      (default: checkpoints/ and results/)
 
 Runs of the same task and encoder (several folds or seeds) are summarised as mean ± std.
 ``results/`` keeps the JSON files and model cards of runs whose weights are not shipped.
@@ -12,7 +12,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from .catalog import list_checkpoints
+from disan.explore.catalog import list_checkpoints
 
 PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
          "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
@@ -68,8 +68,8 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m disan.results", description=__doc__.split("\n\n")[0])
-    root = Path(__file__).resolve().parent.parent
+    parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
+    root = Path(__file__).resolve().parents[2]
     parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "results"])
     print(table(collect(parser.parse_args(argv).dirs)))
 

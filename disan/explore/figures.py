@@ -1,7 +1,7 @@
 """Plotly figures of what DiSAN attends to, built from numpy arrays.
 
 The app's pages only wire widgets to these functions, so every figure is a pure
-function of arrays and strings. Axis convention (see :mod:`disan.masks`): an
+function of arrays and strings. Axis convention (see :mod:`disan.nn.masks`): an
 attention array is indexed ``[j, i]`` or ``[j, i, k]``; rows ``j`` are query
 tokens, columns ``i`` attended tokens, ``k`` features.
 
@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 from plotly.colors import make_colorscale, sequential
 from plotly.subplots import make_subplots
 
-from .tables import LENGTH_BINS, accuracy_by_length_table
+from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.

@@ -9,8 +9,16 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from .attention import masked_softmax
-from .model import DiSANConfig, DiSANEncoder, Dense, Dropout, EncoderTrace, Source2Token, Source2TokenTrace
+from disan.nn.attention import masked_softmax
+from disan.nn.model import (
+    Dense,
+    DiSANConfig,
+    DiSANEncoder,
+    Dropout,
+    EncoderTrace,
+    Source2Token,
+    Source2TokenTrace,
+)
 
 
 class _SentenceEncoder(nn.Module):

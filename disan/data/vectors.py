@@ -13,7 +13,7 @@ from typing import Collection
 
 import numpy as np
 
-from .text import PAD_ID, UNK_ID, Vocab
+from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
 

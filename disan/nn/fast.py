@@ -1,6 +1,6 @@
 """Fast, memory-lean multi-dimensional token2token attention.
 
-Same result as :func:`disan.attention.token2token_dense`, without keeping any
+Same result as :func:`disan.nn.attention.token2token_dense`, without keeping any
 (B, n, n, d) tensor alive between the forward and backward passes. Per element
 (j, i, k) with t = tanh((a_i + q_j) / c), E = exp(c t) * m, P = E / sum_i E and
 s_j = sum_i P v_i, the gradients are
@@ -75,7 +75,7 @@ import warnings
 import torch
 from torch.autograd.function import once_differentiable
 
-from .attention import C_SCALE
+from disan.nn.attention import C_SCALE
 
 KERNELS = ("auto", "cpp", "eager")
 

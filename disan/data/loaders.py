@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 DATA_ENV = "DISAN_DATA_DIR"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 CHECKSUM_FILE = "SHA256SUMS"
 FOLDS = 10

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Callable, Mapping
 
-from .data import CHECKSUM_FILE, DATA_ENV, DEFAULT_DATA_DIR, sha256_file
+from disan.data.loaders import CHECKSUM_FILE, DATA_ENV, DEFAULT_DATA_DIR, sha256_file
 
 TIMEOUT_S = 60
 

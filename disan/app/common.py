@@ -8,11 +8,11 @@ import numpy as np
 import streamlit as st
 
 import disan
-from disan import catalog, figures
-from disan.checkpoint import CONFIG, resolve
-from disan.masks import subsequent_mask
-from disan.pipeline import SentenceTrace, TraceResult
-from disan.tables import trace_csv, trace_npz
+from disan.explore import catalog, figures
+from disan.explore.pipeline import SentenceTrace, TraceResult
+from disan.explore.tables import trace_csv, trace_npz
+from disan.nn.checkpoint import CONFIG, resolve
+from disan.nn.masks import subsequent_mask
 
 PRESET_SENTENCE = "Families have some dogs in front of a carousel"
 PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .train import TrainConfig
+from disan.training.train import TrainConfig
 
 PROBE = "The glass bottle is big"
 
@@ -96,7 +96,7 @@ class Job:
 
 def _snapshot(event: dict, probe: str) -> Snapshot | None:
     """Trace the probe sentence with the model as it is after this epoch."""
-    from .pipeline import Pipeline
+    from disan.explore.pipeline import Pipeline
 
     model, vocab = event["model"], event["vocab"]
     was_training = model.training
@@ -115,7 +115,7 @@ def _snapshot(event: dict, probe: str) -> Snapshot | None:
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
     """Child process: train and report every step, epoch and probe snapshot."""
-    from .train import train
+    from disan.training.train import train
 
     def progress(event: dict) -> None:
         if event["event"] == "step":

@@ -1,10 +1,10 @@
 """Speed and memory of a DiSAN training step against the dense reference and the baselines.
 
-    python -m disan.bench                  # n in 10, 20, 40, 80, 160, and trace latency
-    python -m disan.bench --quick          # n in 10, 40, fewer repeats
-    python -m disan.bench --sizes 40 --models fast,bilstm
-    python -m disan.bench --ops            # element-wise throughput of this machine and the bound it sets
-    python -m disan.bench --device cuda
+    python -m disan bench                  # n in 10, 20, 40, 80, 160, and trace latency
+    python -m disan bench --quick          # n in 10, 40, fewer repeats
+    python -m disan bench --sizes 40 --models fast,bilstm
+    python -m disan bench --ops            # element-wise throughput of this machine and the bound it sets
+    python -m disan bench --device cuda
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
@@ -32,10 +32,10 @@ import time
 import torch
 from torch.nn import functional as F
 
-from . import fast
-from .heads import ModelConfig, TextModel
-from .masks import attention_mask
-from .model import DiSANConfig, DiSANEncoder, Dropout
+from disan.nn import fast
+from disan.nn.heads import ModelConfig, TextModel
+from disan.nn.masks import attention_mask
+from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
@@ -132,11 +132,11 @@ def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
 
 
 def _run_worker(args, extra: list[str], kernel: str | None) -> tuple[dict | None, str]:
-    """Run ``python -m disan.bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
+    """Run ``python -m disan bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
     env = dict(os.environ)
     if kernel:
         env["DISAN_KERNEL"] = kernel
-    cmd = [sys.executable, "-m", "disan.bench", "--device", args.device, "--repeats", str(args.repeats),
+    cmd = [sys.executable, "-m", "disan.tools.bench", "--device", args.device, "--repeats", str(args.repeats),
            "--warmup", str(args.warmup)] + (["--threads", str(args.threads)] if args.threads else []) + extra
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -147,7 +147,7 @@ def _run_worker(args, extra: list[str], kernel: str | None) -> tuple[dict | None
 def run_table(args) -> None:
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
-    print(f"# disan.bench: B={BATCH}, d={DIM}, device {args.device}, {args.threads or torch.get_num_threads()} "
+    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device}, {args.threads or torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, kernel {fast.available_kernel(args.device)}, "
           f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[tuple[str, int], dict] = {}
@@ -237,7 +237,7 @@ def ops_benchmark(args) -> None:
             "dropout (elem/s)": _rate(lambda: Dropout(0.25)(h), h.numel()),
             f"{fast.available_kernel()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
         }
-    print(f"# disan.bench --ops: {threads} threads, torch {torch.__version__}, "
+    print(f"# python -m disan bench --ops: {threads} threads, torch {torch.__version__}, "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print("| operation | " + " | ".join(f"{t} thread(s)" for t in rates) + " |")
     print("|---" * (len(rates) + 1) + "|")
@@ -289,7 +289,7 @@ def _step_work(name: str, n: int) -> tuple[float, float]:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m disan.bench", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
     p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
     p.add_argument("--models", type=lambda s: s.split(","), help=f"comma-separated, of {', '.join(MODELS)}")

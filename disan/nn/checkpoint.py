@@ -22,9 +22,9 @@ from pathlib import Path
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from .heads import ModelConfig, TextModel
-from .model import DiSANConfig
-from .text import Vocab
+from disan.data.text import Vocab
+from disan.nn.heads import ModelConfig, TextModel
+from disan.nn.model import DiSANConfig
 
 FORMAT = "disan-checkpoint"
 VERSION = 1

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import checkpoint
+from disan.nn import checkpoint
 
-SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 
 
 def checkpoints_dir() -> Path:

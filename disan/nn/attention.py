@@ -1,9 +1,9 @@
 """Multi-dimensional attention: token2token (inside a DiSA block) and source2token.
 
-Shapes follow :mod:`disan.masks`: probabilities are (B, n_query j, n_key i, d).
+Shapes follow :mod:`disan.nn.masks`: probabilities are (B, n_query j, n_key i, d).
 The dense functions here materialise the (B, n, n, d) tensors and return the
 probabilities, so they serve the trace and are the reference that the fast
-kernel in :mod:`disan.fast` is tested against.
+kernel in :mod:`disan.nn.fast` is tested against.
 """
 from __future__ import annotations
 

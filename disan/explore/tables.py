@@ -1,6 +1,6 @@
 """pandas tables and downloads (CSV zip, npz) of DiSAN traces and evaluation results.
 
-Attention arrays follow :mod:`disan.masks`: ``[j, i]`` or ``[j, i, k]``, rows ``j``
+Attention arrays follow :mod:`disan.nn.masks`: ``[j, i]`` or ``[j, i, k]``, rows ``j``
 the query token, columns ``i`` the attended token, ``k`` the feature. Inputs may be
 numpy arrays or torch tensors; nothing here needs torch.
 """

@@ -1,0 +1,5 @@
+"""Floor 2, the model: masks, attention (dense reference and fast kernels), DiSA and DiSAN, the
+Table 1 baselines, task heads and checkpoints.
+
+Imports only :mod:`disan.data` (the vocabulary a checkpoint carries).
+"""
