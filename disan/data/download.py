@@ -34,6 +34,7 @@ TIMEOUT_S = 60
 
 @dataclass(frozen=True)
 class Source:
+    """One official download: an archive (or a plain file) and where its members go."""
     url: str
     members: dict[str, str]  # archive member path (for a plain file: its name) -> target path under dest
 
@@ -234,6 +235,7 @@ def mirror_urls(base: str) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m disan download [DEST] [--mirror URL]``; exit code 1 when a file fails."""
     parser = argparse.ArgumentParser(prog="python -m disan download", description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", nargs="?", default=os.environ.get(DATA_ENV) or str(DEFAULT_DATA_DIR),
                         help=f"target folder (default: ${DATA_ENV}, else {DEFAULT_DATA_DIR})")

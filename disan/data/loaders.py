@@ -53,12 +53,14 @@ BINARY_FILES = {
 
 @dataclass
 class Example:
+    """One labelled example of a benchmark."""
     text: str | tuple[str, str]  # a sentence, or (premise, hypothesis)
     label: int | float           # a class index, or a relatedness score
 
 
 @dataclass
 class TaskData:
+    """A benchmark's splits, label names and evaluation protocol, as :func:`load_task` returns them."""
     name: str
     kind: str                    # 'classify' | 'pair' | 'relatedness'
     labels: list[str]
@@ -135,6 +137,7 @@ def read_lines(path: Path) -> list[str]:
 
 
 def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
@@ -176,6 +179,7 @@ class Tree:
     spans: list[tuple[int, int, int]]  # (label, start, end) per node, pre-order (root first)
 
     def text(self, start: int = 0, end: int | None = None) -> str:
+        """The words of the span [start, end) joined by spaces."""
         return " ".join(self.words[start:end])
 
 

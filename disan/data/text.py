@@ -63,6 +63,7 @@ class Vocab:
         return cls(itos)
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
+        """Token ids; a word the vocabulary lacks gets UNK_ID."""
         return [self.stoi.get(normalize(t), UNK_ID) for t in tokens]
 
     def __len__(self) -> int:
@@ -72,19 +73,23 @@ class Vocab:
         return normalize(token) in self.stoi
 
     def to_json(self) -> dict:
+        """The vocabulary as a JSON object (``{"itos": [...]}``), as checkpoints store it."""
         return {"itos": list(self.itos)}
 
     @classmethod
     def from_json(cls, obj: dict) -> Vocab:
+        """The inverse of :meth:`to_json`; ValueError for anything else."""
         if not isinstance(obj, dict) or not isinstance(obj.get("itos"), list):
             raise ValueError("expected a JSON object with an 'itos' list")
         return cls(obj["itos"])
 
     def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_json` to a UTF-8 file."""
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.to_json(), f, ensure_ascii=False)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocab:
+        """Read a file written by :meth:`save`."""
         with open(path, encoding="utf-8") as f:
             return cls.from_json(json.load(f))

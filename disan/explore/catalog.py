@@ -20,6 +20,7 @@ def checkpoints_dir() -> Path:
 
 @dataclass
 class Entry:
+    """One checkpoint directory as the app lists it: what it is, its headline figure, or why it is broken."""
     name: str
     path: Path
     task: str = "?"
@@ -32,16 +33,19 @@ class Entry:
 
     @property
     def ok(self) -> bool:
+        """True when the checkpoint's JSON files could be read."""
         return self.error is None
 
     @property
     def label(self) -> str:
+        """The text the model picker shows."""
         if not self.ok:
             return f"{self.name} — broken: {self.error}"
         return f"{self.name} — {self.task}, {self.encoder}" + (f", {self.headline}" if self.headline else "")
 
 
 def headline(metrics: dict) -> str:
+    """The test figure that names a checkpoint in the picker (accuracy or Pearson r), or ''."""
     test = metrics.get("test") or {}
     for key in ("accuracy", "pearson"):
         if isinstance(test.get(key), (int, float)):
@@ -50,6 +54,7 @@ def headline(metrics: dict) -> str:
 
 
 def describe(path: Path) -> Entry:
+    """An :class:`Entry` from the checkpoint's JSON files only (the weights are not read)."""
     entry = Entry(path.name, path)
     try:
         config = checkpoint.read_config(path)

@@ -22,6 +22,7 @@ KINDS = ("classify", "pair", "relatedness")
 
 @dataclass
 class ModelConfig:
+    """The whole text model: vocabulary size, head kind and size, encoder name and its configuration."""
     vocab_size: int
     n_classes: int                 # classes, or K score levels for relatedness
     kind: str = "classify"
@@ -94,6 +95,7 @@ def relatedness_score(logits: torch.Tensor) -> torch.Tensor:
 
 
 def loss_fn(kind: str, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy for classes; KL divergence to Tai et al.'s target distribution for relatedness."""
     if kind == "relatedness":
         return F.kl_div(logits.log_softmax(dim=-1), relatedness_target(target, logits.shape[-1]),
                         reduction="batchmean")
@@ -122,4 +124,5 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
 
 
 def count_parameters(module: nn.Module) -> int:
+    """Number of scalars in the module's parameters."""
     return sum(p.numel() for p in module.parameters())

@@ -9,6 +9,7 @@ PAPER = {"additive": 0.45e6, "s2t": 0.54e6, "multihead": 1.98e6, "bilstm": 2.88e
 
 
 def table() -> list[tuple[str, int, int, float]]:
+    """(encoder, encoder parameters, parameters with the SNLI head and without embeddings, paper's figure)."""
     rows = []
     for name in ENCODERS:
         model = TextModel(ModelConfig(vocab_size=2, n_classes=3, kind="pair", encoder=name))
@@ -18,6 +19,7 @@ def table() -> list[tuple[str, int, int, float]]:
 
 
 def main(argv=None) -> None:
+    """``python -m disan params``: the table of :func:`table`."""
     argparse.ArgumentParser(prog="python -m disan params", description=__doc__).parse_args(argv)
     print(f"{'encoder':<12} {'encoder':>10} {'with head':>10} {'paper':>8}")
     for name, enc, total, paper in table():

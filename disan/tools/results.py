@@ -44,10 +44,12 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
 
 
 def scale(metric: str, value: float) -> float:
+    """Accuracy as a percentage, as the paper prints it; Pearson r unchanged."""
     return 100 * value if metric == "accuracy" else value
 
 
 def table(runs: dict[tuple[str, str], list[dict]]) -> str:
+    """The Markdown results table: one row per (task, encoder), mean ± std over its runs, gap to the paper."""
     lines = ["| task | encoder | ours (test) | paper | gap | runs | dev | minutes | command |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for (task, encoder), rs in sorted(runs.items()):
@@ -68,6 +70,7 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
 
 
 def main(argv=None) -> None:
+    """``python -m disan results [DIR ...]``: print :func:`table` for the checkpoints under DIRs."""
     parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
     root = Path(__file__).resolve().parents[2]
     parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "results"])
