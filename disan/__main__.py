@@ -8,6 +8,7 @@ import shlex
 import sys
 from dataclasses import fields
 
+from disan.data.loaders import SPLITS
 from disan.nn.baselines import ENCODERS
 
 # Commands that are whole modules with their own argument parser.
@@ -62,7 +63,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
-    from disan.training.train import SPLITS
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
     ev.add_argument("--split", default="test", choices=SPLITS)

@@ -5,7 +5,10 @@ import pytest
 
 import disan
 from disan.__main__ import main
+from disan.training.jobs import _snapshot
 from disan.training.train import TrainConfig, train
+
+from .conftest import make_model
 
 
 @pytest.fixture(scope="module")
@@ -65,3 +68,15 @@ def test_bad_hyperparameters_are_refused():
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="unknown"):
         train(TrainConfig(task="nope", out="/tmp/never"))
+
+
+def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
+    model, vocab = make_model()
+    model.train()
+    snap = _snapshot({"epoch": 3, "model": model, "vocab": vocab}, "The glass bottle is big")
+    assert snap.epoch == 3 and snap.tokens == ["The", "glass", "bottle", "is", "big"]
+    assert snap.forward.shape == snap.backward.shape == (5, 5) and snap.directions == ("forward", "backward")
+    assert model.training
+    assert _snapshot({"epoch": 1, "model": model, "vocab": vocab}, "   ") is None  # nothing to trace
+    bilstm, vocab = make_model(encoder="bilstm")
+    assert _snapshot({"epoch": 1, "model": bilstm, "vocab": vocab}, "The glass") is None  # no DiSA blocks

@@ -57,6 +57,9 @@ class Example:
     label: int | float           # a class index, or a relatedness score
 
 
+SPLITS = ("train", "dev", "test")  # the example lists of a TaskData
+
+
 @dataclass
 class TaskData:
     name: str

@@ -3,6 +3,7 @@
 Training data and the app's free text go through the same :func:`tokenize`, so a
 sentence typed by a user is split exactly as the training sentences were. Tokens
 keep their spelling (for display); :func:`normalize` maps them to vocabulary keys.
+:func:`check_text` adds the limits of what the model can trace.
 """
 from __future__ import annotations
 
@@ -14,6 +15,12 @@ from typing import Iterable
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1
+
+# Tracing keeps (n, n, d_h) probabilities per direction, so memory grows as n^2 d_h:
+# 200 tokens x 300 features is 48 MB per direction in float32.
+MAX_TOKENS = 200
+# Checked before tokenising, so that a pasted book is refused without any work.
+MAX_CHARS = 20_000
 
 
 @lru_cache(maxsize=1)
@@ -27,6 +34,21 @@ def _tokenizer():
 def tokenize(text: str) -> list[str]:
     """Split text into tokens in their original spelling; whitespace is dropped."""
     return [t.text for t in _tokenizer()(text) if not t.is_space]
+
+
+def check_text(text) -> list[str]:
+    """Tokens of a text, or ValueError saying why the text cannot be encoded and traced."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text (a string), got {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    tokens = tokenize(text)
+    if not tokens:
+        raise ValueError("the text is empty: type at least one word")
+    if len(tokens) > MAX_TOKENS:
+        raise ValueError(f"the text has {len(tokens)} tokens; the limit is {MAX_TOKENS} "
+                         f"(attention memory grows with the square of the length)")
+    return tokens
 
 
 def normalize(token: str) -> str:

@@ -14,7 +14,10 @@ import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
+from disan.data.batching import pad
+from disan.data.text import check_text
 from disan.training.train import TrainConfig
 
 PROBE = "The glass bottle is big"
@@ -95,22 +98,25 @@ class Job:
 
 
 def _snapshot(event: dict, probe: str) -> Snapshot | None:
-    """Trace the probe sentence with the model as it is after this epoch."""
-    from disan.explore.pipeline import Pipeline
-
+    """Trace the probe sentence with the model as it is after this epoch; None when the probe cannot
+    be traced (too long, no words) or the encoder has no DiSA blocks to show."""
     model, vocab = event["model"], event["vocab"]
+    try:
+        tokens = check_text(probe)
+    except ValueError:
+        return None
     was_training = model.training
     model.eval()
     try:
-        tr = Pipeline(model, vocab, {}, {}).trace_sentence(probe)
-    except ValueError:
-        return None
+        with torch.no_grad():
+            _, traces = model.encode(pad([vocab.encode(tokens)]), trace=True)
     finally:
         model.train(was_training)
-    if tr.trace.forward is None:
+    trace = traces[0]
+    if trace.forward is None:
         return None
-    return Snapshot(event["epoch"], tr.tokens, tr.trace.forward.probs.mean(-1).numpy(),
-                    tr.trace.backward.probs.mean(-1).numpy(), (tr.trace.forward.direction, tr.trace.backward.direction))
+    return Snapshot(event["epoch"], tokens, trace.forward.probs.mean(-1).numpy(),
+                    trace.backward.probs.mean(-1).numpy(), (trace.forward.direction, trace.backward.direction))
 
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:

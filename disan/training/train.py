@@ -13,10 +13,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from disan.data.batching import pad
+from disan.data.batching import batches, encode, tokens_of
 from disan.data.loaders import (
     CHECKSUM_FILE,
     TaskData,
@@ -24,7 +23,7 @@ from disan.data.loaders import (
     load_task,
     parse_checksums,
 )
-from disan.data.text import Vocab, normalize, tokenize
+from disan.data.text import Vocab, normalize
 from disan.data.vectors import embedding_matrix, load_glove
 from disan.nn import checkpoint
 from disan.nn.heads import (
@@ -33,10 +32,9 @@ from disan.nn.heads import (
     count_parameters,
     loss_fn,
     param_groups,
-    relatedness_score,
 )
 from disan.nn.model import DiSANConfig
-from disan.training.metrics import classification_metrics, relatedness_metrics
+from disan.training.evaluate import evaluate
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
 
@@ -78,75 +76,12 @@ class TrainConfig:
             raise ValueError("max_train must be at least 1")
 
 
-@dataclass
-class Encoded:
-    """A split as token ids; pair tasks have two columns."""
-    columns: list[list[list[int]]]
-    labels: list
-    lengths: list[int]
-
-    def __len__(self):
-        return len(self.labels)
-
-
 class TrainingStopped(Exception):
     """Raised inside the loop when the caller asked to stop; the best checkpoint so far is kept."""
 
 
-SPLITS = ("train", "dev", "test")
-
-
-def tokens_of(data: TaskData, splits=SPLITS) -> dict[str, list]:
-    """Tokenised text of the splits: lists of token lists (pairs: lists of two)."""
-    def tok(text):
-        return [tokenize(t) for t in text] if isinstance(text, tuple) else [tokenize(text)]
-    return {split: [tok(e.text) for e in getattr(data, split)] for split in splits}
-
-
-def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:
-    columns = [[vocab.encode(row[c]) or [1] for row in token_rows] for c in range(len(token_rows[0]))] \
-        if token_rows else [[]]
-    return Encoded(columns, labels, [max(len(col[b]) for col in columns) for b in range(len(labels))])
-
-
-def batches(data: Encoded, batch_size: int, shuffle: bool, rng: random.Random):
-    """Length-bucketed batches: sentences of similar length share a batch, so little is padding."""
-    order = list(range(len(data)))
-    if shuffle:
-        rng.shuffle(order)
-        pool = batch_size * 50
-        order = [i for s in range(0, len(order), pool) for i in sorted(order[s:s + pool], key=data.lengths.__getitem__)]
-    else:
-        order.sort(key=data.lengths.__getitem__)
-    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    if shuffle:
-        rng.shuffle(chunks)
-    for idx in chunks:
-        yield idx, [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]
-
-
 def targets(kind: str, labels: list) -> torch.Tensor:
     return torch.tensor(labels, dtype=torch.float32 if kind == "relatedness" else torch.long)
-
-
-@torch.no_grad()
-def predict(model: TextModel, data: Encoded, batch_size: int = 128) -> np.ndarray:
-    """Predicted class index, or relatedness score, for every example in order."""
-    model.eval()
-    out = np.zeros(len(data), dtype=np.float64)
-    for idx, ids, _ in batches(data, batch_size, False, random.Random(0)):
-        logits = model(*ids)
-        pred = relatedness_score(logits) if model.cfg.kind == "relatedness" else logits.argmax(dim=-1)
-        out[idx] = pred.double().numpy()
-    return out
-
-
-def evaluate(model: TextModel, data: Encoded) -> dict:
-    pred = predict(model, data)
-    gold = np.asarray(data.labels, dtype=np.float64)
-    if model.cfg.kind == "relatedness":
-        return relatedness_metrics(pred, gold)
-    return classification_metrics(pred.astype(int), gold.astype(int))
 
 
 def selection_metric(kind: str, metrics: dict) -> float:
