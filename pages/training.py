@@ -5,6 +5,7 @@ import streamlit as st
 from disan.app.common import chart, entries, mask_of, stamp
 
 from disan.data.loaders import TASKS
+from disan.data.text import split_pair
 from disan.explore import catalog, figures
 from disan.nn.baselines import ENCODERS
 from disan.training.evaluate import examples_table
@@ -135,10 +136,10 @@ def summary() -> None:
         if st.button("Open in the Attention page", key="train-open"):
             st.session_state["checkpoint"] = job.name
             text = wrong.text[row]
-            if " ||| " in text:
-                st.session_state["premise"], st.session_state["hypothesis"] = text.split(" ||| ", 1)
-            else:
+            if ev.kind == "classify":
                 st.session_state["text"] = text
+            else:
+                st.session_state["premise"], st.session_state["hypothesis"] = split_pair(text)
             st.switch_page("pages/attention.py")
 
 

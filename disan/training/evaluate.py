@@ -11,6 +11,7 @@ import torch
 
 from disan.data.batching import Encoded, batches, encode, tokens_of
 from disan.data.loaders import load_task
+from disan.data.text import join_pair
 from disan.nn import checkpoint
 from disan.nn.heads import TextModel, relatedness_score
 from disan.training.metrics import (
@@ -45,9 +46,10 @@ def evaluate(model: TextModel, data: Encoded) -> dict:
 class Evaluation:
     """A checkpoint on one split: its metrics and one table row per example."""
     metrics: dict
-    table: pd.DataFrame            # one row per example: text, length, gold, predicted, correct (or error)
+    table: pd.DataFrame            # text (pairs joined by join_pair), length, gold, predicted, correct (or error)
     labels: list[str]
     confusion: np.ndarray | None   # (C, C) rows = gold, columns = predicted; None for relatedness
+    kind: str                      # classify, pair or relatedness: whether the texts are pairs
 
 
 def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
@@ -63,17 +65,18 @@ def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
     enc = encode(vocab, tokens_of(data, [split])[split], [e.label for e in examples])
     pred = predict(model, enc)
     gold = np.asarray(enc.labels, dtype=np.float64)
-    texts = [" ||| ".join(e.text) if isinstance(e.text, tuple) else e.text for e in examples]
+    texts = [join_pair(*e.text) if isinstance(e.text, tuple) else e.text for e in examples]
     table = pd.DataFrame({"text": texts, "length": enc.lengths, "gold": gold, "predicted": pred})
     labels = list(config["labels"])
-    if model.cfg.kind == "relatedness":
+    kind = model.cfg.kind
+    if kind == "relatedness":
         table["error"] = pred - gold
-        return Evaluation(relatedness_metrics(pred, gold), table, labels, None)
+        return Evaluation(relatedness_metrics(pred, gold), table, labels, None, kind)
     table["gold"] = [labels[int(g)] for g in gold]
     table["predicted"] = [labels[int(p)] for p in pred]
     table["correct"] = table["gold"] == table["predicted"]
     return Evaluation(classification_metrics(pred.astype(int), gold.astype(int)), table, labels,
-                      confusion(pred, gold, len(labels)))
+                      confusion(pred, gold, len(labels)), kind)
 
 
 def evaluate_checkpoint(path, split: str = "test", data_dir=None) -> dict:
