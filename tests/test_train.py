@@ -16,7 +16,7 @@ from .conftest import make_model
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory):
+def trained(data_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("runs") / "trec-tiny"
     events = []
     cfg = TrainConfig(task="trec", out=str(out), epochs=4, patience=10, d_h=16, d_fc=16, max_train=192,
@@ -48,6 +48,7 @@ def test_best_dev_checkpoint_is_kept_and_evaluated_on_test(trained, capsys):
     assert "trec" in card and "TREC/TREC_10.label" in card and "Reproduce" in card
 
 
+@pytest.mark.usefixtures("data_root")
 def test_stop_request_keeps_the_best_checkpoint(tmp_path):
     out = tmp_path / "stopped"
     epochs_seen = []
@@ -79,6 +80,7 @@ def tiny_sick(out, epochs=2) -> TrainConfig:
                        batch_size=32, extra_vocab=0)
 
 
+@pytest.mark.usefixtures("data_root")
 def test_relatedness_end_to_end(tmp_path):
     out = tmp_path / "sick"
     metrics = train(tiny_sick(out), log=io.StringIO())
@@ -108,6 +110,7 @@ def nan_pearson_in_epochs(monkeypatch, epochs: set[int]) -> None:
     monkeypatch.setattr(train_module, "evaluate", evaluate)
 
 
+@pytest.mark.usefixtures("data_root")
 @pytest.mark.parametrize("nan_epoch,best_epoch", [(2, 1), (1, 2)])
 def test_a_nan_dev_pearson_is_never_an_improvement(nan_epoch, best_epoch, tmp_path, monkeypatch):
     nan_pearson_in_epochs(monkeypatch, {nan_epoch})
@@ -121,6 +124,7 @@ def test_a_nan_dev_pearson_is_never_an_improvement(nan_epoch, best_epoch, tmp_pa
     assert metrics["dev"]["pearson"] == pytest.approx(history[best_epoch - 1]["dev_pearson"])
 
 
+@pytest.mark.usefixtures("data_root")
 def test_a_run_whose_every_dev_pearson_is_nan_ends_with_a_message(tmp_path, monkeypatch, capsys):
     nan_pearson_in_epochs(monkeypatch, set(range(1, 100)))
     with pytest.raises(ValueError, match="dev pearson was not a number in any of the 2 epochs"):

@@ -9,6 +9,8 @@ from disan.training.config import parse_command_line
 
 from .test_app import app, texts, visit
 
+pytestmark = pytest.mark.usefixtures("data_root")  # every test trains on TREC
+
 
 @pytest.fixture
 def ckdir(tmp_path, monkeypatch):
