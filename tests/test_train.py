@@ -1,15 +1,18 @@
 """Training on tiny slices: the loss falls, the best checkpoint round-trips, the CLI evaluates it;
-relatedness selection with NaN Pearson; the job registry's probe snapshots."""
+relatedness selection with NaN Pearson; the job registry's probe snapshots and crashed children."""
 import io
 import json
 import math
+import os
+import signal
+import time
 
 import pytest
 
 import disan
 from disan.__main__ import main, run
 from disan.training import train as train_module
-from disan.training.jobs import _snapshot
+from disan.training.jobs import Registry, _snapshot
 from disan.training.train import TrainConfig, improves, train
 
 from .conftest import make_model
@@ -145,3 +148,14 @@ def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     assert _snapshot({"epoch": 1, "model": model, "vocab": vocab}, "   ") is None  # nothing to trace
     bilstm, vocab = make_model(encoder="bilstm")
     assert _snapshot({"epoch": 1, "model": bilstm, "vocab": vocab}, "The glass") is None  # no DiSA blocks
+
+
+def test_a_child_that_dies_without_a_word_fails_the_job_with_its_exit_code(tmp_path):
+    job = Registry().start("doomed", TrainConfig(task="trec", out=str(tmp_path / "doomed"), epochs=200))
+    os.kill(job._process.pid, signal.SIGKILL)  # at once: the child is still starting and has reported nothing
+    deadline = time.time() + 60
+    while job.poll().active and time.time() < deadline:
+        time.sleep(0.1)
+    assert job.status == "failed"
+    assert f"exit code {-signal.SIGKILL}" in job.error
+    assert not (tmp_path / "doomed").exists()

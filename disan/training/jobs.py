@@ -39,15 +39,16 @@ class Snapshot:
 
 @dataclass
 class Job:
+    """One training run in a child process, as the page shows it; :meth:`poll` brings it up to date."""
     name: str
     config: TrainConfig
     probe: str = PROBE
     status: str = "starting"          # starting, running, done, stopped, failed
-    progress: dict = field(default_factory=dict)
-    history: list[dict] = field(default_factory=list)
+    progress: dict = field(default_factory=dict)   # the last step event: epoch, step, steps, loss, accuracy, eta
+    history: list[dict] = field(default_factory=list)  # one record per finished epoch
     timeline: list[Snapshot] = field(default_factory=list)
-    metrics: dict | None = None
-    error: str | None = None
+    metrics: dict | None = None       # the final metrics, once done or stopped
+    error: str | None = None          # why it failed
     _process: mp.Process | None = None
     _events: mp.Queue | None = None
     _stop: mp.Event | None = None
@@ -55,9 +56,10 @@ class Job:
 
     @property
     def active(self) -> bool:
+        """Whether the run may still report: starting or running."""
         return self.status in ("starting", "running")
 
-    def poll(self) -> "Job":
+    def poll(self) -> Job:
         """Fold the child's messages into this job's state; safe to call from several sessions."""
         with self._lock:
             while self._events is not None:
@@ -72,6 +74,7 @@ class Job:
         return self
 
     def _apply(self, kind: str, payload) -> None:
+        """Fold one message of the child into the job's state."""
         if kind == "step":
             self.status = "running"
             self.progress = payload
@@ -165,9 +168,11 @@ class Registry:
 
     @property
     def current(self) -> Job | None:
+        """The latest job, polled; None before the first."""
         return self.jobs[-1].poll() if self.jobs else None
 
     def start(self, name: str, config: TrainConfig, probe: str = PROBE) -> Job:
+        """Start training ``config`` in a child process; :class:`Busy` while another job is active."""
         with self._lock:
             current = self.current
             if current is not None and current.active:
