@@ -4,11 +4,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import shlex
 import sys
-from dataclasses import fields
 
-from disan.nn.baselines import ENCODERS
+from disan.data.loaders import SPLITS
 
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
@@ -20,21 +18,10 @@ FORWARDED = {
 }
 
 
-def _train_parser(sub):
-    from disan.training.train import TrainConfig
-    p = sub.add_parser("train", help="train a model on a benchmark and save the best dev checkpoint")
-    p.add_argument("--task", required=True)
-    p.add_argument("--encoder", default="disan", choices=list(ENCODERS))
-    p.add_argument("--out", required=True, help="checkpoint directory")
-    p.add_argument("--embeddings", default=None, help="GloVe-format text file (default: GloVe 6B 50d package)")
-    p.add_argument("--data-dir", dest="data_dir", default=None)
-    p.add_argument("--no-phrases", dest="phrases", action="store_false", help="SST: train on full sentences only")
-    for f in fields(TrainConfig):
-        if f.name in ("task", "encoder", "out", "embeddings", "data_dir", "phrases", "command"):
-            continue
-        kind = {"int": int, "float": float, "int | None": int, "str": str}.get(str(f.type), str)
-        p.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=kind, default=f.default)
-    return p
+def _train_parser(sub) -> argparse.ArgumentParser:
+    """The ``train`` command: a flag for every field of :class:`~disan.training.config.TrainConfig`."""
+    from disan.training import config
+    return config.add_arguments(sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION))
 
 
 def _progress_bar():
@@ -58,11 +45,11 @@ def _progress_bar():
 
 
 def main(argv=None) -> int:
+    """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    _train_parser(sub)
-    from disan.training.train import SPLITS
+    train_parser = _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
     ev.add_argument("--split", default="test", choices=SPLITS)
@@ -75,9 +62,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "train":
-        from disan.training.train import TrainConfig, train
-        cfg = TrainConfig(**{k: v for k, v in vars(args).items() if k != "cmd"},
-                          command="python -m disan " + shlex.join(argv))
+        from disan.training.config import config_from_args
+        from disan.training.train import train
+        cfg = config_from_args(train_parser, args)  # records cfg.command_line() as cfg.command
         metrics = train(cfg, progress=_progress_bar())
         print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":

@@ -5,11 +5,12 @@ import streamlit as st
 from disan.app.common import chart, entries, mask_of, stamp
 
 from disan.data.loaders import TASKS
+from disan.data.text import split_pair
 from disan.explore import catalog, figures
 from disan.nn.baselines import ENCODERS
+from disan.training.config import OPTIMIZERS, TrainConfig
 from disan.training.evaluate import examples_table
 from disan.training.jobs import PROBE, Busy, Registry
-from disan.training.train import OPTIMIZERS, TrainConfig
 
 TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 
@@ -53,11 +54,9 @@ def start_form() -> None:
         return
     try:
         cfg = TrainConfig(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
-                          lr=float(lr), optimizer=optimizer, dropout=float(dropout), d_h=int(d_h), embeddings=vectors.strip() or None,
-                          seed=int(seed), max_train=int(cap) or None,
-                          command=f"python -m disan train --task {task} --encoder {encoder} --out checkpoints/{name} "
-                                  f"--epochs {epochs} --optimizer {optimizer} --lr {lr} --dropout {dropout} --d-h {d_h} --seed {seed}"
-                                  + (f" --max-train {cap}" if cap else ""))
+                          lr=float(lr), optimizer=optimizer, dropout=float(dropout), d_h=int(d_h),
+                          embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None)
+        cfg.command = cfg.command_line()  # what the model card offers to reproduce the run
         registry().start(name, cfg, probe)
     except Busy as e:
         st.warning(str(e))
@@ -135,10 +134,10 @@ def summary() -> None:
         if st.button("Open in the Attention page", key="train-open"):
             st.session_state["checkpoint"] = job.name
             text = wrong.text[row]
-            if " ||| " in text:
-                st.session_state["premise"], st.session_state["hypothesis"] = text.split(" ||| ", 1)
-            else:
+            if ev.kind == "classify":
                 st.session_state["text"] = text
+            else:
+                st.session_state["premise"], st.session_state["hypothesis"] = split_pair(text)
             st.switch_page("pages/attention.py")
 
 

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from disan.data import download, loaders
 from disan.data.text import Vocab
 from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel
@@ -31,3 +32,19 @@ def make_checkpoint(tmp_path):
                         {"test": {"accuracy": 0.5}}, "# tiny\n")
         return path
     return make
+
+
+@pytest.fixture(scope="session")
+def data_root():
+    """The benchmark folder. Every test that needs the data asks for this fixture (by argument or
+    ``usefixtures``), so that without the data they all skip with the same reason."""
+    hint = f"set {loaders.DATA_ENV} to the data folder or run `python -m disan download`"
+    try:
+        root = loaders.data_dir()
+    except FileNotFoundError as err:
+        pytest.skip(f"benchmark data not available: {err}")
+    missing = [name for name in (loaders.CHECKSUM_FILE, *download.CHECKSUMS) if not (root / name).is_file()]
+    if missing:
+        pytest.skip(f"benchmark data not available: {root} lacks {missing[0]} and {len(missing) - 1} other "
+                    f"files; {hint}")
+    return root

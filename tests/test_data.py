@@ -18,14 +18,6 @@ from disan.data.loaders import (
 C1_CONTROLS = {chr(c) for c in range(0x80, 0xA0)}  # what an undecoded cp1252 byte would leave behind
 
 
-@pytest.fixture(scope="module")
-def root():
-    try:
-        return data.data_dir()
-    except FileNotFoundError as err:
-        pytest.skip(f"benchmark data not available: {err}")
-
-
 @lru_cache(maxsize=None)
 def task(name: str, **kwargs) -> data.TaskData:
     """Each task is loaded once for the whole module (SST takes about a second)."""
@@ -43,27 +35,27 @@ def all_texts(t: data.TaskData) -> list[str]:
 
 # ---------------------------------------------------------------- locating and checking files
 
-def test_every_file_matches_its_checksum(root):
+def test_every_file_matches_its_checksum(data_root):
     result = data.verify_checksums()
     assert len(result) == 24 and all(result.values())
 
 
-def test_a_changed_or_missing_file_fails_its_checksum(root, tmp_path):
+def test_a_changed_or_missing_file_fails_its_checksum(data_root, tmp_path):
     (tmp_path / "TREC").mkdir()
-    (tmp_path / "SHA256SUMS").write_bytes((root / "SHA256SUMS").read_bytes())
-    original = (root / "TREC" / "TREC_10.label").read_bytes()
+    (tmp_path / "SHA256SUMS").write_bytes((data_root / "SHA256SUMS").read_bytes())
+    original = (data_root / "TREC" / "TREC_10.label").read_bytes()
     (tmp_path / "TREC" / "TREC_10.label").write_bytes(original)
-    (tmp_path / "TREC" / "train_5500.label").write_bytes((root / "TREC" / "train_5500.label").read_bytes()[:-1])
+    (tmp_path / "TREC" / "train_5500.label").write_bytes((data_root / "TREC" / "train_5500.label").read_bytes()[:-1])
     result = data.verify_checksums(tmp_path)
     assert result["TREC/TREC_10.label"] and not result["TREC/train_5500.label"] and not result["SST/train.txt"]
 
 
-def test_data_dir_order_and_error(root, tmp_path, monkeypatch):
+def test_data_dir_order_and_error(data_root, tmp_path, monkeypatch):
     monkeypatch.delenv(data.DATA_ENV, raising=False)
     assert data.data_dir(tmp_path) == tmp_path
     monkeypatch.setenv(data.DATA_ENV, str(tmp_path))
     assert data.data_dir() == tmp_path
-    assert data.data_dir(root) == root  # an explicit path wins over the environment
+    assert data.data_dir(data_root) == data_root  # an explicit path wins over the environment
     with pytest.raises(FileNotFoundError, match=data.DATA_ENV):
         data.data_dir(tmp_path / "absent")
 
@@ -106,22 +98,22 @@ def test_read_lines_strips_terminators_and_bom_and_keeps_every_line(tmp_path):
     assert read_lines(path) == []
 
 
-def test_windows_1252_files_decode_to_the_right_characters(root):
+def test_windows_1252_files_decode_to_the_right_characters(data_root):
     for name in ("mr", "subj"):
         text = "".join(all_texts(task(name)))
         assert not C1_CONTROLS & set(text) and "\ufffd" not in text
-    raw = (root / "MR" / "rt-polarity.pos").read_bytes().split(b"\n")
-    decoded = read_lines(root / "MR" / "rt-polarity.pos")
+    raw = (data_root / "MR" / "rt-polarity.pos").read_bytes().split(b"\n")
+    decoded = read_lines(data_root / "MR" / "rt-polarity.pos")
     for byte, char in ((b"\x85", "…"), (b"\x97", "—"), (b"\x96", "–"), (b"\x91", "‘"), (b"\xe9", "é")):
         number = next(i for i, line in enumerate(raw) if byte in line)
         assert decoded[number].count(char) == raw[number].count(byte)
     assert "amélie" in " ".join(all_texts(task("mr")))
 
 
-def test_crlf_and_bom_are_removed(root):
-    assert len(read_lines(root / "SICK" / "SICK_test_annotated.txt")) == 4928
-    assert len(read_lines(root / "SICK" / "SICK.txt")) == 9841  # 9,840 newlines, no final one
-    readme = read_lines(root / "SICK" / "readme.txt")
+def test_crlf_and_bom_are_removed(data_root):
+    assert len(read_lines(data_root / "SICK" / "SICK_test_annotated.txt")) == 4928
+    assert len(read_lines(data_root / "SICK" / "SICK.txt")) == 9841  # 9,840 newlines, no final one
+    readme = read_lines(data_root / "SICK" / "readme.txt")
     assert len(readme) == 41 and not readme[0].startswith("\ufeff") and readme[0].strip()
     for name in ("sick", "sick-e"):
         assert not any("\r" in s for s in all_texts(task(name)))
@@ -145,8 +137,8 @@ def test_parse_tree_rejects_malformed_lines(line):
 
 @pytest.mark.parametrize("split, nodes, leaves", [("train", 318_582, 163_560), ("dev", 41_447, 21_274),
                                                   ("test", 82_600, 42_405)])
-def test_sst_tree_counts(root, split, nodes, leaves):
-    trees = read_trees(root / "SST" / f"{split}.txt")
+def test_sst_tree_counts(data_root, split, nodes, leaves):
+    trees = read_trees(data_root / "SST" / f"{split}.txt")
     assert sum(len(t.spans) for t in trees) == nodes
     assert all(0 <= label <= 4 for t in trees for label, _, _ in t.spans)
     # Three train leaves hold a no-break space ("8\u00a01/2"), one word each in the trees;
@@ -156,7 +148,7 @@ def test_sst_tree_counts(root, split, nodes, leaves):
     assert with_nbsp == (3 if split == "train" else 0)
 
 
-def test_sst5_sentence_label_counts(root):
+def test_sst5_sentence_label_counts(data_root):
     sentences = task("sst5", phrases=False)
     assert label_counts(sentences.train, 5) == [1092, 2218, 1624, 2322, 1288]
     assert label_counts(sentences.dev, 5) == [139, 289, 229, 279, 165]
@@ -164,7 +156,7 @@ def test_sst5_sentence_label_counts(root):
     assert task("sst5").dev == sentences.dev and task("sst5").test == sentences.test
 
 
-def test_sst2_drops_neutral_and_merges_polarities(root):
+def test_sst2_drops_neutral_and_merges_polarities(data_root):
     binary = task("sst2", phrases=False)
     assert binary.labels == ["negative", "positive"]
     assert label_counts(binary.train, 2) == [1092 + 2218, 2322 + 1288]
@@ -173,7 +165,7 @@ def test_sst2_drops_neutral_and_merges_polarities(root):
     assert len(binary.train) + len(binary.dev) + len(binary.test) == 6_920 + 872 + 1_821
 
 
-def test_sst_phrases_are_unique_and_agree_with_the_sentences(root):
+def test_sst_phrases_are_unique_and_agree_with_the_sentences(data_root):
     phrases = {e.text: e.label for e in task("sst5").train}
     assert len(phrases) == len(task("sst5").train) > 10 * 8_544
     assert all(phrases[e.text] == e.label for e in task("sst5", phrases=False).train)
@@ -181,8 +173,8 @@ def test_sst_phrases_are_unique_and_agree_with_the_sentences(root):
     assert binary == {text: int(label > 2) for text, label in phrases.items() if label != 2}
 
 
-def test_sst_text_has_ptb_escapes_undone(root):
-    raw = (root / "SST" / "train.txt").read_text(encoding="utf-8")
+def test_sst_text_has_ptb_escapes_undone(data_root):
+    raw = (data_root / "SST" / "train.txt").read_text(encoding="utf-8")
     sentences = [e.text for e in task("sst5", phrases=False).train]
     joined = "\n".join(sentences)
     assert joined.count("(") == raw.count("-LRB-") > 0 and joined.count(")") == raw.count("-RRB-")
@@ -194,7 +186,7 @@ def test_sst_text_has_ptb_escapes_undone(root):
 
 # ---------------------------------------------------------------- TREC
 
-def test_trec_coarse_counts_and_seeded_dev(root):
+def test_trec_coarse_counts_and_seeded_dev(data_root):
     trec = task("trec")
     assert trec.labels == ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
     assert label_counts(trec.train + trec.dev, 6) == [86, 1162, 1250, 1223, 835, 896]
@@ -203,7 +195,7 @@ def test_trec_coarse_counts_and_seeded_dev(root):
     assert task("trec", seed=0).dev == load_task("trec", seed=0).dev
     assert task("trec", seed=1).dev != trec.dev
     assert "sisterðcity" in " ".join(e.text for e in trec.train + trec.dev)
-    for line, example in zip(read_lines(root / "TREC" / "TREC_10.label"), trec.test):
+    for line, example in zip(read_lines(data_root / "TREC" / "TREC_10.label"), trec.test):
         tag, text = line.split(" ", 1)
         assert tag.startswith(trec.labels[example.label] + ":") and example.text == text.strip()
 
@@ -222,7 +214,7 @@ def test_cv_folds_partition_and_depend_on_the_seed():
 
 
 @pytest.mark.parametrize("name", list(CV_TOTALS))
-def test_cross_validation_tasks(root, name):
+def test_cross_validation_tasks(data_root, name):
     negative, positive = CV_TOTALS[name]
     first = task(name)
     everything = Counter((e.text, e.label) for e in first.train + first.dev + first.test)
@@ -241,10 +233,10 @@ def test_cross_validation_tasks(root, name):
         load_task(name, fold=10)
 
 
-def test_blank_lines_are_kept_as_examples(root):
+def test_blank_lines_are_kept_as_examples(data_root):
     """CR and MPQA hold blank lines; SentEval's counts (3,775 and 10,606) include them."""
     for name, folder in (("cr", "CR"), ("mpqa", "MPQA")):
-        blank = sum(line.strip() == b"" for f in (root / folder).iterdir()
+        blank = sum(line.strip() == b"" for f in (data_root / folder).iterdir()
                     for line in f.read_bytes().split(b"\n")[:-1])
         t = task(name)
         assert blank > 0 and sum(e.text == "" for e in t.train + t.dev + t.test) == blank
@@ -252,7 +244,7 @@ def test_blank_lines_are_kept_as_examples(root):
 
 # ---------------------------------------------------------------- pairs
 
-def test_sick_counts_and_scores(root):
+def test_sick_counts_and_scores(data_root):
     entail, related = task("sick-e"), task("sick")
     assert entail.kind == "pair" and related.kind == "relatedness"
     assert entail.labels == ["entailment", "neutral", "contradiction"]
@@ -268,7 +260,7 @@ def test_sick_counts_and_scores(root):
     assert premise.startswith("A group of kids") and hypothesis.startswith("A group of boys")
 
 
-def test_snli_dev_and_test_only(root):
+def test_snli_dev_and_test_only(data_root):
     snli = task("snli")
     assert snli.train == [] and "train" in snli.protocol and "empty" in snli.protocol
     assert label_counts(snli.dev, 3) == [3329, 3235, 3278]

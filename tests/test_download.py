@@ -13,8 +13,6 @@ import pytest
 from disan.data import download as dl
 from disan.data import loaders as data
 
-from .test_data import root  # noqa: F401  (the data-folder fixture, skipping when there is none)
-
 DEAD_URL = "http://127.0.0.1:9/nothing-here"  # port 9 (discard): refused, so any fetch fails
 # This archive's files sit under another folder than SOURCES says, to exercise the name fallback.
 MOVED = {"sick-full": "SICK release/"}
@@ -71,10 +69,10 @@ def leftovers(dest: Path) -> list[Path]:
     return [p for p in dest.rglob("*") if p.name.startswith(".download-") or p.name.startswith("member-")]
 
 
-def test_download_builds_the_data_layout(root, server, tmp_path, capsys):  # noqa: F811
+def test_download_builds_the_data_layout(data_root, server, tmp_path, capsys):
     folder, base = server
     for name, source in dl.SOURCES.items():
-        build_archive(name, source, root, folder)
+        build_archive(name, source, data_root, folder)
     dest = tmp_path / "data"
     (dest / "TREC").mkdir(parents=True)
     (dest / "TREC" / "TREC_10.label").write_bytes(b"stale copy\n")  # a wrong file is fetched again
@@ -84,8 +82,8 @@ def test_download_builds_the_data_layout(root, server, tmp_path, capsys):  # noq
     printed = capsys.readouterr().out
     assert all(f"downloaded  {t}" in printed for t in targets) and "SNLI" in printed
     for target in targets:
-        assert (dest / target).read_bytes() == (root / target).read_bytes(), target
-    assert (dest / data.CHECKSUM_FILE).read_bytes() == (root / data.CHECKSUM_FILE).read_bytes()
+        assert (dest / target).read_bytes() == (data_root / target).read_bytes(), target
+    assert (dest / data.CHECKSUM_FILE).read_bytes() == (data_root / data.CHECKSUM_FILE).read_bytes()
     assert {t for t, ok in data.verify_checksums(dest).items() if not ok} == set(dl.CHECKSUMS) - set(targets)
     assert leftovers(dest) == []
     assert len(data.load_task("trec", data_dir=dest).test) == 500
@@ -95,16 +93,16 @@ def test_download_builds_the_data_layout(root, server, tmp_path, capsys):  # noq
     assert report == {t: "present" for t in targets}
 
 
-def test_bad_files_are_deleted_and_reported(root, server, tmp_path):  # noqa: F811
+def test_bad_files_are_deleted_and_reported(data_root, server, tmp_path):
     folder, base = server
     dest = tmp_path / "data"
     for target in dl.CHECKSUMS:
         if not target.startswith(("SST/", "SICK/SICK_trial", "TREC/TREC_10", "SNLI/")):
             (dest / target).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / target, dest / target)
+            shutil.copyfile(data_root / target, dest / target)
     (dest / "SICK" / "readme.txt").unlink()
-    trec = build_archive("trec-test", dl.SOURCES["trec-test"], root, folder, corrupt={"TREC/TREC_10.label"})
-    sick = build_archive("sick-trial", dl.SOURCES["sick-trial"], root, folder, corrupt={"SICK/SICK_trial.txt"})
+    trec = build_archive("trec-test", dl.SOURCES["trec-test"], data_root, folder, corrupt={"TREC/TREC_10.label"})
+    sick = build_archive("sick-trial", dl.SOURCES["sick-trial"], data_root, folder, corrupt={"SICK/SICK_trial.txt"})
     urls = {name: DEAD_URL for name in dl.SOURCES}
     urls.update({"trec-test": f"{base}/{trec.name}", "sick-trial": f"{base}/{sick.name}"})
 
@@ -115,13 +113,13 @@ def test_bad_files_are_deleted_and_reported(root, server, tmp_path):  # noqa: F8
         assert f"{target}: SHA-256" in message and dl.CHECKSUMS[target] in message
         assert not (dest / target).exists()
     assert "SST/train.txt, SST/dev.txt, SST/test.txt: could not fetch" in message
-    assert (dest / "SICK" / "readme.txt").read_bytes() == (root / "SICK" / "readme.txt").read_bytes()
+    assert (dest / "SICK" / "readme.txt").read_bytes() == (data_root / "SICK" / "readme.txt").read_bytes()
     assert not (dest / "SST").exists() and leftovers(dest) == []
     assert message.count("\n") == 2  # exactly the three problems, one per line
 
 
-def test_checksum_table_matches_the_data_folder(root):  # noqa: F811
-    assert dl.CHECKSUMS == data.parse_checksums((root / data.CHECKSUM_FILE).read_text(encoding="utf-8"))
+def test_checksum_table_matches_the_data_folder(data_root):
+    assert dl.CHECKSUMS == data.parse_checksums((data_root / data.CHECKSUM_FILE).read_text(encoding="utf-8"))
     targets = [t for s in dl.SOURCES.values() for t in s.members.values()]
     assert len(targets) == len(set(targets)) and set(targets) <= set(dl.CHECKSUMS)
     assert set(dl.CHECKSUMS) - set(targets) == {t for t in dl.CHECKSUMS if t.startswith("SNLI/")}

@@ -124,6 +124,7 @@ def test_a_failing_disk_write_is_reported_and_keeps_the_old_checkpoint(make_chec
     assert torch.equal(checkpoint.load(path)[0].encoder.fw.w1.weight, before)
 
 
+@pytest.mark.usefixtures("data_root")
 def test_a_nan_loss_stops_the_run_with_a_message(tmp_path, capsys):
     with pytest.raises(FloatingPointError, match="loss became nan"):
         train(TrainConfig(task="trec", out=str(tmp_path / "nan"), epochs=2, d_h=8, d_fc=8, max_train=128,

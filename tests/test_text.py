@@ -6,7 +6,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from disan.data.text import PAD, PAD_ID, UNK, UNK_ID, Vocab, normalize, tokenize
+from disan.data.text import (
+    PAD,
+    PAD_ID,
+    PAIR_SEPARATOR,
+    UNK,
+    UNK_ID,
+    Vocab,
+    join_pair,
+    normalize,
+    split_pair,
+    tokenize,
+)
 from disan.data.vectors import OOV_RANGE, embedding_matrix, load_glove
 
 # ---------------------------------------------------------------- tokenize
@@ -32,6 +43,28 @@ def test_blank_text_has_no_tokens(text):
 def test_tokens_are_the_text_without_whitespace(text):
     """Nothing is dropped or rewritten but whitespace, and no token holds whitespace."""
     assert "".join(tokenize(text)) == "".join(text.split())
+
+
+@pytest.mark.parametrize("premise,hypothesis", [
+    ("A man is playing a guitar", "A person plays an instrument"),
+    ("a | b", "c || d"),              # text with bars of its own
+    ("x|||y", "the ||| separator"),   # the separator without its spaces, and in the hypothesis
+    ("", " "),
+])
+def test_a_pair_round_trips_through_one_line(premise, hypothesis):
+    line = join_pair(premise, hypothesis)
+    assert isinstance(line, str) and split_pair(line) == (premise, hypothesis)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text().filter(lambda t: PAIR_SEPARATOR not in t), st.text())
+def test_any_pair_whose_premise_lacks_the_separator_round_trips(premise, hypothesis):
+    assert split_pair(join_pair(premise, hypothesis)) == (premise, hypothesis)
+
+
+def test_a_single_sentence_is_not_a_pair():
+    with pytest.raises(ValueError, match="not a sentence pair"):
+        split_pair("just | one sentence")
 
 
 def test_normalize_lowercases():

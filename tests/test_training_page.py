@@ -1,10 +1,15 @@
 """The Training page: a tiny run to completion, Stop mid-run, one job per server, failures as messages."""
+import json
 import time
 
 import pytest
 import streamlit as st
 
+from disan.training.config import parse_command_line
+
 from .test_app import app, texts, visit
+
+pytestmark = pytest.mark.usefixtures("data_root")  # every test trains on TREC
 
 
 @pytest.fixture
@@ -51,6 +56,17 @@ def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
     assert list(runs["checkpoint"]) == ["tiny-trec"] and runs["test"][0] > 0
     fresh = app()
     assert "tiny-trec" in fresh.sidebar.selectbox[0].options[0]
+
+
+def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "where", d_h=6)
+    wait(at, lambda a: "done" in status(a) or "failed" in status(a))
+    assert status(at) == "Job where: done", texts(at.error)
+    command = json.loads((ckdir / "where" / "config.json").read_text())["train_config"]["command"]
+    cfg = parse_command_line(command)
+    assert cfg.out == str(ckdir / "where") and (cfg.task, cfg.d_h, cfg.epochs, cfg.max_train) == ("trec", 6, 1, 40)
+    assert command in (ckdir / "where" / "README.md").read_text()
 
 
 def test_stop_keeps_the_best_checkpoint(ckdir):

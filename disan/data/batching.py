@@ -1,9 +1,15 @@
-"""Token-id batches: the one padding helper shared by training, evaluation and the pipeline."""
+"""Token-id batches: a split encoded with a vocabulary, length-bucketed batches of it, and the
+one padding helper shared by training, evaluation and the pipeline."""
 from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
-from disan.data.text import PAD_ID
+from disan.data.loaders import SPLITS, TaskData
+from disan.data.text import PAD_ID, UNK_ID, Vocab, tokenize
 
 
 def pad(seqs: list[list[int]]) -> torch.Tensor:
@@ -12,3 +18,53 @@ def pad(seqs: list[list[int]]) -> torch.Tensor:
     for b, s in enumerate(seqs):
         out[b, : len(s)] = torch.tensor(s)
     return out
+
+
+@dataclass
+class Encoded:
+    """A split as token ids: one column per input sentence (pair tasks have two), a label per example."""
+    columns: list[list[list[int]]]  # [column][example] -> token ids
+    labels: list                    # class indices, or relatedness scores
+    lengths: list[int]              # per example, the longest of its sentences: the batching key
+
+    def __len__(self):
+        return len(self.labels)
+
+
+def tokens_of(data: TaskData, splits=SPLITS) -> dict[str, list]:
+    """Tokenised text of the splits: per example a list of token lists (one, or two for a pair)."""
+    def tok(text):
+        return [tokenize(t) for t in text] if isinstance(text, tuple) else [tokenize(text)]
+    return {split: [tok(e.text) for e in getattr(data, split)] for split in splits}
+
+
+def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:
+    """Token rows (from :func:`tokens_of`) and their labels -> :class:`Encoded`.
+
+    A sentence with no tokens becomes one unknown word, so that every sentence has a position to attend to.
+    """
+    columns = [[vocab.encode(row[c]) or [UNK_ID] for row in token_rows] for c in range(len(token_rows[0]))] \
+        if token_rows else [[]]
+    return Encoded(columns, labels, [max(len(col[b]) for col in columns) for b in range(len(labels))])
+
+
+def batches(data: Encoded, batch_size: int, shuffle: bool,
+            rng: random.Random) -> Iterator[tuple[list[int], list[torch.Tensor], list]]:
+    """(example indices, one padded id tensor per column, labels) per batch.
+
+    Length-bucketed: sentences of similar length share a batch, so little is padding. Shuffled,
+    the examples are sorted by length within pools of 50 batches and the batches come in random
+    order; unshuffled, every example is sorted by length.
+    """
+    order = list(range(len(data)))
+    if shuffle:
+        rng.shuffle(order)
+        pool = batch_size * 50
+        order = [i for s in range(0, len(order), pool) for i in sorted(order[s:s + pool], key=data.lengths.__getitem__)]
+    else:
+        order.sort(key=data.lengths.__getitem__)
+    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
+    if shuffle:
+        rng.shuffle(chunks)
+    for idx in chunks:
+        yield idx, [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]

@@ -58,6 +58,9 @@ class Example:
     label: int | float           # a class index, or a relatedness score
 
 
+SPLITS = ("train", "dev", "test")  # the example lists of a TaskData
+
+
 @dataclass
 class TaskData:
     """A benchmark's splits, label names and evaluation protocol, as :func:`load_task` returns them."""

@@ -3,6 +3,8 @@
 Training data and the app's free text go through the same :func:`tokenize`, so a
 sentence typed by a user is split exactly as the training sentences were. Tokens
 keep their spelling (for display); :func:`normalize` maps them to vocabulary keys.
+:func:`check_text` adds the limits of what the model can trace, and :func:`join_pair` /
+:func:`split_pair` write a sentence pair as one line of text and read it back.
 """
 from __future__ import annotations
 
@@ -14,6 +16,15 @@ from typing import Iterable
 
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1
+
+# Tracing keeps (n, n, d_h) probabilities per direction, so memory grows as n^2 d_h:
+# 200 tokens x 300 features is 48 MB per direction in float32.
+MAX_TOKENS = 200
+# Checked before tokenising, so that a pasted book is refused without any work.
+MAX_CHARS = 20_000
+
+# Joins a (premise, hypothesis) pair into the one text column of an evaluation table.
+PAIR_SEPARATOR = " ||| "
 
 
 @lru_cache(maxsize=1)
@@ -27,6 +38,38 @@ def _tokenizer():
 def tokenize(text: str) -> list[str]:
     """Split text into tokens in their original spelling; whitespace is dropped."""
     return [t.text for t in _tokenizer()(text) if not t.is_space]
+
+
+def check_text(text) -> list[str]:
+    """Tokens of a text, or ValueError saying why the text cannot be encoded and traced."""
+    if not isinstance(text, str):
+        raise ValueError(f"expected text (a string), got {type(text).__name__}")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    tokens = tokenize(text)
+    if not tokens:
+        raise ValueError("the text is empty: type at least one word")
+    if len(tokens) > MAX_TOKENS:
+        raise ValueError(f"the text has {len(tokens)} tokens; the limit is {MAX_TOKENS} "
+                         f"(attention memory grows with the square of the length)")
+    return tokens
+
+
+def join_pair(premise: str, hypothesis: str) -> str:
+    """A sentence pair as one line of text; :func:`split_pair` takes it apart again.
+
+    The split is at the first separator, so the hypothesis may contain it but the premise
+    may not (no SICK or SNLI sentence does).
+    """
+    return premise + PAIR_SEPARATOR + hypothesis
+
+
+def split_pair(text: str) -> tuple[str, str]:
+    """(premise, hypothesis) of a line made by :func:`join_pair`; ValueError if it holds no pair."""
+    premise, sep, hypothesis = text.partition(PAIR_SEPARATOR)
+    if not sep:
+        raise ValueError(f"not a sentence pair: no {PAIR_SEPARATOR.strip()!r} separator in {text[:60]!r}")
+    return premise, hypothesis
 
 
 def normalize(token: str) -> str:

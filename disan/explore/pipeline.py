@@ -7,16 +7,10 @@ from pathlib import Path
 import torch
 
 from disan.data.batching import pad
-from disan.data.text import tokenize
+from disan.data.text import MAX_CHARS, MAX_TOKENS, check_text  # noqa: F401 (the app and tests read the limits here)
 from disan.nn import checkpoint
 from disan.nn.heads import relatedness_score
 from disan.nn.model import EncoderTrace
-
-# Tracing keeps (n, n, d_h) probabilities per direction, so memory grows as n^2 d_h:
-# 200 tokens x 300 features is 48 MB per direction in float32.
-MAX_TOKENS = 200
-# Checked before tokenising, so that a pasted book is refused without any work.
-MAX_CHARS = 20_000
 
 
 @dataclass
@@ -48,21 +42,6 @@ class TraceResult:
     @property
     def sentences(self) -> list[SentenceTrace]:
         return [s for s in (self.sentence, self.premise, self.hypothesis) if s is not None]
-
-
-def check_text(text) -> list[str]:
-    """Tokens of a text, or ValueError saying why the text cannot be used."""
-    if not isinstance(text, str):
-        raise ValueError(f"expected text (a string), got {type(text).__name__}")
-    if len(text) > MAX_CHARS:
-        raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
-    tokens = tokenize(text)
-    if not tokens:
-        raise ValueError("the text is empty: type at least one word")
-    if len(tokens) > MAX_TOKENS:
-        raise ValueError(f"the text has {len(tokens)} tokens; the limit is {MAX_TOKENS} "
-                         f"(attention memory grows with the square of the length)")
-    return tokens
 
 
 class Pipeline:

@@ -1,54 +1,84 @@
-"""Evaluate a checkpoint on a split of its benchmark: figures and a per-example table."""
+"""Evaluation: a model's predictions and metrics on an encoded split, and a checkpoint's figures
+and per-example table on a split of its benchmark."""
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
+from disan.data.batching import Encoded, batches, encode, tokens_of
 from disan.data.loaders import load_task
+from disan.data.text import join_pair
 from disan.nn import checkpoint
+from disan.nn.heads import TextModel, relatedness_score
 from disan.training.metrics import (
     classification_metrics,
     confusion,
     relatedness_metrics,
 )
-from disan.training.train import encode, predict, tokens_of
+
+
+@torch.no_grad()
+def predict(model: TextModel, data: Encoded, batch_size: int = 128) -> np.ndarray:
+    """Predicted class index, or relatedness score, for every example in order; leaves the model in eval mode."""
+    model.eval()
+    out = np.zeros(len(data), dtype=np.float64)
+    for idx, ids, _ in batches(data, batch_size, False, random.Random(0)):
+        logits = model(*ids)
+        pred = relatedness_score(logits) if model.cfg.kind == "relatedness" else logits.argmax(dim=-1)
+        out[idx] = pred.double().numpy()
+    return out
+
+
+def evaluate(model: TextModel, data: Encoded) -> dict:
+    """Metrics of the model on an encoded split: accuracy, or Pearson r, Spearman rho and MSE; plus n."""
+    pred = predict(model, data)
+    gold = np.asarray(data.labels, dtype=np.float64)
+    if model.cfg.kind == "relatedness":
+        return relatedness_metrics(pred, gold)
+    return classification_metrics(pred.astype(int), gold.astype(int))
 
 
 @dataclass
 class Evaluation:
+    """A checkpoint on one split: its metrics and one table row per example."""
     metrics: dict
-    table: pd.DataFrame            # one row per example: text, length, gold, predicted, correct (or error)
+    table: pd.DataFrame            # text (pairs joined by join_pair), length, gold, predicted, correct (or error)
     labels: list[str]
     confusion: np.ndarray | None   # (C, C) rows = gold, columns = predicted; None for relatedness
+    kind: str                      # classify, pair or relatedness: whether the texts are pairs
 
 
 def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
-    """Metrics and a per-example table of a checkpoint on a split of its benchmark."""
+    """Metrics and a per-example table of a checkpoint on a split of the benchmark it was trained on."""
     model, vocab, config, _ = checkpoint.load(path)
     tc = config.get("train_config", {})
+    # phrases=False: the evaluation splits are whole sentences whatever the training used
     data = load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0), seed=tc.get("seed", 0),
                      phrases=False)
     examples = getattr(data, split)
     if not examples:
         raise ValueError(f"{config['task']} has no {split} split here")
-    toks = tokens_of(data, [split])[split]
-    enc = encode(vocab, toks, [e.label for e in examples])
+    enc = encode(vocab, tokens_of(data, [split])[split], [e.label for e in examples])
     pred = predict(model, enc)
     gold = np.asarray(enc.labels, dtype=np.float64)
-    texts = [" ||| ".join(e.text) if isinstance(e.text, tuple) else e.text for e in examples]
+    texts = [join_pair(*e.text) if isinstance(e.text, tuple) else e.text for e in examples]
     table = pd.DataFrame({"text": texts, "length": enc.lengths, "gold": gold, "predicted": pred})
     labels = list(config["labels"])
-    if model.cfg.kind == "relatedness":
+    kind = model.cfg.kind
+    if kind == "relatedness":
         table["error"] = pred - gold
-        return Evaluation(relatedness_metrics(pred, gold), table, labels, None)
+        return Evaluation(relatedness_metrics(pred, gold), table, labels, None, kind)
     table["gold"] = [labels[int(g)] for g in gold]
     table["predicted"] = [labels[int(p)] for p in pred]
     table["correct"] = table["gold"] == table["predicted"]
     return Evaluation(classification_metrics(pred.astype(int), gold.astype(int)), table, labels,
-                      confusion(pred, gold, len(labels)))
+                      confusion(pred, gold, len(labels)), kind)
 
 
 def evaluate_checkpoint(path, split: str = "test", data_dir=None) -> dict:
+    """The metrics of :func:`examples_table` alone (``python -m disan evaluate``)."""
     return examples_table(path, split, data_dir).metrics

