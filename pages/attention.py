@@ -1,7 +1,7 @@
 """Forward and backward token2token attention (the paper's Fig. 4), per feature or reduced."""
 import numpy as np
 import streamlit as st
-from disan.app.common import chart, downloads, mask_of, page_sentence, token_label
+from disan.app.common import chart, downloads, page_sentence, token_label
 
 from disan.explore import figures
 
@@ -9,12 +9,13 @@ st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
            "(forward: j attends only to earlier tokens; backward: only to later ones).")
 
-sentence = page_sentence("attention-sentence", "forward", "token2token attention; see the Source2token page")
+sentence = page_sentence("attention-sentence", "blocks", "token2token attention; see the Source2token page")
 if sentence is not None:
     tr, tokens = sentence.trace, sentence.tokens
     n = len(tokens)
-    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)  # (n, n, d_h)
-    fw_mask, bw_mask = mask_of(tr.forward.direction, n), mask_of(tr.backward.direction, n)
+    first, second = tr.blocks
+    fw, bw = np.asarray(first.probs), np.asarray(second.probs)  # (n, n, d_h)
+    fw_mask, bw_mask = np.asarray(first.mask), np.asarray(second.mask)
     d_h = fw.shape[-1]
 
     mode = st.radio("Features", ["mean", "max", "one feature", "sharpest features"], horizontal=True,
@@ -23,8 +24,8 @@ if sentence is not None:
         k = st.number_input("Feature k", 0, d_h - 1, 0, key="attention-k")
         reduce_fw = reduce_bw = int(k)
     elif mode == "sharpest features":
-        direction = st.radio("Rank by the entropy of", ["forward", "backward"], horizontal=True, key="attention-rank")
-        probs, mask = (fw, fw_mask) if direction == "forward" else (bw, bw_mask)
+        name = st.radio("Rank by the entropy of", [first.name, second.name], horizontal=True, key="attention-rank")
+        probs, mask = (fw, fw_mask) if name == first.name else (bw, bw_mask)
         ranked = figures.rank_features(probs, mask, top=20)
         k = st.selectbox("Feature (sharpest first)", ranked, key="attention-ranked",
                          format_func=lambda f: f"k = {f}")
@@ -33,7 +34,7 @@ if sentence is not None:
         reduce_fw = reduce_bw = mode
     m_fw, m_bw = figures.reduce_features(fw, reduce_fw), figures.reduce_features(bw, reduce_bw)
     chart(st, figures.attention_pair(m_fw, m_bw, tokens, fw_mask, bw_mask,
-                                           titles=(f"{tr.forward.direction} DiSA", f"{tr.backward.direction} DiSA")),
+                                           titles=(f"{first.name} DiSA", f"{second.name} DiSA")),
                     key="attention-pair")
 
     st.subheader("One query token, every feature")

@@ -150,5 +150,5 @@ def test_a_retrained_checkpoint_is_loaded_afresh(checkpoints, make_checkpoint):
     before = at.metric[0].value, charts(at)["attention-pair"].proto.spec
     make_checkpoint("classify", name="a-sentiment", encoder="disan-nodir")  # rewritten in place
     at.run()
-    assert "diag DiSA" in charts(at)["attention-pair"].proto.spec
-    assert "diag DiSA" not in before[1]
+    assert "diag 1 DiSA" in charts(at)["attention-pair"].proto.spec
+    assert "diag 1 DiSA" not in before[1]

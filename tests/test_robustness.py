@@ -18,7 +18,6 @@ import disan
 from disan.__main__ import run
 from disan.explore import figures, tables
 from disan.nn import checkpoint
-from disan.nn.masks import subsequent_mask
 from disan.training.train import TrainConfig, train
 
 from .conftest import make_model
@@ -45,7 +44,7 @@ def draw_everything(result) -> None:
     tokens, tr = s.tokens, s.trace
     n = len(tokens)
     fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
-    masks = [subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward)]
+    masks = [np.asarray(t.mask) for t in (tr.forward, tr.backward)]
     figs = [figures.attention_pair(fw.mean(-1), bw.mean(-1), tokens, *masks),
             figures.query_view(fw, n - 1, tokens, masks[0]),
             figures.difference_heatmap(fw.mean(-1), bw.mean(-1), tokens),

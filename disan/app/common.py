@@ -4,7 +4,6 @@ Everything computed here comes from the library (``disan``); this module only ca
 """
 from __future__ import annotations
 
-import numpy as np
 import streamlit as st
 
 import disan
@@ -12,7 +11,6 @@ from disan.explore import catalog, figures
 from disan.explore.pipeline import SentenceTrace, TraceResult
 from disan.explore.tables import trace_csv, trace_npz
 from disan.nn.checkpoint import CONFIG, resolve
-from disan.nn.masks import subsequent_mask
 
 PRESET_SENTENCE = "Families have some dogs in front of a carousel"
 PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
@@ -101,10 +99,6 @@ def pick_sentence(result: TraceResult, key: str) -> SentenceTrace:
     return getattr(result, which)
 
 
-def mask_of(direction: str, n: int) -> np.ndarray:
-    return subsequent_mask(n, direction).numpy()
-
-
 def chart(where, fig, key: str) -> None:
     """Draw a figure; plotly's camera button downloads it as PNG or SVG, as chosen in the sidebar."""
     fmt = st.session_state.get("figure_format", "png")
@@ -128,7 +122,7 @@ def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
     """The trace of the sentence a page draws, with the prediction shown above it.
 
     None when there is nothing to draw (no model, bad input, or an encoder without ``needs``,
-    e.g. "forward" for the token2token pages); the user has been told why.
+    e.g. "blocks" (DiSA blocks) for the token2token pages); the user has been told why.
     """
     entry, pipe = current_pipeline()
     if pipe is None:
@@ -138,7 +132,7 @@ def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
         return None
     show_prediction(pipe, result)
     sentence = pick_sentence(result, key)
-    if getattr(sentence.trace, needs) is None:
+    if not getattr(sentence.trace, needs):  # None, or no DiSA blocks
         st.info(f"The {entry.encoder} encoder has no {what}.")
         return None
     return sentence

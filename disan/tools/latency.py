@@ -16,7 +16,6 @@ import torch
 from disan import load
 from disan.explore import figures
 from disan.explore.catalog import list_checkpoints
-from disan.nn.masks import subsequent_mask
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
@@ -27,7 +26,7 @@ def page_figures(sentence, page: str) -> list:
     tokens, tr = sentence.tokens, sentence.trace
     n = len(tokens)
     fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
-    m_fw, m_bw = (subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward))
+    m_fw, m_bw = np.asarray(tr.forward.mask), np.asarray(tr.backward.mask)
     mean_fw, mean_bw = figures.reduce_features(fw, "mean"), figures.reduce_features(bw, "mean")
     s2t = np.asarray(tr.source2token.probs)
     builders = {

@@ -26,12 +26,12 @@ class Busy(RuntimeError):
 
 @dataclass
 class Snapshot:
-    """The probe sentence's forward and backward attention (mean over features) after an epoch."""
+    """The probe sentence's attention in each DiSA block (mean over features) after an epoch."""
     epoch: int
     tokens: list[str]
-    forward: np.ndarray   # (n, n) [j, i]
-    backward: np.ndarray  # (n, n) [j, i]
-    directions: tuple[str, str]
+    names: tuple[str, ...]             # the blocks' names, in order: ("forward", "backward"), ("diag 1", "diag 2")
+    attention: tuple[np.ndarray, ...]  # (n, n) [j, i] per block
+    masks: tuple[np.ndarray, ...]      # (n, n) bool [j, i] per block: the cells the block could attend
 
 
 @dataclass
@@ -107,10 +107,11 @@ def _snapshot(event: dict, probe: str) -> Snapshot | None:
         return None
     finally:
         model.train(was_training)
-    if tr.trace.forward is None:
+    blocks = tr.trace.blocks
+    if not blocks:
         return None
-    return Snapshot(event["epoch"], tr.tokens, tr.trace.forward.probs.mean(-1).numpy(),
-                    tr.trace.backward.probs.mean(-1).numpy(), (tr.trace.forward.direction, tr.trace.backward.direction))
+    return Snapshot(event["epoch"], tr.tokens, tuple(b.name for b in blocks),
+                    tuple(b.probs.mean(-1).numpy() for b in blocks), tuple(b.mask.numpy() for b in blocks))
 
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
