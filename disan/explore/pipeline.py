@@ -49,6 +49,11 @@ class TraceResult:
     def sentences(self) -> list[SentenceTrace]:
         return [s for s in (self.sentence, self.premise, self.hypothesis) if s is not None]
 
+    @property
+    def unknown(self) -> list[str]:
+        """The words of the input that the vocabulary lacks (embedded as <unk>), sorted, each once."""
+        return sorted({t for s in self.sentences for t in s.unknown})
+
 
 def check_text(text) -> list[str]:
     """Tokens of a text, or ValueError saying why the text cannot be used."""
