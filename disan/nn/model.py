@@ -126,6 +126,7 @@ class Dense(nn.Module):
 class DiSA(nn.Module):
     """Directional self-attention block: x (B, n, d_e) -> u (B, n, d_h).
 
+    ``direction`` is the kind of its mask; ``name`` is what its trace calls it (default: the direction).
     The parameters follow the original code, whose count the paper reports
     (451.5k for d_e = d_h = 300): both fusion projections carry a bias next to b_f.
     """
@@ -133,7 +134,6 @@ class DiSA(nn.Module):
     def __init__(self, cfg: DiSANConfig, direction: str, name: str | None = None):
         super().__init__()
         self.direction, self.c, self.attention = direction, cfg.c, cfg.attention
-        self.name = name or direction  # what the trace calls the block
         d = cfg.d_h
         self.fc_h = Dense(cfg.d_e, d, cfg.activation, cfg.dropout)           # W_h, b_h
         self.drop = Dropout(cfg.dropout)
@@ -143,6 +143,7 @@ class DiSA(nn.Module):
         self.fuse_s = Dense(d, d, None, cfg.dropout)                            # W_f1 on s
         self.fuse_h = Dense(d, d, None, cfg.dropout)                            # W_f2 on h
         self.b_f = nn.Parameter(torch.zeros(d))
+        self.name = name or direction  # what the trace calls the block
 
     def forward(self, x, pad_mask, trace: bool = False):
         h = self.fc_h(x)                                             # (B, n, d)
@@ -181,7 +182,7 @@ class Source2Token(nn.Module):
 SHORT = {"forward": "fw", "backward": "bw"}  # submodule names of the directional blocks
 
 
-def block_names(directions) -> list[tuple[str, str]]:
+def name_blocks(directions) -> list[tuple[str, str]]:
     """(submodule, trace name) of each DiSA block, named after its mask.
 
     A mask used once names its block: fw / "forward", bw / "backward" (the shipped checkpoints'
@@ -204,7 +205,7 @@ class DiSANEncoder(nn.Module):
     def __init__(self, cfg: DiSANConfig):
         super().__init__()
         self.cfg = cfg
-        names = block_names(cfg.directions)
+        names = name_blocks(cfg.directions)
         for (module, name), direction in zip(names, cfg.directions):
             self.add_module(module, DiSA(cfg, direction, name))
         self.block_modules = tuple(module for module, _ in names)
