@@ -1,9 +1,10 @@
 """DiSAN Explorer: ``streamlit run app.py``. Navigation and the sidebar shared by every page."""
 import streamlit as st
 import torch
-from disan.app.common import PRESET_PAIR, PRESET_SENTENCE, entries
+from disan.app.common import entries
 
 from disan.explore.pipeline import MAX_TOKENS
+from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.

@@ -1,48 +1,26 @@
-"""Forward and backward token2token attention (the paper's Fig. 4), per feature or reduced."""
-import numpy as np
+"""Token2token attention of both DiSA blocks (the paper's Fig. 4), per feature or reduced."""
 import streamlit as st
-from disan.app.common import chart, downloads, mask_of, page_sentence, token_label
+from disan.app.common import downloads, draw, page_sentence
 
-from disan.explore import figures
+from disan.explore import views
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
            "(forward: j attends only to earlier tokens; backward: only to later ones).")
 
-sentence = page_sentence("attention-sentence", "forward", "token2token attention; see the Source2token page")
+sentence = page_sentence("attention-sentence", views.VIEWS["attention"])
 if sentence is not None:
     tr, tokens = sentence.trace, sentence.tokens
-    n = len(tokens)
-    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)  # (n, n, d_h)
-    fw_mask, bw_mask = mask_of(tr.forward.direction, n), mask_of(tr.backward.direction, n)
-    d_h = fw.shape[-1]
-
-    mode = st.radio("Features", ["mean", "max", "one feature", "sharpest features"], horizontal=True,
-                    key="attention-mode", help="Each of the d_h features has its own attention distribution.")
+    mode = st.radio("Features", views.MODES, horizontal=True, key="attention-mode",
+                    help="Each of the d_h features has its own attention distribution.")
+    feature = rank_by = None
     if mode == "one feature":
-        k = st.number_input("Feature k", 0, d_h - 1, 0, key="attention-k")
-        reduce_fw = reduce_bw = int(k)
+        feature = int(st.number_input("Feature k", 0, views.feature_count(tr) - 1, 0, key="attention-k"))
     elif mode == "sharpest features":
-        direction = st.radio("Rank by the entropy of", ["forward", "backward"], horizontal=True, key="attention-rank")
-        probs, mask = (fw, fw_mask) if direction == "forward" else (bw, bw_mask)
-        ranked = figures.rank_features(probs, mask, top=20)
-        k = st.selectbox("Feature (sharpest first)", ranked, key="attention-ranked",
-                         format_func=lambda f: f"k = {f}")
-        reduce_fw = reduce_bw = int(k)
-    else:
-        reduce_fw = reduce_bw = mode
-    m_fw, m_bw = figures.reduce_features(fw, reduce_fw), figures.reduce_features(bw, reduce_bw)
-    chart(st, figures.attention_pair(m_fw, m_bw, tokens, fw_mask, bw_mask,
-                                           titles=(f"{tr.forward.direction} DiSA", f"{tr.backward.direction} DiSA")),
-                    key="attention-pair")
-
-    st.subheader("One query token, every feature")
-    j = st.selectbox("Query token j", range(n), index=n - 1 if n else 0, key="attention-query",
-                     format_func=lambda i: token_label(tokens, i))
-    c1, c2 = st.columns(2)
-    chart(c1, figures.query_view(fw, j, tokens, fw_mask), key="attention-query-fw")
-    chart(c2, figures.query_view(bw, j, tokens, bw_mask), key="attention-query-bw")
-
-    st.subheader("Forward − backward")
-    chart(st, figures.difference_heatmap(m_fw, m_bw, tokens), key="attention-diff")
+        rank_by = st.radio("Rank by the entropy of", views.block_names(tr), horizontal=True, key="attention-rank")
+        feature = st.selectbox("Feature (sharpest first)", views.sharpest_features(tr, rank_by),
+                               key="attention-ranked", format_func=lambda k: f"k = {k}")
+    query = st.selectbox("Query token j (for the per-feature views)", range(len(tokens)), index=len(tokens) - 1,
+                         key="attention-query", format_func=lambda j: views.token_label(tokens, j))
+    draw(views.attention(sentence, views.AttentionOptions(mode, feature, rank_by, query)))
     downloads(sentence, "attention")

@@ -2,7 +2,7 @@
 import time
 
 import streamlit as st
-from disan.app.common import chart, entries, mask_of, stamp
+from disan.app.common import chart, entries, stamp
 
 from disan.data.loaders import TASKS
 from disan.data.text import split_pair
@@ -93,19 +93,18 @@ def job_view() -> None:
 
 
 def timeline() -> None:
+    """The probe sentence's attention after each epoch of the current job, with an epoch slider."""
     job = registry().current
     if job is None or not job.timeline:
         return
     st.subheader("Attention timeline")
-    st.caption("The probe sentence's forward and backward attention (mean over features) after each epoch.")
+    st.caption("The probe sentence's attention in both DiSA blocks (mean over features) after each epoch.")
     snaps = job.timeline
     i = st.slider("Epoch", 1, len(snaps), len(snaps), key="train-timeline") - 1 if len(snaps) > 1 else 0
     s = snaps[i]
-    n = len(s.tokens)
-    chart(st, figures.attention_pair(s.forward, s.backward, s.tokens, mask_of(s.directions[0], n),
-                                           mask_of(s.directions[1], n),
-                                           titles=(f"epoch {s.epoch}: {s.directions[0]}", s.directions[1])),
-                    key="train-timeline-fig")
+    (a, b), (mask_a, mask_b), (name_a, name_b) = s.attention, s.masks, s.names
+    chart(st, figures.attention_pair(a, b, s.tokens, mask_a, mask_b, titles=(f"epoch {s.epoch}: {name_a}", name_b)),
+          key="train-timeline-fig")
 
 
 def summary() -> None:

@@ -63,8 +63,7 @@ def source2token(s2t, x, length, activation="elu"):
 
 
 def disan(encoder, x, length, activation="elu"):
-    """One sentence through a DiSANEncoder: forward DiSA, backward DiSA, concatenation, source2token."""
-    fw = disa(encoder.fw, x, length, activation)
-    bw = disa(encoder.bw, x, length, activation)
+    """One sentence through a DiSANEncoder: its two DiSA blocks, concatenation, source2token."""
+    fw, bw = (disa(block, x, length, activation) for block in encoder.blocks)
     P, out = source2token(encoder.s2t, torch.cat([fw[4], bw[4]], dim=-1), length, activation)
     return fw, bw, P, out

@@ -1,9 +1,15 @@
 """Every page of the app through Streamlit's AppTest, on tiny checkpoints made by the tests."""
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
+import plotly.io as pio
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import disan
+from disan.explore import senses, views
 from disan.explore.pipeline import MAX_TOKENS
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -78,7 +84,7 @@ def test_feature_and_token_controls(checkpoints):
     ranked = at.selectbox(key="attention-ranked").options
     assert len(ranked) == 5  # d_h = 5 features, all ranked
     at.selectbox(key="attention-query").set_value(0).run()
-    assert not at.exception and "attends to no token" in charts(at)["attention-query-fw"].proto.spec
+    assert not at.exception and "attends to no token" in charts(at)["attention-query-forward"].proto.spec
 
 
 def test_pair_models_trace_premise_and_hypothesis(checkpoints):
@@ -150,5 +156,74 @@ def test_a_retrained_checkpoint_is_loaded_afresh(checkpoints, make_checkpoint):
     before = at.metric[0].value, charts(at)["attention-pair"].proto.spec
     make_checkpoint("classify", name="a-sentiment", encoder="disan-nodir")  # rewritten in place
     at.run()
-    assert "diag DiSA" in charts(at)["attention-pair"].proto.spec
-    assert "diag DiSA" not in before[1]
+    assert "diag 1 DiSA" in charts(at)["attention-pair"].proto.spec
+    assert "diag 1 DiSA" not in before[1]
+
+
+def decoded(x):
+    """A figure's JSON with plotly's typed arrays ({"dtype", "bdata", "shape"}) as numpy arrays."""
+    if isinstance(x, dict):
+        if "bdata" in x:
+            a = np.frombuffer(base64.b64decode(x["bdata"]), dtype=np.dtype(x["dtype"]))
+            return a.reshape([int(k) for k in str(x["shape"]).split(",")]) if "shape" in x else a
+        return {k: decoded(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [decoded(v) for v in x]
+    return x
+
+
+def assert_same_json(a, b, where="figure"):
+    """Equal JSON trees; numbers within float32 noise (the app traces with one thread, the test may not)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-5, atol=1e-7,
+                                   err_msg=where)
+    elif isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_same_json(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert_same_json(x, y, f"{where}[{k}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-5, abs=1e-7), where
+    else:
+        assert a == b, where
+
+
+def assert_page_draws(at, drawing):
+    """The page's figures are the drawing's: the same keys and, once serialised as Streamlit does, the same JSON."""
+    drawn = charts(at)
+    assert list(drawn) == list(drawing.figures)
+    for key, fig in drawing.figures.items():
+        assert_same_json(decoded(json.loads(drawn[key].proto.spec)),
+                         decoded(json.loads(pio.to_json(fig, validate=False))), key)
+
+
+SENTENCE = "The glass bottle is big a man"
+
+
+@pytest.mark.parametrize("encoder", ["disan", "disan-nodir"])
+def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder):
+    path = make_checkpoint("classify", name="a-sentiment", encoder=encoder)
+    sentence = disan.load(path).trace_sentence(SENTENCE)
+    at = app(text=SENTENCE)
+    for page, name in (("pages/attention.py", "attention"), ("pages/gates.py", "gates"),
+                       ("pages/source2token.py", "source2token")):
+        view = views.VIEWS[name]
+        assert_page_draws(visit(at, page), view.draw(sentence, view.options()))  # the page's defaults
+    visit(at, "pages/attention.py")
+    at.radio(key="attention-mode").set_value("one feature").run()
+    at.number_input(key="attention-k").set_value(3).run()
+    at.selectbox(key="attention-query").set_value(1).run()
+    assert_page_draws(at, views.attention(sentence, views.AttentionOptions("one feature", 3, None, 1)))
+    second = views.block_names(sentence.trace)[1]
+    at.radio(key="attention-mode").set_value("sharpest features").run()
+    at.radio(key="attention-rank").set_value(second).run()
+    ranked = at.selectbox(key="attention-ranked")
+    assert ranked.options == [f"k = {k}" for k in views.sharpest_features(sentence.trace, second)]
+    options = views.AttentionOptions("sharpest features", ranked.value, second, 1)
+    assert_page_draws(at, views.attention(sentence, options))
+    pipe = disan.load(path)
+    preset = [pipe.trace_sentence(t) for t in senses.PRESETS["glass (paper, Fig. 6)"]]
+    assert_page_draws(visit(at, "pages/word_senses.py"), views.word_senses(preset))

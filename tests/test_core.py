@@ -69,7 +69,8 @@ def test_encoder_matches_the_literal_equations(attention, activation):
         fw, bw, P, ref_out = reference.disan(enc, x[b], length, activation)
         assert torch.allclose(out[b], ref_out)
         _, tr = enc(x[b:b + 1], pad[b:b + 1], trace=True)
-        for block, got in ((fw, tr.forward), (bw, tr.backward)):
+        assert [t.name for t in tr.blocks] == ["forward", "backward"]
+        for block, got in zip((fw, bw), tr.blocks):
             h, probs, s, gate, u = block
             assert torch.allclose(got.h[0, :length], h[:length])
             assert torch.allclose(got.probs[0], probs)
@@ -89,11 +90,57 @@ def test_encoder_matches_the_literal_equations(attention, activation):
 def test_diag_disabled_blocks_match_the_literal_equations():
     enc = tiny_encoder("fast", directions=("diag", "diag"))
     x = torch.randn(1, 4, 4)
-    fw, bw, _, ref_out = reference.disan(enc, x[0], 4)
+    first, second, _, ref_out = reference.disan(enc, x[0], 4)
     _, tr = enc(x, torch.ones(1, 4, dtype=torch.bool), trace=True)
-    assert torch.allclose(tr.forward.probs[0], fw[1]) and torch.allclose(tr.backward.probs[0], bw[1])
+    one, two = tr.blocks
+    assert torch.allclose(one.probs[0], first[1]) and torch.allclose(two.probs[0], second[1])
     assert torch.allclose(tr.encoding[0], ref_out)
-    assert (tr.forward.probs[0].diagonal(dim1=0, dim2=1) == 0).all()
+    assert (one.probs[0].diagonal(dim1=0, dim2=1) == 0).all()
+
+
+def test_blocks_are_named_after_their_masks():
+    cfg = DiSANConfig(d_e=4, d_h=3, dropout=0.0)
+    x, pad = torch.randn(1, 3, 4), torch.ones(1, 3, dtype=torch.bool)
+    disan, nodir = build_encoder("disan", cfg), build_encoder("disan-nodir", cfg)
+    # the shipped checkpoints' keys, encoder.fw.* and encoder.bw.*, load unchanged
+    assert {k.split(".")[0] for k in disan.state_dict()} == {"fw", "bw", "s2t"}
+    assert {k.split(".")[0] for k in nodir.state_dict()} == {"diag1", "diag2", "s2t"}
+    _, tr = disan(x, pad, trace=True)
+    assert [(t.name, t.direction) for t in tr.blocks] == [("forward", "forward"), ("backward", "backward")]
+    assert tr.forward is tr.blocks[0] and tr.backward is tr.blocks[1]
+    _, tr = nodir(x, pad, trace=True)
+    assert [(t.name, t.direction) for t in tr.blocks] == [("diag 1", "diag"), ("diag 2", "diag")]
+    assert tr.forward is None and tr.backward is None
+    assert [t.name for t in tr[0].blocks] == ["diag 1", "diag 2"]
+
+
+@pytest.mark.parametrize("name", [n for n in ENCODERS if not n.startswith("disan")])
+def test_encoders_without_disa_blocks_trace_none(name):
+    enc = build_encoder(name, DiSANConfig(d_e=4, d_h=4, dropout=0.0)).eval()
+    _, tr = enc(torch.randn(1, 3, 4), torch.ones(1, 3, dtype=torch.bool), trace=True)
+    assert tr.blocks == () and tr.forward is None and tr.backward is None
+    assert tr[0].blocks == () and tr[0].source2token.probs.shape[0] == 3
+
+
+@pytest.mark.parametrize("name,allowed", [("disan", [lambda j, i: i < j, lambda j, i: i > j]),
+                                          ("disan-nodir", [lambda j, i: i != j] * 2)])
+def test_the_trace_keeps_the_mask_each_block_used_padding_included(name, allowed):
+    enc = build_encoder(name, DiSANConfig(d_e=4, d_h=3, dropout=0.0)).eval()
+    lengths = [5, 3, 1]
+    pad = torch.arange(5)[None, :] < torch.tensor(lengths)[:, None]  # (3, 5)
+    _, tr = enc(torch.randn(3, 5, 4), pad, trace=True)
+    for block, rule in zip(tr.blocks, allowed):
+        assert block.mask.dtype == torch.bool and block.mask.shape == (3, 5, 5)
+        for b, n in enumerate(lengths):
+            want = torch.tensor([[j < n and i < n and rule(j, i) for i in range(5)] for j in range(5)])
+            assert torch.equal(block.mask[b], want)
+            # the mask the block used: probabilities vanish outside it and sum to 1 in every row that has a key
+            assert (block.probs[b][~want] == 0).all()
+            rows = want.any(dim=1)
+            assert torch.allclose(block.probs[b].sum(dim=1)[rows], torch.ones(int(rows.sum()), 3))
+    for b, n in enumerate(lengths):
+        for block, cut in zip(tr.blocks, tr[b].blocks):
+            assert torch.equal(cut.mask, block.mask[b, :n, :n])
 
 
 @pytest.mark.parametrize("structure", ["forward", "backward", "diag", "random"])
@@ -165,8 +212,9 @@ def test_probabilities_sum_to_one_and_masked_entries_are_zero():
     enc = tiny_encoder("dense")
     pad = torch.tensor([[True] * 5, [True] * 2 + [False] * 3])
     _, tr = enc(torch.randn(2, 5, 4), pad, trace=True)
-    for block in (tr.forward, tr.backward):
-        mask = attention_mask(pad, block.direction)
+    for block in tr.blocks:
+        mask = block.mask
+        assert torch.equal(mask, attention_mask(pad, block.direction))
         assert (block.probs[~mask] == 0).all()
         sums = block.probs.sum(dim=2)  # (B, n_query, d)
         has_key = mask.any(dim=2)

@@ -26,17 +26,20 @@ def masked_probs(mask, seed=0, d=D):
     return e / np.where(z > 0, z, 1.0)
 
 
-def make_trace(with_backward=True, with_s2t=True):
+def make_trace(names=("forward", "backward"), with_s2t=True):
+    """A one-sentence trace with a block per name; "diag 1", "diag 2" get the diag mask."""
     rng = np.random.default_rng(1)
+    masks = {"forward": FW_MASK, "backward": BW_MASK, "diag": ~np.eye(N, dtype=bool)}
 
-    def block(direction, mask):
-        return SimpleNamespace(direction=direction, probs=masked_probs(mask, seed=len(direction)),
+    def block(name):
+        direction = name.split()[0]
+        mask = masks[direction]
+        return SimpleNamespace(name=name, direction=direction, probs=masked_probs(mask, seed=len(name)), mask=mask,
                                **{f: rng.random((N, D)) for f in ("h", "s", "gate", "u")})
 
     s2t = rng.random((N, 2 * D))
     return SimpleNamespace(
-        forward=block("forward", FW_MASK),
-        backward=block("backward", BW_MASK) if with_backward else None,
+        blocks=tuple(block(name) for name in names),
         source2token=SimpleNamespace(probs=s2t / s2t.sum(axis=0)) if with_s2t else None,
         encoding=rng.normal(size=2 * D),
     )
@@ -303,6 +306,7 @@ def test_attention_table_unique_labels_and_mask():
 
 def test_trace_frames_long_format():
     trace = make_trace()
+    forward, backward = trace.blocks
     frames = tables.trace_frames(TOKENS, trace)
     fw = frames["forward_probs"]
     assert list(fw.columns) == ["query_j", "query_token", "key_i", "key_token", "feature", "prob"]
@@ -310,32 +314,68 @@ def test_trace_frames_long_format():
     assert (fw["key_i"] < fw["query_j"]).all()
     row = fw[(fw.query_j == 3) & (fw.key_i == 1) & (fw.feature == 2)].iloc[0]
     assert (row.query_token, row.key_token) == ("the", "cat")
-    assert row.prob == trace.forward.probs[3, 1, 2]
+    assert row.prob == forward.probs[3, 1, 2]
+    masks = frames["masks"]
+    assert list(masks.columns) == ["block", "direction", "query_j", "query_token", "key_i", "key_token", "attended"]
+    assert len(masks) == 2 * N * N
     gates = frames["gates"]
     assert list(gates.columns) == ["block", "direction", "j", "token", "feature", "gate"]
     assert len(gates) == 2 * N * D
     bw = gates[gates.block == "backward"]
-    np.testing.assert_array_equal(bw["gate"].to_numpy().reshape(N, D), trace.backward.gate)
+    np.testing.assert_array_equal(bw["gate"].to_numpy().reshape(N, D), backward.gate)
     s2t = frames["source2token"]
     assert list(s2t.columns) == ["i", "token", "feature", "prob"] and len(s2t) == N * 2 * D
     assert len(frames["encoding"]) == 2 * D
 
 
 def test_trace_frames_skip_missing_parts():
-    frames = tables.trace_frames(TOKENS, make_trace(with_backward=False, with_s2t=False))
-    assert set(frames) == {"forward_probs", "gates", "states", "encoding"}
+    frames = tables.trace_frames(TOKENS, make_trace(names=("forward",), with_s2t=False))
+    assert set(frames) == {"forward_probs", "masks", "gates", "states", "encoding"}
     assert set(frames["gates"]["block"]) == {"forward"}
+    assert set(tables.trace_frames(TOKENS, make_trace(names=()))) == {"source2token", "encoding"}
 
 
 def test_trace_csv_zip_names_and_row_counts():
     data = tables.trace_csv(TOKENS, make_trace())
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        assert set(zf.namelist()) == {"forward_probs.csv", "backward_probs.csv", "gates.csv", "states.csv",
-                                      "source2token.csv", "encoding.csv"}
+        assert set(zf.namelist()) == {"forward_probs.csv", "backward_probs.csv", "masks.csv", "gates.csv",
+                                      "states.csv", "source2token.csv", "encoding.csv"}
         fw = pd.read_csv(zf.open("forward_probs.csv"))
         bw = pd.read_csv(zf.open("backward_probs.csv"))
     assert len(fw) == FW_MASK.sum() * D and len(bw) == BW_MASK.sum() * D
     assert list(fw["query_token"].head(D)) == ["cat"] * D
+
+
+def read_downloads(trace):
+    """The CSV zip's tables and the npz's arrays of a trace."""
+    with zipfile.ZipFile(io.BytesIO(tables.trace_csv(TOKENS, trace))) as zf:
+        frames = {name[:-4]: pd.read_csv(zf.open(name)) for name in zf.namelist()}
+    with np.load(io.BytesIO(tables.trace_npz(TOKENS, trace)), allow_pickle=False) as npz:
+        arrays = dict(npz)
+    return frames, arrays
+
+
+def test_downloads_carry_the_trace_mask_not_a_guess_from_the_probabilities():
+    trace = make_trace(names=("diag 1", "diag 2"))
+    one = trace.blocks[0]
+    knockout = one.mask.copy()
+    knockout[2, 0] = knockout[3, 1] = False       # cells a structured mask leaves out
+    one.mask = knockout
+    one.probs = one.probs.copy()
+    one.probs[3, 1] = 0.25                        # nonzero outside the mask: not attended all the same
+    one.probs[1, 2] = 0.0                         # exactly 0 inside the mask: attended all the same
+    frames, arrays = read_downloads(trace)
+    for block in trace.blocks:
+        key = tables.file_name(block.name)       # "diag 1" -> "diag_1"
+        np.testing.assert_array_equal(arrays[f"{key}_mask"], block.mask)
+        rows = frames["masks"][frames["masks"].block == block.name]
+        np.testing.assert_array_equal(rows["attended"].to_numpy().reshape(N, N), block.mask)
+        probs = frames[f"{key}_probs"]
+        cells = np.zeros((N, N), dtype=bool)
+        cells[probs["query_j"], probs["key_i"]] = True
+        np.testing.assert_array_equal(cells, block.mask)
+        assert len(probs) == block.mask.sum() * D
+    assert list(arrays["blocks"]) == ["diag 1", "diag 2"] and str(arrays["diag_2_direction"]) == "diag"
 
 
 def test_trace_npz_round_trip_without_pickle():
@@ -344,10 +384,11 @@ def test_trace_npz_round_trip_without_pickle():
     data = tables.trace_npz(tokens, trace)
     with np.load(io.BytesIO(data), allow_pickle=False) as npz:
         assert list(npz["tokens"]) == tokens
+        assert list(npz["blocks"]) == ["forward", "backward"]
         assert str(npz["forward_direction"]) == "forward"
-        for name in ("forward", "backward"):
-            for field in ("h", "probs", "s", "gate", "u"):
-                np.testing.assert_array_equal(npz[f"{name}_{field}"], getattr(getattr(trace, name), field))
+        for block in trace.blocks:
+            for field in ("h", "probs", "s", "gate", "u", "mask"):
+                np.testing.assert_array_equal(npz[f"{block.name}_{field}"], getattr(block, field))
         np.testing.assert_array_equal(npz["source2token_probs"], trace.source2token.probs)
         np.testing.assert_array_equal(npz["encoding"], trace.encoding)
 
@@ -355,14 +396,13 @@ def test_trace_npz_round_trip_without_pickle():
 def test_tables_accept_torch_tensors():
     torch = pytest.importorskip("torch")
     trace = make_trace()
-    for name in ("forward", "backward"):
-        block = getattr(trace, name)
-        for field in ("h", "probs", "s", "gate", "u"):
+    for block in trace.blocks:
+        for field in ("h", "probs", "s", "gate", "u", "mask"):
             setattr(block, field, torch.tensor(getattr(block, field), requires_grad=field == "u"))
     frames = tables.trace_frames(TOKENS, trace)
     assert len(frames["backward_probs"]) == BW_MASK.sum() * D
     with np.load(io.BytesIO(tables.trace_npz(TOKENS, trace)), allow_pickle=False) as npz:
-        assert npz["forward_u"].shape == (N, D)
+        assert npz["forward_u"].shape == (N, D) and npz["forward_mask"].dtype == bool
 
 
 def test_class_probabilities_keep_the_label_order_and_mark_the_prediction():

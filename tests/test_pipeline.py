@@ -18,7 +18,9 @@ def test_predict_and_trace_agree(make_checkpoint):
     tr = pipe.trace("The glass bottle is big")
     t = tr.sentence.trace
     assert tr.sentence.tokens == ["The", "glass", "bottle", "is", "big"]
+    assert [b.name for b in t.blocks] == ["forward", "backward"]
     assert t.forward.probs.shape == (5, 5, 5) and t.backward.gate.shape == (5, 5)
+    assert t.forward.mask.shape == (5, 5) and bool(t.forward.mask[4, 0]) and not t.backward.mask[4, 0]
     assert t.source2token.probs.shape == (5, 10)
     assert pipe.trace("zzz unknownword").sentence.unknown == ["zzz", "unknownword"]
 

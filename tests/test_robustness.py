@@ -2,6 +2,7 @@
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,55 +17,94 @@ from hypothesis import strategies as st
 
 import disan
 from disan.__main__ import run
-from disan.explore import figures, tables
+from disan.explore import tables, views
+from disan.explore.pipeline import MAX_CHARS, MAX_TOKENS
 from disan.nn import checkpoint
-from disan.nn.masks import subsequent_mask
 from disan.training.train import TrainConfig, train
 
 from .conftest import make_model
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HOSTILE = ["", " ", "\u200b", "word", "x" * 10_000, "🙂👍🏽 emoji", "中文句子没有空格", "שלום עולם مرحبا",
-           "a\x00b\x07c\x1b[31m", "e\u0301\u0301\u0301 combining", "<script>alert(1)</script>",
+HOSTILE = ["", " ", "\u200b", "word", "x" * 10_000, "x" * (MAX_CHARS + 1), "🙂👍🏽 emoji", "中文句子没有空格",
+           "שלום עולם مرحبا", "a\x00b\x07c\x1b[31m", "e\u0301\u0301\u0301 combining", "<script>alert(1)</script>",
            "<img src=x onerror=alert(1)>", "**bold** _it_ [link](http://x) `code`", "$$x^2$$", "\ufeff\u202e reversed",
            "\U0001f600" * 50, "the " * 1000]
 
+# The documented refusals of check_text (disan/explore/pipeline.py), written out here so that a changed
+# message fails the test: (pattern, limit); the number a pattern captures must exceed its limit.
+REFUSALS = [
+    (r"the text is empty: type at least one word", None),
+    (rf"the text has (?P<n>[\d,]+) characters; the limit is {MAX_CHARS:,}", MAX_CHARS),
+    ((rf"the text has (?P<n>\d+) tokens; the limit is {MAX_TOKENS} "
+      r"\(attention memory grows with the square of the length\)"), MAX_TOKENS),
+]
 
-@pytest.fixture(scope="module")
-def pipe(tmp_path_factory):
-    model, vocab = make_model("classify")
-    path = tmp_path_factory.mktemp("ck") / "tiny"
+
+def assert_documented_refusal(error: ValueError) -> None:
+    """The error is one of check_text's documented messages, with a number over its limit."""
+    message = str(error)
+    for pattern, limit in REFUSALS:
+        found = re.fullmatch(pattern, message)
+        if found:
+            assert limit is None or int(found["n"].replace(",", "")) > limit, message
+            return
+    raise AssertionError(f"not a documented refusal: {message!r}")
+
+
+def make_pipe(tmp_path_factory, encoder):
+    model, vocab = make_model("classify", encoder)
+    path = tmp_path_factory.mktemp("ck") / encoder
     checkpoint.save(path, model, vocab, {"task": "tiny", "kind": "classify", "labels": ["a", "b", "c"]})
     return disan.load(path)
 
 
+@pytest.fixture(scope="module")
+def pipe(tmp_path_factory):
+    return make_pipe(tmp_path_factory, "disan")
+
+
+@pytest.fixture(scope="module", params=["disan", "disan-nodir"])
+def any_pipe(tmp_path_factory, request):
+    return make_pipe(tmp_path_factory, request.param)
+
+
+def view_options(sentence):
+    """(view, options) for every view of the registry: its defaults, and for the Attention page every
+    mode with the other choices away from their defaults."""
+    out = [(view, view.options()) for view in views.VIEWS.values() if view.available(sentence.trace)]
+    names = views.block_names(sentence.trace)
+    if names:
+        last_feature = views.feature_count(sentence.trace) - 1
+        out += [(views.VIEWS["attention"],
+                 views.AttentionOptions(mode, last_feature if mode == "one feature" else None, names[-1], query=0))
+                for mode in views.MODES]
+    return out
+
+
 def draw_everything(result) -> None:
-    """Every figure and table a page builds from one trace."""
+    """Every figure and table the pages draw from one trace: all views, word senses, downloads."""
     s = result.sentence
-    tokens, tr = s.tokens, s.trace
-    n = len(tokens)
-    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
-    masks = [subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward)]
-    figs = [figures.attention_pair(fw.mean(-1), bw.mean(-1), tokens, *masks),
-            figures.query_view(fw, n - 1, tokens, masks[0]),
-            figures.difference_heatmap(fw.mean(-1), bw.mean(-1), tokens),
-            figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, "gate"),
-            figures.mean_gate_bars({"f": np.asarray(tr.forward.gate)}, tokens),
-            figures.source2token_heatmap(np.asarray(tr.source2token.probs), tokens)]
-    for fig in figs:
-        text = json.dumps(fig.to_plotly_json(), default=str)
-        assert "<script" not in text.lower() and "<img" not in text.lower()
-    tables.trace_npz(tokens, tr)
-    assert np.isfinite(fw).all() and np.isfinite(np.asarray(tr.encoding)).all()
+    drawings = [view.draw(s, options) for view, options in view_options(s)]
+    drawings.append(views.word_senses([s, s]))  # a sentence shares every word with itself
+    for drawing in drawings:
+        assert drawing.figures
+        for fig in drawing.figures.values():
+            text = json.dumps(fig.to_plotly_json(), default=str)
+            assert "<script" not in text.lower() and "<img" not in text.lower()
+    tables.trace_npz(s.tokens, s.trace)
+    tables.trace_csv(s.tokens, s.trace)
+    for block in s.trace.blocks:
+        assert np.isfinite(np.asarray(block.probs)).all()
+    assert np.isfinite(np.asarray(s.trace.encoding)).all()
 
 
 @pytest.mark.parametrize("text", HOSTILE, ids=range(len(HOSTILE)))
-def test_hostile_text_gives_a_result_or_a_value_error(pipe, text):
+def test_hostile_text_gives_a_result_or_a_documented_refusal(any_pipe, text):
     try:
-        result = pipe.trace(text)
+        result = any_pipe.trace(text)
     except ValueError as e:
-        assert str(e)
+        assert_documented_refusal(e)
         return
     draw_everything(result)
 
@@ -75,7 +115,7 @@ def test_random_unicode_through_tokenizer_trace_and_figures(pipe, text):
     try:
         result = pipe.trace(text)
     except ValueError as e:
-        assert any(word in str(e) for word in ("empty", "limit"))
+        assert_documented_refusal(e)
         return
     draw_everything(result)
 

@@ -143,7 +143,10 @@ def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     model.train()
     snap = _snapshot({"epoch": 3, "model": model, "vocab": vocab}, "The glass bottle is big")
     assert snap.epoch == 3 and snap.tokens == ["The", "glass", "bottle", "is", "big"]
-    assert snap.forward.shape == snap.backward.shape == (5, 5) and snap.directions == ("forward", "backward")
+    assert snap.names == ("forward", "backward")
+    assert [a.shape for a in snap.attention] == [(5, 5), (5, 5)]
+    # the forward block's mask: j attends i < j only
+    assert snap.masks[0].tolist() == [[i < j for i in range(5)] for j in range(5)]
     assert model.training
     assert _snapshot({"epoch": 1, "model": model, "vocab": vocab}, "   ") is None  # nothing to trace
     bilstm, vocab = make_model(encoder="bilstm")

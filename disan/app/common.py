@@ -1,21 +1,18 @@
-"""Streamlit glue shared by the pages: cached models and traces, the current input, error display.
+"""Streamlit glue shared by the pages: cached models and traces, the current input, error display,
+drawing a view.
 
 Everything computed here comes from the library (``disan``); this module only caches and draws.
 """
 from __future__ import annotations
 
-import numpy as np
+import pandas as pd
 import streamlit as st
 
 import disan
-from disan.explore import catalog, figures
+from disan.explore import catalog, views
 from disan.explore.pipeline import SentenceTrace, TraceResult
 from disan.explore.tables import trace_csv, trace_npz
 from disan.nn.checkpoint import CONFIG, resolve
-from disan.nn.masks import subsequent_mask
-
-PRESET_SENTENCE = "Families have some dogs in front of a carousel"
-PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
 
 
 def stamp(path) -> float:
@@ -67,8 +64,9 @@ def current_pipeline():
 def current_input(pipe):
     """The sentence, or (premise, hypothesis), from the sidebar."""
     if pipe.is_pair:
-        return (st.session_state.get("premise", PRESET_PAIR[0]), st.session_state.get("hypothesis", PRESET_PAIR[1]))
-    return st.session_state.get("text", PRESET_SENTENCE)
+        return (st.session_state.get("premise", views.PRESET_PAIR[0]),
+                st.session_state.get("hypothesis", views.PRESET_PAIR[1]))
+    return st.session_state.get("text", views.PRESET_SENTENCE)
 
 
 def run_trace(entry, text) -> TraceResult | None:
@@ -80,17 +78,16 @@ def run_trace(entry, text) -> TraceResult | None:
 
 
 def show_prediction(pipe, result: TraceResult) -> None:
+    """The prediction (a metric and the class probabilities) and the input's unknown words."""
     pred = result.prediction
     cols = st.columns([1, 3])
     if pred.score is not None:
         cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
     else:
         cols[0].metric("prediction", pred.label)
-    chart(cols[1], figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label),
-          "prediction-probs")
-    unknown = sorted({t for s in result.sentences for t in s.unknown})
-    if unknown:
-        st.caption("Unknown words (embedded as <unk>): " + ", ".join(repr(t) for t in unknown))
+    chart(cols[1], views.prediction(pred), "prediction-probs")
+    if result.unknown:
+        st.caption("Unknown words (embedded as <unk>): " + ", ".join(repr(t) for t in result.unknown))
 
 
 def pick_sentence(result: TraceResult, key: str) -> SentenceTrace:
@@ -101,10 +98,6 @@ def pick_sentence(result: TraceResult, key: str) -> SentenceTrace:
     return getattr(result, which)
 
 
-def mask_of(direction: str, n: int) -> np.ndarray:
-    return subsequent_mask(n, direction).numpy()
-
-
 def chart(where, fig, key: str) -> None:
     """Draw a figure; plotly's camera button downloads it as PNG or SVG, as chosen in the sidebar."""
     fmt = st.session_state.get("figure_format", "png")
@@ -112,11 +105,22 @@ def chart(where, fig, key: str) -> None:
                                              "toImageButtonOptions": {"format": fmt, "filename": key, "scale": 2}})
 
 
-def token_label(tokens, j: int) -> str:
-    return f"{j} · {tokens[j]}"
+def draw(drawing: views.Drawing) -> None:
+    """Draw a view's rows: the row's subheader, then its figures and tables side by side."""
+    for row in drawing.rows:
+        if row.title:
+            st.subheader(row.title)
+        places = st.columns(len(row.panels)) if len(row.panels) > 1 else [st]
+        for where, (key, panel) in zip(places, row.panels.items()):
+            if isinstance(panel, pd.DataFrame):
+                # a table keyed by position needs no index column; one labelled by sentence keeps it
+                where.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex))
+            else:
+                chart(where, panel, key)
 
 
 def downloads(sentence: SentenceTrace, key: str) -> None:
+    """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz."""
     c1, c2 = st.columns(2)
     c1.download_button("Trace as CSV (zip)", trace_csv(sentence.tokens, sentence.trace), "disan-trace.zip",
                        "application/zip", key=f"{key}-csv")
@@ -124,11 +128,11 @@ def downloads(sentence: SentenceTrace, key: str) -> None:
                        "application/octet-stream", key=f"{key}-npz")
 
 
-def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
+def page_sentence(key: str, view: views.View) -> SentenceTrace | None:
     """The trace of the sentence a page draws, with the prediction shown above it.
 
-    None when there is nothing to draw (no model, bad input, or an encoder without ``needs``,
-    e.g. "forward" for the token2token pages); the user has been told why.
+    None when there is nothing to draw (no model, bad input, or an encoder without what the view
+    draws, e.g. DiSA blocks for the token2token pages); the user has been told why.
     """
     entry, pipe = current_pipeline()
     if pipe is None:
@@ -138,8 +142,8 @@ def page_sentence(key: str, needs: str, what: str) -> SentenceTrace | None:
         return None
     show_prediction(pipe, result)
     sentence = pick_sentence(result, key)
-    if getattr(sentence.trace, needs) is None:
-        st.info(f"The {entry.encoder} encoder has no {what}.")
+    if not view.available(sentence.trace):
+        st.info(f"The {entry.encoder} encoder has no {view.lacking}.")
         return None
     return sentence
 

@@ -43,6 +43,11 @@ class TraceResult:
     def sentences(self) -> list[SentenceTrace]:
         return [s for s in (self.sentence, self.premise, self.hypothesis) if s is not None]
 
+    @property
+    def unknown(self) -> list[str]:
+        """The words of the input that the vocabulary lacks (embedded as <unk>), sorted, each once."""
+        return sorted({t for s in self.sentences for t in s.unknown})
+
 
 class Pipeline:
     """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified."""

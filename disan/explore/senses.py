@@ -16,7 +16,7 @@ PRESETS = {
 
 VECTORS = {
     "source2token": "source2token probabilities P[i, :] (2·d_h)",
-    "output": "forward and backward outputs [u_fw; u_bw] (2·d_h)",
+    "output": "outputs u of the two DiSA blocks, concatenated (2·d_h)",
 }
 
 
@@ -39,10 +39,10 @@ def position(tokens: Sequence[str], word: str) -> int:
 
 
 def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
-    """The (2 d_h,) vector of ``word`` in one sentence's trace."""
+    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``: the blocks' u in block order)."""
     i = position(tokens, word)
     if kind == "source2token":
         return np.asarray(trace.source2token.probs)[i]
     if kind == "output":
-        return np.concatenate([np.asarray(trace.forward.u)[i], np.asarray(trace.backward.u)[i]])
+        return np.concatenate([np.asarray(block.u)[i] for block in trace.blocks])
     raise ValueError(f"unknown vector kind {kind!r}; expected one of {list(VECTORS)}")

@@ -7,6 +7,7 @@ numpy arrays or torch tensors; nothing here needs torch.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from typing import Sequence
 
@@ -14,8 +15,7 @@ import numpy as np
 import pandas as pd
 
 LENGTH_BINS = (0, 5, 10, 15, 20, 25, 30, 45, 1000)  # bin edges [lo, hi) of sentence lengths
-BLOCKS = ("forward", "backward")                    # the trace attributes holding a DiSA block
-BLOCK_FIELDS = ("h", "probs", "s", "gate", "u")      # arrays of a DirectionTrace
+BLOCK_FIELDS = ("h", "probs", "s", "gate", "u", "mask")  # arrays of a DirectionTrace
 
 
 def _array(x) -> np.ndarray | None:
@@ -25,9 +25,14 @@ def _array(x) -> np.ndarray | None:
     return np.asarray(x.detach().cpu() if hasattr(x, "detach") else x)
 
 
+def file_name(name: str) -> str:
+    """A block name as a file, array or widget key part: "diag 1" -> "diag_1"."""
+    return re.sub(r"[^0-9A-Za-z]+", "_", name).strip("_")
+
+
 def _blocks(trace):
-    """(name, block) for the DiSA blocks the trace has."""
-    return [(name, getattr(trace, name)) for name in BLOCKS if getattr(trace, name, None) is not None]
+    """(file-safe name, block) for the DiSA blocks of the trace, in order."""
+    return [(file_name(block.name), block) for block in trace.blocks]
 
 
 def differing_features(a: np.ndarray, b: np.ndarray, top: int = 10) -> pd.DataFrame:
@@ -51,15 +56,13 @@ def _per_token(tokens: Sequence[str], columns: dict[str, np.ndarray], position: 
     return pd.DataFrame(frame)
 
 
-def _probs_frame(tokens: Sequence[str], probs: np.ndarray) -> pd.DataFrame:
-    """Long format of (n, n, d) attention, only the cells the block attended.
+def _probs_frame(tokens: Sequence[str], probs: np.ndarray, mask: np.ndarray) -> pd.DataFrame:
+    """Long format of (n, n, d) attention, only the cells the (n, n) mask lets the block attend.
 
-    A cell is attended when any feature gives it a nonzero probability: the masked
-    softmax gives exactly 0 to masked cells, and bounded logits (c tanh) keep every
-    attended cell above 0, so this recovers the mask from the trace alone.
+    A probability that underflows to exactly 0 in an attended cell is still listed.
     """
     d = probs.shape[-1]
-    j, i = np.nonzero((probs != 0).any(axis=-1))  # (cells,) each, row-major
+    j, i = np.nonzero(mask)  # (cells,) each, row-major
     tok = np.asarray(tokens, dtype=object)
     return pd.DataFrame({
         "query_j": np.repeat(j, d), "query_token": tok[np.repeat(j, d)],
@@ -68,21 +71,33 @@ def _probs_frame(tokens: Sequence[str], probs: np.ndarray) -> pd.DataFrame:
     })
 
 
+def _mask_frame(tokens: Sequence[str], mask: np.ndarray, **labels) -> pd.DataFrame:
+    """Long format of an (n, n) mask: the ``labels``, query_j, query_token, key_i, key_token, attended."""
+    n = mask.shape[0]
+    j, i = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    tok = np.asarray(tokens, dtype=object)
+    return pd.DataFrame({**labels, "query_j": j, "query_token": tok[j], "key_i": i, "key_token": tok[i],
+                         "attended": mask.reshape(-1)})
+
+
 def trace_frames(tokens: Sequence[str], trace) -> dict[str, pd.DataFrame]:
     """Long-format tables of one sentence's trace, for display and CSV download.
 
-    ``{block}_probs``: query_j, query_token, key_i, key_token, feature, prob (attended cells only);
-    ``gates``: block, direction, j, token, feature, gate; ``states``: the same with h, s, u;
-    ``source2token``: i, token, feature, prob; ``encoding``: feature, value.
-    Parts the trace lacks (a None block or source2token) have no table.
+    ``{block}_probs`` (block: the file-safe block name, e.g. ``diag_1``): query_j, query_token, key_i,
+    key_token, feature, prob, for the cells the block's mask allows; ``masks``: block, direction,
+    query_j, query_token, key_i, key_token, attended (every cell); ``gates``: block, direction, j, token,
+    feature, gate; ``states``: the same with h, s, u; ``source2token``: i, token, feature, prob;
+    ``encoding``: feature, value. Parts the trace lacks (DiSA blocks, source2token) have no table.
     """
-    frames, gates, states = {}, [], []
-    for name, block in _blocks(trace):
-        frames[f"{name}_probs"] = _probs_frame(tokens, _array(block.probs))
-        label = {"block": name, "direction": str(block.direction)}
+    frames, masks, gates, states = {}, [], [], []
+    for key, block in _blocks(trace):
+        mask = np.asarray(_array(block.mask), dtype=bool)  # (n, n)
+        frames[f"{key}_probs"] = _probs_frame(tokens, _array(block.probs), mask)
+        label = {"block": str(block.name), "direction": str(block.direction)}
+        masks.append(_mask_frame(tokens, mask, **label))
         gates.append(_per_token(tokens, {"gate": _array(block.gate)}, "j", **label))
         states.append(_per_token(tokens, {f: _array(getattr(block, f)) for f in ("h", "s", "u")}, "j", **label))
-    for key, parts in (("gates", gates), ("states", states)):
+    for key, parts in (("masks", masks), ("gates", gates), ("states", states)):
         if parts:
             frames[key] = pd.concat(parts, ignore_index=True)
     if getattr(trace, "source2token", None) is not None:
@@ -104,13 +119,16 @@ def trace_csv(tokens: Sequence[str], trace) -> bytes:
 def trace_npz(tokens: Sequence[str], trace) -> bytes:
     """Every array of the trace in one compressed npz, readable with ``np.load(..., allow_pickle=False)``.
 
-    Names: ``tokens`` (unicode array), ``{block}_{h,probs,s,gate,u}``, ``{block}_direction``
-    (a unicode scalar), ``source2token_probs``, ``encoding``. No object arrays, so no pickle.
+    Names: ``tokens`` (unicode array), ``blocks`` (the block names in order, unicode), and per block,
+    under its file-safe name (``diag 1`` -> ``diag_1``): ``{block}_{h,probs,s,gate,u}``, ``{block}_mask``
+    (bool, [j, i]) and ``{block}_direction`` (a unicode scalar); then ``source2token_probs``,
+    ``encoding``. No object arrays, so no pickle.
     """
-    arrays = {"tokens": np.array(list(tokens), dtype=str)}
-    for name, block in _blocks(trace):
-        arrays[f"{name}_direction"] = np.array(str(block.direction))
-        arrays.update({f"{name}_{f}": _array(getattr(block, f)) for f in BLOCK_FIELDS})
+    arrays = {"tokens": np.array(list(tokens), dtype=str),
+              "blocks": np.array([str(block.name) for block in trace.blocks], dtype=str)}
+    for key, block in _blocks(trace):
+        arrays[f"{key}_direction"] = np.array(str(block.direction))
+        arrays.update({f"{key}_{f}": _array(getattr(block, f)) for f in BLOCK_FIELDS})
     if getattr(trace, "source2token", None) is not None:
         arrays["source2token_probs"] = _array(trace.source2token.probs)
     arrays["encoding"] = _array(trace.encoding)

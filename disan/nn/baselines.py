@@ -28,7 +28,7 @@ class _SentenceEncoder(nn.Module):
         out, t = self.s2t(x, pad_mask, trace)
         if not trace:
             return out
-        return out, EncoderTrace(None, None, t, out, pad_mask.sum(dim=1))
+        return out, EncoderTrace((), t, out, pad_mask.sum(dim=1))
 
 
 class AdditiveAttentionEncoder(nn.Module):
@@ -45,7 +45,7 @@ class AdditiveAttentionEncoder(nn.Module):
         out = (probs * x).sum(dim=1)
         if not trace:
             return out
-        return out, EncoderTrace(None, None, Source2TokenTrace(probs), out, pad_mask.sum(dim=1))
+        return out, EncoderTrace((), Source2TokenTrace(probs), out, pad_mask.sum(dim=1))
 
 
 class Source2TokenEncoder(_SentenceEncoder):

@@ -6,7 +6,8 @@ columns = the attended token i (see :mod:`disan.nn.masks`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -43,12 +44,14 @@ class DiSANConfig:
 @dataclass
 class DirectionTrace:
     """What one DiSA block computed. Batched (B, ...) from the encoder; one sentence after ``[b]``."""
-    direction: str
+    name: str            # the block's name in its encoder: "forward", "backward", "diag 1", ...
+    direction: str       # the kind of its mask: "forward", "backward" or "diag"
     h: torch.Tensor      # (B, n, d_h)      h = sigma(W_h x + b_h)
     probs: torch.Tensor  # (B, n, n, d_h)   P[j, i, k]: query j, attended token i, feature k
     s: torch.Tensor      # (B, n, d_h)      s_j = sum_i P[j, i] * h_i
     gate: torch.Tensor   # (B, n, d_h)      fusion gate F
     u: torch.Tensor      # (B, n, d_h)      u = F * h + (1 - F) * s
+    mask: torch.Tensor   # (B, n, n) bool   mask[j, i]: query j may attend token i (padding included)
 
 
 @dataclass
@@ -58,12 +61,24 @@ class Source2TokenTrace:
 
 @dataclass
 class EncoderTrace:
-    """Intermediates of an encoder; ``forward``/``backward`` are None for encoders without DiSA blocks."""
-    forward: DirectionTrace | None
-    backward: DirectionTrace | None
+    """Intermediates of an encoder: its DiSA blocks in order (none for the baselines), source2token, encoding."""
+    blocks: tuple[DirectionTrace, ...]
     source2token: Source2TokenTrace | None
     encoding: torch.Tensor  # (B, d_out)
     lengths: torch.Tensor   # (B,)
+
+    @property
+    def forward(self) -> DirectionTrace | None:
+        """The block with the forward mask, or None (DiSAN without directions, the baselines)."""
+        return self._masked("forward")
+
+    @property
+    def backward(self) -> DirectionTrace | None:
+        """The block with the backward mask, or None (DiSAN without directions, the baselines)."""
+        return self._masked("backward")
+
+    def _masked(self, direction: str) -> DirectionTrace | None:
+        return next((t for t in self.blocks if t.direction == direction), None)
 
     def __getitem__(self, b: int) -> "EncoderTrace":
         """The trace of sentence ``b``, cut to its length and without the batch axis."""
@@ -72,14 +87,10 @@ class EncoderTrace:
         def cut(x, axes):
             return x[(b,) + (slice(0, n),) * axes]
 
-        def block(t: DirectionTrace | None):
-            if t is None:
-                return None
-            return DirectionTrace(t.direction, cut(t.h, 1), cut(t.probs, 2), cut(t.s, 1), cut(t.gate, 1), cut(t.u, 1))
-
+        blocks = tuple(replace(t, h=cut(t.h, 1), probs=cut(t.probs, 2), s=cut(t.s, 1), gate=cut(t.gate, 1),
+                               u=cut(t.u, 1), mask=cut(t.mask, 2)) for t in self.blocks)
         s2t = None if self.source2token is None else Source2TokenTrace(cut(self.source2token.probs, 1))
-        return EncoderTrace(block(self.forward), block(self.backward), s2t, self.encoding[b],
-                            self.lengths[b:b + 1])
+        return EncoderTrace(blocks, s2t, self.encoding[b], self.lengths[b:b + 1])
 
 
 class Dropout(nn.Module):
@@ -115,11 +126,12 @@ class Dense(nn.Module):
 class DiSA(nn.Module):
     """Directional self-attention block: x (B, n, d_e) -> u (B, n, d_h).
 
+    ``direction`` is the kind of its mask; ``name`` is what its trace calls it (default: the direction).
     The parameters follow the original code, whose count the paper reports
     (451.5k for d_e = d_h = 300): both fusion projections carry a bias next to b_f.
     """
 
-    def __init__(self, cfg: DiSANConfig, direction: str):
+    def __init__(self, cfg: DiSANConfig, direction: str, name: str | None = None):
         super().__init__()
         self.direction, self.c, self.attention = direction, cfg.c, cfg.attention
         d = cfg.d_h
@@ -131,6 +143,7 @@ class DiSA(nn.Module):
         self.fuse_s = Dense(d, d, None, cfg.dropout)                            # W_f1 on s
         self.fuse_h = Dense(d, d, None, cfg.dropout)                            # W_f2 on h
         self.b_f = nn.Parameter(torch.zeros(d))
+        self.name = name or direction  # what the trace calls the block
 
     def forward(self, x, pad_mask, trace: bool = False):
         h = self.fc_h(x)                                             # (B, n, d)
@@ -146,7 +159,7 @@ class DiSA(nn.Module):
         u = (gate * h + (1 - gate) * s) * pad_mask[..., None]       # padded tokens output 0
         if not trace:
             return u, None
-        return u, DirectionTrace(self.direction, h, probs, s, gate, u)
+        return u, DirectionTrace(self.name, self.direction, h, probs, s, gate, u, mask)
 
 
 class Source2Token(nn.Module):
@@ -166,22 +179,48 @@ class Source2Token(nn.Module):
         return out, (Source2TokenTrace(probs) if trace else None)
 
 
+SHORT = {"forward": "fw", "backward": "bw"}  # submodule names of the directional blocks
+
+
+def name_blocks(directions) -> list[tuple[str, str]]:
+    """(submodule, trace name) of each DiSA block, named after its mask.
+
+    A mask used once names its block: fw / "forward", bw / "backward" (the shipped checkpoints'
+    ``encoder.fw.*`` keys). A mask used more than once is numbered: diag1 / "diag 1", diag2 / "diag 2".
+    """
+    total, seen, out = Counter(directions), Counter(), []
+    for direction in directions:
+        short = SHORT.get(direction, direction)
+        if total[direction] == 1:
+            out.append((short, direction))
+        else:
+            seen[direction] += 1
+            out.append((f"{short}{seen[direction]}", f"{direction} {seen[direction]}"))
+    return out
+
+
 class DiSANEncoder(nn.Module):
-    """Forward and backward DiSA (untied) -> concatenation -> source2token: (B, n, d_e) -> (B, 2 d_h)."""
+    """Two DiSA blocks (untied; forward and backward) -> concatenation -> source2token: (B, n, d_e) -> (B, 2 d_h)."""
 
     def __init__(self, cfg: DiSANConfig):
         super().__init__()
         self.cfg = cfg
-        self.fw = DiSA(cfg, cfg.directions[0])
-        self.bw = DiSA(cfg, cfg.directions[1])
-        self.s2t = Source2Token(2 * cfg.d_h, cfg.activation, cfg.dropout)
-        self.out_dim = 2 * cfg.d_h
+        names = name_blocks(cfg.directions)
+        for (module, name), direction in zip(names, cfg.directions):
+            self.add_module(module, DiSA(cfg, direction, name))
+        self.block_modules = tuple(module for module, _ in names)
+        self.out_dim = len(names) * cfg.d_h
+        self.s2t = Source2Token(self.out_dim, cfg.activation, cfg.dropout)
+
+    @property
+    def blocks(self) -> list[DiSA]:
+        """The DiSA blocks in order; their outputs are concatenated in this order."""
+        return [getattr(self, module) for module in self.block_modules]
 
     def forward(self, x, pad_mask, trace: bool = False):
         """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace]."""
-        u_fw, t_fw = self.fw(x, pad_mask, trace)
-        u_bw, t_bw = self.bw(x, pad_mask, trace)
-        out, t_s2t = self.s2t(torch.cat([u_fw, u_bw], dim=-1), pad_mask, trace)  # (B, 2 d_h)
+        outputs = [block(x, pad_mask, trace) for block in self.blocks]
+        out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)  # (B, 2 d_h)
         if not trace:
             return out
-        return out, EncoderTrace(t_fw, t_bw, t_s2t, out, pad_mask.sum(dim=1))
+        return out, EncoderTrace(tuple(t for _, t in outputs), t_s2t, out, pad_mask.sum(dim=1))

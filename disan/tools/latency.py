@@ -2,7 +2,9 @@
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
 
-Figures are also serialised to JSON, as Streamlit does before sending them to the browser.
+A page's figures are its view in :data:`disan.explore.views.VIEWS` with the page's default options,
+the very function the page calls; they are also serialised to JSON as Streamlit does
+(``plotly.io.to_json(figure, validate=False)``) before sending them to the browser.
 """
 from __future__ import annotations
 
@@ -10,55 +12,33 @@ import argparse
 import statistics
 import time
 
-import numpy as np
+import plotly.io
 import torch
 
 from disan import load
-from disan.explore import figures
 from disan.explore.catalog import list_checkpoints
-from disan.nn.masks import subsequent_mask
+from disan.explore.views import VIEWS
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
 
 
-def page_figures(sentence, page: str) -> list:
-    """The figures a page builds from a trace (the same calls as pages/*.py)."""
-    tokens, tr = sentence.tokens, sentence.trace
-    n = len(tokens)
-    fw, bw = np.asarray(tr.forward.probs), np.asarray(tr.backward.probs)
-    m_fw, m_bw = (subsequent_mask(n, t.direction).numpy() for t in (tr.forward, tr.backward))
-    mean_fw, mean_bw = figures.reduce_features(fw, "mean"), figures.reduce_features(bw, "mean")
-    s2t = np.asarray(tr.source2token.probs)
-    builders = {
-        "attention": lambda: [figures.attention_pair(mean_fw, mean_bw, tokens, m_fw, m_bw),
-                      figures.query_view(fw, n - 1, tokens, m_fw), figures.query_view(bw, n - 1, tokens, m_bw),
-                      figures.difference_heatmap(mean_fw, mean_bw, tokens)],
-        "gates": lambda: [figures.mean_gate_bars({"fw": np.asarray(tr.forward.gate), "bw": np.asarray(tr.backward.gate)},
-                                         tokens),
-                  figures.gate_heatmap(np.asarray(tr.forward.gate), tokens, "forward"),
-                  figures.gate_heatmap(np.asarray(tr.backward.gate), tokens, "backward")],
-        "source2token": lambda: [figures.importance_bars(figures.token_importance(s2t), tokens),
-                                 figures.source2token_heatmap(s2t, tokens)],
-    }
-    return builders[page]()
-
-
 def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
+    """(page, median trace ms, median trace + figures + JSON ms) for every view in VIEWS."""
     pipe = load(path)
     torch.set_num_threads(1)  # as the app runs it (see app.py)
     words = SENTENCE.split()
     text = " ".join((words * (n_tokens // len(words) + 1))[:n_tokens])
     pipe.trace_sentence(text)  # warm-up: first-call allocations, spaCy load
     rows = []
-    for page in ("attention", "gates", "source2token"):
+    for page, view in VIEWS.items():
         times, trace_times = [], []
         for _ in range(repeats):
             t0 = time.perf_counter()
             sentence = pipe.trace_sentence(text)
             t1 = time.perf_counter()
-            for fig in page_figures(sentence, page):
-                fig.to_json()
+            for fig in view.draw(sentence, view.options()).figures.values():
+                plotly.io.to_json(fig, validate=False)
             times.append(time.perf_counter() - t0)
             trace_times.append(t1 - t0)
         rows.append((page, 1e3 * statistics.median(trace_times), 1e3 * statistics.median(times)))

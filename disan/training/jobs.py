@@ -29,12 +29,12 @@ class Busy(RuntimeError):
 
 @dataclass
 class Snapshot:
-    """The probe sentence's forward and backward attention (mean over features) after an epoch."""
+    """The probe sentence's attention in each DiSA block (mean over features) after an epoch."""
     epoch: int
     tokens: list[str]
-    forward: np.ndarray   # (n, n) [j, i]
-    backward: np.ndarray  # (n, n) [j, i]
-    directions: tuple[str, str]
+    names: tuple[str, ...]             # the blocks' names, in order: ("forward", "backward"), ("diag 1", "diag 2")
+    attention: tuple[np.ndarray, ...]  # (n, n) [j, i] per block
+    masks: tuple[np.ndarray, ...]      # (n, n) bool [j, i] per block: the cells the block could attend
 
 
 @dataclass
@@ -115,11 +115,11 @@ def _snapshot(event: dict, probe: str) -> Snapshot | None:
             _, traces = model.encode(pad([vocab.encode(tokens)]), trace=True)
     finally:
         model.train(was_training)
-    trace = traces[0]
-    if trace.forward is None:
+    blocks = traces[0].blocks
+    if not blocks:
         return None
-    return Snapshot(event["epoch"], tokens, trace.forward.probs.mean(-1).numpy(),
-                    trace.backward.probs.mean(-1).numpy(), (trace.forward.direction, trace.backward.direction))
+    return Snapshot(event["epoch"], tokens, tuple(b.name for b in blocks),
+                    tuple(b.probs.mean(-1).numpy() for b in blocks), tuple(b.mask.numpy() for b in blocks))
 
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
