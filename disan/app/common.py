@@ -8,9 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-import disan
 from disan.explore import catalog, views
-from disan.explore.pipeline import SentenceTrace, TraceResult
+from disan.explore.pipeline import SentenceTrace, TraceResult, load
 from disan.explore.tables import trace_csv, trace_npz
 from disan.nn.checkpoint import CONFIG, resolve
 
@@ -25,7 +24,7 @@ def stamp(path) -> float:
 @st.cache_resource(max_entries=8, show_spinner="Loading the model…")
 def load_pipeline(path: str, mtime: float):
     # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
-    return disan.load(path)
+    return load(path)
 
 
 @st.cache_data(max_entries=512, show_spinner=False)

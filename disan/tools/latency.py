@@ -15,8 +15,8 @@ import time
 import plotly.io
 import torch
 
-from disan import load
 from disan.explore.catalog import list_checkpoints
+from disan.explore.pipeline import load
 from disan.explore.views import VIEWS
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "

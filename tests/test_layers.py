@@ -1,0 +1,105 @@
+"""The package's layers: every import inside ``disan`` points to a lower floor or stays in its subpackage.
+
+Floors, lowest first (a subpackage may use the floors below it, never its neighbours or those above):
+
+    1  disan.data
+    2  disan.nn
+    3  disan.explore, disan.training
+    4  disan.app, disan.tools
+    5  disan (the public API in __init__) and disan.__main__ (the command line)
+"""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "disan"
+FLOORS = {"data": 1, "nn": 2, "explore": 3, "training": 3, "app": 4, "tools": 4}
+TOP = 5
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(path: Path) -> set[str]:
+    """Every ``disan...`` module that the file imports, at module level or inside functions."""
+    found = set()
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the importing package
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module
+            found.add(target)
+            # "from disan.nn import checkpoint" imports the module disan.nn.checkpoint
+            found |= {f"{target}.{a.name}" for a in node.names}
+    known = modules()
+    return {name for name in found if name in known}
+
+
+def floor(module: str) -> tuple[int, str]:
+    """(floor, subpackage) of a module; the package root and __main__ are the top floor."""
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in FLOORS:
+        return FLOORS[parts[1]], parts[1]
+    return TOP, ""
+
+
+def test_no_import_runs_upward_or_sideways():
+    problems = []
+    for name, path in modules().items():
+        level, sub = floor(name)
+        for target in imports(path):
+            t_level, t_sub = floor(target)
+            inside = bool(sub) and t_sub == sub
+            if not inside and level < TOP and t_level >= level:
+                problems.append(f"{name} (floor {level}) imports {target} (floor {t_level})")
+    assert not problems, "\n".join(problems)
+
+
+def test_no_import_loops():
+    graph = {name: imports(path) - {name} for name, path in modules().items()}
+    # a package's __init__ is imported with any of its modules; leave those edges out of the loop search
+    graph = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
+    state: dict[str, int] = {}
+    loops = []
+
+    def visit(node, stack):
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                loops.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not loops, "\n".join(loops)
+
+
+def test_the_tree_shows_the_layers():
+    top_modules = [p.name for p in PACKAGE.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    subpackages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert len(top_modules) <= 6, top_modules
+    assert sorted(FLOORS) == subpackages  # every subpackage has a floor, and every floor a folder
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_only_the_app_layer_imports_streamlit(name):
+    for path in (PACKAGE / name).rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        uses = any(isinstance(n, (ast.Import, ast.ImportFrom)) and "streamlit" in ast.dump(n) for n in ast.walk(tree))
+        assert name == "app" or not uses, f"{path} imports streamlit"
