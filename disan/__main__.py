@@ -7,6 +7,7 @@ import json
 import sys
 
 from disan.data.loaders import SPLITS
+from disan.nn.device import DEVICES
 
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
@@ -55,6 +56,8 @@ def main(argv=None) -> int:
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--device", default="auto", choices=DEVICES,
+                    help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
     for name, (module, help_text) in FORWARDED.items():
         sub.add_parser(name, help=help_text, add_help=False)
     if argv[:1] and argv[0] in FORWARDED:  # the module's own parser takes the rest of the line
@@ -69,7 +72,7 @@ def main(argv=None) -> int:
         print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
         from disan.training.evaluate import evaluate_checkpoint
-        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir)
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device)
         if args.json:
             print(json.dumps(metrics))
         else:

@@ -4,8 +4,9 @@ import dataclasses
 import shlex
 
 import pytest
+import torch
 
-from disan.__main__ import main
+from disan.__main__ import main, run
 from disan.training import config
 from disan.training import train as train_module
 from disan.training.config import TrainConfig, parse_args, parse_command_line
@@ -103,3 +104,11 @@ def test_the_cli_records_its_command_in_the_config(monkeypatch, capsys):
     assert cfg.command == "python -m disan train --task trec --out runs/x --lr 0.001 --d-h 8 --no-phrases"
     assert parse_command_line(cfg.command) == cfg
     assert config.PROG == "python -m disan train"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+@pytest.mark.parametrize("argv", [["evaluate", "checkpoints/any", "--device", "cuda"]])
+def test_cuda_without_a_gpu_is_a_one_line_error(argv, capsys):
+    assert run(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: device 'cuda' was asked for but CUDA is not available") and err.count("\n") == 1
