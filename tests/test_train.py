@@ -12,7 +12,8 @@ import pytest
 import disan
 from disan.__main__ import main, run
 from disan.training import train as train_module
-from disan.training.jobs import Registry, _snapshot
+from disan.training.jobs import Registry
+from disan.training.probe import snapshot
 from disan.training.train import TrainConfig, improves, train
 
 from .conftest import make_model
@@ -141,13 +142,13 @@ def test_a_run_whose_every_dev_pearson_is_nan_ends_with_a_message(tmp_path, monk
 def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     model, vocab = make_model()
     model.train()
-    snap = _snapshot({"epoch": 3, "model": model, "vocab": vocab}, "The glass bottle is big")
+    snap = snapshot(model, vocab, "The glass bottle is big", 3)
     assert snap.epoch == 3 and snap.tokens == ["The", "glass", "bottle", "is", "big"]
     assert snap.forward.shape == snap.backward.shape == (5, 5) and snap.directions == ("forward", "backward")
     assert model.training
-    assert _snapshot({"epoch": 1, "model": model, "vocab": vocab}, "   ") is None  # nothing to trace
+    assert snapshot(model, vocab, "   ", 1) is None  # nothing to trace
     bilstm, vocab = make_model(encoder="bilstm")
-    assert _snapshot({"epoch": 1, "model": bilstm, "vocab": vocab}, "The glass") is None  # no DiSA blocks
+    assert snapshot(bilstm, vocab, "The glass", 1) is None  # no DiSA blocks
 
 
 def test_a_child_that_dies_without_a_word_fails_the_job_with_its_exit_code(tmp_path):
