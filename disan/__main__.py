@@ -66,10 +66,12 @@ def main(argv=None) -> int:
 
     if args.cmd == "train":
         from disan.training.config import config_from_args
+        from disan.training.distributed import World
         from disan.training.train import train
         cfg = config_from_args(train_parser, args)  # records cfg.command_line() as cfg.command
         metrics = train(cfg, progress=_progress_bar())
-        print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
+        if World.from_env().is_main:  # under torchrun, one summary for the run, not one per process
+            print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
         from disan.training.evaluate import evaluate_checkpoint
         metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device)
