@@ -17,7 +17,8 @@ REQUIRED = ["--task", "trec", "--out", "runs/x"]
 VALUES = {"task": "sick", "encoder": "bilstm", "out": "my runs/it's", "epochs": 3, "lr": 1e-3, "optimizer": "adam",
           "batch_size": 7, "dropout": 0.0, "weight_decay": 0.0, "d_h": 12, "d_fc": 5, "activation": "tanh",
           "embeddings": "/vectors/glove 840B.txt", "extra_vocab": 0, "seed": 9, "fold": 4, "phrases": False,
-          "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2, "device": "cpu"}
+          "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2, "device": "cpu", "tensorboard": False,
+          "logdir": "/tb/run 1"}
 NOT_FLAGS = ("command", "world_size")  # facts of the run, not settings
 
 
@@ -33,7 +34,7 @@ def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
     for f in dataclasses.fields(TrainConfig):
         if f.name not in NOT_FLAGS:
             assert "--" + f.name.replace("_", "-") in shown and f.metadata["help"], f.name
-    assert "--no-phrases" in shown
+    assert "--no-phrases" in shown and "--no-tensorboard" in shown
     assert "--command" not in shown and "--world-size" not in shown
     assert set(VALUES) == set(flag_fields())  # the round-trip tests below cover every field
 

@@ -64,6 +64,10 @@ class TrainConfig:
     data_dir: str | None = _field(None, "benchmark folder (default: $DISAN_DATA_DIR, else ../shared/data)")
     threads: int | None = _field(None, "torch CPU threads (default: torch's choice)")
     device: str = _field("auto", "where to train: auto is cuda when a GPU is visible, else cpu", choices=DEVICES)
+    tensorboard: bool = _field(True, "write TensorBoard event files (--no-tensorboard: none)")
+    logdir: str | None = _field(None, "folder of the run's TensorBoard event files (default: ROOT/NAME, ROOT being "
+                                      "$DISAN_LOGDIR, else runs/tensorboard, and NAME the last part of --out: "
+                                      "`tensorboard --logdir runs/tensorboard` shows every run)")
     # How the run was started, for the model card; not flags, and not part of what makes two configs equal:
     # the command line, and the number of processes (torchrun's WORLD_SIZE), which train() records.
     command: str = field(default="", compare=False)

@@ -7,8 +7,8 @@ the training set, a dev evaluation and a checkpoint when dev improved; at the en
 checkpoint is evaluated on test and saved with its model card. The helpers it calls are below it.
 
 The same code trains in one process or, started by torchrun, in several (:mod:`disan.training.distributed`):
-each process trains on its share of every global batch, and only the first writes checkpoints and
-log lines.
+each process trains on its share of every global batch, and only the first writes checkpoints, log
+lines and TensorBoard event files (:mod:`disan.training.board`).
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ from disan.nn.heads import (
     param_groups,
 )
 from disan.nn.model import DiSANConfig
+from disan.training.board import Board
 from disan.training.config import OPTIMIZERS, PROG, TrainConfig
 from disan.training.distributed import World
 from disan.training.evaluate import evaluate
@@ -62,10 +63,10 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
     "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
     "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
-    the best checkpoint. One JSON line per epoch goes to ``log``. A loss that is not a number raises
-    FloatingPointError; a run that never wrote a checkpoint raises :class:`TrainingStopped` (stopped in
-    the first epoch) or ValueError (no epoch had a dev score that is a number); a device that is not
-    there raises ValueError.
+    the best checkpoint. One JSON line per epoch goes to ``log``, and TensorBoard event files to
+    ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
+    checkpoint raises :class:`TrainingStopped` (stopped in the first epoch) or ValueError (no epoch had
+    a dev score that is a number); a device that is not there raises ValueError.
 
     Started by torchrun, every process returns the same metrics; only the first one reports progress
     and writes. ``should_stop`` is for single-process runs (the app's): the processes must not decide alone.
@@ -82,7 +83,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)  # the same in every process: the same data and the same global batches
 
-    with world.process_group():
+    with world.process_group(), Board(cfg, enabled=world.is_main) as board:
         # Data: the task's splits as token ids, a vocabulary and the word vectors to start from.
         prep = prepare_data(cfg, rng)
         # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
@@ -106,6 +107,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                 history.append(record)
                 if world.is_main:
                     print(json.dumps(record), file=log, flush=True)
+                board.epoch(record, opt.param_groups[0]["lr"], model, prep.vocab)
                 # A better dev score is saved at once, so a crash later loses nothing.
                 score = selection_metric(prep.data.kind, dev)
                 improved = improves(score, best_score)
@@ -124,8 +126,10 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
         # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
         if best_epoch == 0:
             raise no_checkpoint(prep.data.kind, history)
-        return world.from_main(
+        metrics = world.from_main(
             finish(cfg, prep, run, history, best_epoch, epoch, stopped, started, world) if world.is_main else None)
+        board.test(metrics)
+        return metrics
 
 
 @dataclass
