@@ -2,10 +2,11 @@
 from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
 
 
-def load(path, attention=None):
-    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``)."""
+def load(path, attention=None, device="cpu"):
+    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``),
+    its model on ``device`` (auto, cpu, cuda or cuda:N)."""
     from disan.explore.pipeline import load as _load
-    return _load(path, attention)
+    return _load(path, attention, device)
 
 
 __all__ = ["DiSANConfig", "DiSANEncoder", "EncoderTrace", "load"]

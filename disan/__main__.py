@@ -7,6 +7,7 @@ import json
 import sys
 
 from disan.data.loaders import SPLITS
+from disan.nn.device import DEVICES
 
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
@@ -55,6 +56,8 @@ def main(argv=None) -> int:
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--device", default="auto", choices=DEVICES,
+                    help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
     for name, (module, help_text) in FORWARDED.items():
         sub.add_parser(name, help=help_text, add_help=False)
     if argv[:1] and argv[0] in FORWARDED:  # the module's own parser takes the rest of the line
@@ -63,13 +66,15 @@ def main(argv=None) -> int:
 
     if args.cmd == "train":
         from disan.training.config import config_from_args
+        from disan.training.distributed import World
         from disan.training.train import train
         cfg = config_from_args(train_parser, args)  # records cfg.command_line() as cfg.command
         metrics = train(cfg, progress=_progress_bar())
-        print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
+        if World.from_env().is_main:  # under torchrun, one summary for the run, not one per process
+            print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
         from disan.training.evaluate import evaluate_checkpoint
-        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir)
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device)
         if args.json:
             print(json.dumps(metrics))
         else:

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 import torch
 
@@ -6,6 +8,7 @@ from disan.data.text import Vocab
 from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
+from disan.training.board import LOGDIR_ENV
 
 WORDS = "the glass bottle is big a man pouring of tea restaurant about to close biker fountain".split()
 LABELS = {"classify": ["negative", "positive", "neutral"], "pair": ["entailment", "neutral", "contradiction"],
@@ -48,3 +51,16 @@ def data_root():
         pytest.skip(f"benchmark data not available: {root} lacks {missing[0]} and {len(missing) - 1} other "
                     f"files; {hint}")
     return root
+
+
+@pytest.fixture(scope="session", autouse=True)
+def event_files_in_tmp(tmp_path_factory):
+    """Training runs write TensorBoard event files under $DISAN_LOGDIR (by default runs/tensorboard in the
+    working directory): in the tests, and in the training jobs they start, into a temporary folder instead."""
+    before = os.environ.get(LOGDIR_ENV)
+    os.environ[LOGDIR_ENV] = str(tmp_path_factory.mktemp("tensorboard"))
+    yield
+    if before is None:
+        del os.environ[LOGDIR_ENV]
+    else:
+        os.environ[LOGDIR_ENV] = before

@@ -4,8 +4,9 @@ import dataclasses
 import shlex
 
 import pytest
+import torch
 
-from disan.__main__ import main
+from disan.__main__ import main, run
 from disan.training import config
 from disan.training import train as train_module
 from disan.training.config import TrainConfig, parse_args, parse_command_line
@@ -16,11 +17,13 @@ REQUIRED = ["--task", "trec", "--out", "runs/x"]
 VALUES = {"task": "sick", "encoder": "bilstm", "out": "my runs/it's", "epochs": 3, "lr": 1e-3, "optimizer": "adam",
           "batch_size": 7, "dropout": 0.0, "weight_decay": 0.0, "d_h": 12, "d_fc": 5, "activation": "tanh",
           "embeddings": "/vectors/glove 840B.txt", "extra_vocab": 0, "seed": 9, "fold": 4, "phrases": False,
-          "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2}
+          "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2, "device": "cpu", "tensorboard": False,
+          "logdir": "/tb/run 1"}
+NOT_FLAGS = ("command", "world_size")  # facts of the run, not settings
 
 
 def flag_fields() -> list[str]:
-    return [f.name for f in dataclasses.fields(TrainConfig) if f.name != "command"]
+    return [f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_FLAGS]
 
 
 def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
@@ -29,9 +32,10 @@ def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
     assert exit_.value.code == 0
     shown = capsys.readouterr().out
     for f in dataclasses.fields(TrainConfig):
-        if f.name != "command":
+        if f.name not in NOT_FLAGS:
             assert "--" + f.name.replace("_", "-") in shown and f.metadata["help"], f.name
-    assert "--no-phrases" in shown and "--command" not in shown
+    assert "--no-phrases" in shown and "--no-tensorboard" in shown
+    assert "--command" not in shown and "--world-size" not in shown
     assert set(VALUES) == set(flag_fields())  # the round-trip tests below cover every field
 
 
@@ -103,3 +107,18 @@ def test_the_cli_records_its_command_in_the_config(monkeypatch, capsys):
     assert cfg.command == "python -m disan train --task trec --out runs/x --lr 0.001 --d-h 8 --no-phrases"
     assert parse_command_line(cfg.command) == cfg
     assert config.PROG == "python -m disan train"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+@pytest.mark.parametrize("argv", [["train", *REQUIRED, "--device", "cuda"],
+                                  ["evaluate", "checkpoints/any", "--device", "cuda"]])
+def test_cuda_without_a_gpu_is_a_one_line_error(argv, capsys):
+    assert run(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: device 'cuda' was asked for but CUDA is not available") and err.count("\n") == 1
+
+
+def test_the_device_defaults_to_auto():
+    assert parse_args(REQUIRED).device == "auto"
+    with pytest.raises(SystemExit):
+        parse_args(REQUIRED + ["--device", "tpu"])

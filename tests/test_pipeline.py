@@ -54,3 +54,21 @@ def test_the_cached_model_is_not_mutated(make_checkpoint):
     pipe.predict(["tea", "a man"])
     assert all(torch.equal(before[k], v) for k, v in pipe.model.state_dict().items())
     assert not pipe.model.training
+
+
+def test_the_model_goes_to_the_asked_device_and_results_come_back_on_the_cpu(make_checkpoint):
+    path = make_checkpoint()
+    auto = disan.load(path, device="auto")  # cuda where a GPU is visible, else the CPU
+    assert auto.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    cpu = disan.load(path, device="cpu")
+    assert cpu.device == torch.device("cpu") and disan.load(path).device == torch.device("cpu")  # the default
+    for pipe in (auto, cpu):
+        t = pipe.trace("The glass bottle is big").sentence.trace
+        assert t.forward.probs.device.type == t.encoding.device.type == t.source2token.probs.device.type == "cpu"
+    assert auto.predict(["tea"])[0].probs == pytest.approx(cpu.predict(["tea"])[0].probs, abs=1e-5)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is visible")
+def test_asking_for_cuda_without_it_is_a_clear_value_error(make_checkpoint):
+    with pytest.raises(ValueError, match="CUDA is not available.*use --device cpu or auto"):
+        disan.load(make_checkpoint(), device="cuda")

@@ -12,7 +12,8 @@ import pytest
 import disan
 from disan.__main__ import main, run
 from disan.training import train as train_module
-from disan.training.jobs import Registry, _snapshot
+from disan.training.jobs import Registry
+from disan.training.probe import snapshot
 from disan.training.train import TrainConfig, improves, train
 
 from .conftest import make_model
@@ -141,16 +142,16 @@ def test_a_run_whose_every_dev_pearson_is_nan_ends_with_a_message(tmp_path, monk
 def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     model, vocab = make_model()
     model.train()
-    snap = _snapshot({"epoch": 3, "model": model, "vocab": vocab}, "The glass bottle is big")
+    snap = snapshot(model, vocab, "The glass bottle is big", 3)
     assert snap.epoch == 3 and snap.tokens == ["The", "glass", "bottle", "is", "big"]
     assert snap.names == ("forward", "backward")
     assert [a.shape for a in snap.attention] == [(5, 5), (5, 5)]
     # the forward block's mask: j attends i < j only
     assert snap.masks[0].tolist() == [[i < j for i in range(5)] for j in range(5)]
     assert model.training
-    assert _snapshot({"epoch": 1, "model": model, "vocab": vocab}, "   ") is None  # nothing to trace
+    assert snapshot(model, vocab, "   ", 1) is None  # nothing to trace
     bilstm, vocab = make_model(encoder="bilstm")
-    assert _snapshot({"epoch": 1, "model": bilstm, "vocab": vocab}, "The glass") is None  # no DiSA blocks
+    assert snapshot(bilstm, vocab, "The glass", 1) is None  # no DiSA blocks
 
 
 def test_a_child_that_dies_without_a_word_fails_the_job_with_its_exit_code(tmp_path):

@@ -48,9 +48,8 @@ def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:
     return Encoded(columns, labels, [max(len(col[b]) for col in columns) for b in range(len(labels))])
 
 
-def batches(data: Encoded, batch_size: int, shuffle: bool,
-            rng: random.Random) -> Iterator[tuple[list[int], list[torch.Tensor], list]]:
-    """(example indices, one padded id tensor per column, labels) per batch.
+def batch_indices(data: Encoded, batch_size: int, shuffle: bool, rng: random.Random) -> list[list[int]]:
+    """The example indices of every batch, in the order they are to be used.
 
     Length-bucketed: sentences of similar length share a batch, so little is padding. Shuffled,
     the examples are sorted by length within pools of 50 batches and the batches come in random
@@ -66,5 +65,16 @@ def batches(data: Encoded, batch_size: int, shuffle: bool,
     chunks = [order[s:s + batch_size] for s in range(0, len(order), batch_size)]
     if shuffle:
         rng.shuffle(chunks)
-    for idx in chunks:
-        yield idx, [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]
+    return chunks
+
+
+def collate(data: Encoded, idx: list[int]) -> tuple[list[torch.Tensor], list]:
+    """The examples ``idx`` as one padded id tensor per column, and their labels."""
+    return [pad([col[i] for i in idx]) for col in data.columns], [data.labels[i] for i in idx]
+
+
+def batches(data: Encoded, batch_size: int, shuffle: bool,
+            rng: random.Random) -> Iterator[tuple[list[int], list[torch.Tensor], list]]:
+    """(example indices, one padded id tensor per column, labels) per batch of :func:`batch_indices`."""
+    for idx in batch_indices(data, batch_size, shuffle, rng):
+        yield idx, *collate(data, idx)

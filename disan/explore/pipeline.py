@@ -1,6 +1,7 @@
 """The public entry point: ``disan.load(path)`` -> a pipeline that predicts and traces raw text."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import torch
 from disan.data.batching import pad
 from disan.data.text import MAX_CHARS, MAX_TOKENS, check_text  # noqa: F401 (the app and tests read the limits here)
 from disan.nn import checkpoint
+from disan.nn.device import device_of
 from disan.nn.heads import relatedness_score
 from disan.nn.model import EncoderTrace
 
@@ -49,11 +51,26 @@ class TraceResult:
         return sorted({t for s in self.sentences for t in s.unknown})
 
 
+def _on_cpu(value):
+    """A tensor, or a trace dataclass of tensors, with every tensor moved to the CPU."""
+    if isinstance(value, torch.Tensor):
+        return value.cpu()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{f.name: _on_cpu(getattr(value, f.name))
+                                             for f in dataclasses.fields(value)})
+    return value
+
+
 class Pipeline:
-    """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified."""
+    """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified.
+
+    The inputs are made on the model's device; what ``predict`` and ``trace`` return is on the CPU,
+    wherever the model runs, so that the app can turn it into arrays.
+    """
 
     def __init__(self, model, vocab, config: dict, metrics: dict, path: Path | None = None):
         self.model, self.vocab, self.config, self.metrics, self.path = model, vocab, config, metrics, path
+        self.device = device_of(model)
         self.kind: str = model.cfg.kind
         self.labels: list[str] = list(config.get("labels") or [str(i) for i in range(model.cfg.n_classes)])
         self.task: str = config.get("task", "?")
@@ -78,7 +95,7 @@ class Pipeline:
         return columns
 
     def _ids(self, token_lists) -> torch.Tensor:
-        return pad([self.vocab.encode(t) for t in token_lists])
+        return pad([self.vocab.encode(t) for t in token_lists]).to(self.device)
 
     def _prediction(self, logits: torch.Tensor) -> Prediction:
         probs = logits.softmax(dim=-1).tolist()
@@ -93,7 +110,7 @@ class Pipeline:
         out = []
         for start in range(0, len(columns[0]), batch_size):
             ids = [self._ids(c[start:start + batch_size]) for c in columns]
-            out += [self._prediction(row) for row in self.model(*ids)]
+            out += [self._prediction(row) for row in self.model(*ids).cpu()]
         return out
 
     @torch.no_grad()
@@ -102,7 +119,7 @@ class Pipeline:
         tokens = check_text(text)
         ids = self._ids([tokens])
         _, tr = self.model.encode(ids, trace=True)
-        return SentenceTrace(text, tokens, ids[0].tolist(), tr[0])
+        return SentenceTrace(text, tokens, ids[0].tolist(), _on_cpu(tr[0]))
 
     @torch.no_grad()
     def trace(self, text) -> TraceResult:
@@ -111,14 +128,16 @@ class Pipeline:
         if self.is_pair and len(texts) != 2:
             raise ValueError("this is a sentence-pair model: give a (premise, hypothesis) pair")
         sentences = [self.trace_sentence(t) for t in texts]
-        logits = self.model.head(*(s.trace.encoding[None] for s in sentences))[0]
+        logits = self.model.head(*(s.trace.encoding[None].to(self.device) for s in sentences))[0].cpu()
         pred = self._prediction(logits)
         if self.is_pair:
             return TraceResult(pred, premise=sentences[0], hypothesis=sentences[1])
         return TraceResult(pred, sentence=sentences[0])
 
 
-def load(path: str | Path, attention: str | None = None) -> Pipeline:
-    """Load a checkpoint directory; raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason."""
-    model, vocab, config, metrics = checkpoint.load(path, attention)
+def load(path: str | Path, attention: str | None = None, device: str | torch.device = "cpu") -> Pipeline:
+    """Load a checkpoint directory, its model on ``device`` (auto, cpu, cuda or cuda:N; the app keeps
+    the CPU); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason, and
+    ValueError for a device that is not there."""
+    model, vocab, config, metrics = checkpoint.load(path, attention, device)
     return Pipeline(model, vocab, config, metrics, checkpoint.resolve(path))

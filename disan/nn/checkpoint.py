@@ -19,10 +19,12 @@ import os
 import shutil
 from pathlib import Path
 
+import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from disan.data.text import Vocab
+from disan.nn.device import resolve_device
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
 
@@ -128,11 +130,14 @@ def model_config(config: dict) -> ModelConfig:
         raise CheckpointError(f"config.json has an invalid model configuration: {e}") from None
 
 
-def load(path: str | Path, attention: str | None = None) -> tuple[TextModel, Vocab, dict, dict]:
+def load(path: str | Path, attention: str | None = None,
+         device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
     """Load (model in eval mode, vocab, config, metrics) without unpickling anything.
 
-    ``attention`` overrides the token2token implementation ("fast" or "dense").
+    ``attention`` overrides the token2token implementation ("fast" or "dense"); the model is put on
+    ``device`` (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N).
     """
+    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
     path = resolve(path)
     config = read_config(path)
     cfg = model_config(config)
@@ -161,7 +166,7 @@ def load(path: str | Path, attention: str | None = None) -> tuple[TextModel, Voc
                               + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
     model.load_state_dict(state)
     metrics = read_json(path / METRICS, "metrics.json") if (path / METRICS).exists() else {}
-    return model.eval(), vocab, config, metrics
+    return model.to(device).eval(), vocab, config, metrics
 
 
 def card(path: str | Path) -> str:

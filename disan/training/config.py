@@ -17,6 +17,7 @@ import torch
 
 from disan.data.loaders import TASKS
 from disan.nn.baselines import ENCODERS
+from disan.nn.device import DEVICES
 from disan.nn.model import ACTIVATIONS
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
@@ -35,7 +36,7 @@ class TrainConfig:
 
     The defaults are the paper's settings except the word vectors: GloVe 6B 50d, which ships as a
     package, instead of 840B 300d. Invalid values raise ValueError when the config is made; every
-    field but ``command`` is a flag of ``python -m disan train``, described by its ``help``.
+    field but ``command`` and ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
     task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
     encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
@@ -44,7 +45,8 @@ class TrainConfig:
     lr: float = _field(0.5, "learning rate")
     optimizer: str = _field("adadelta", "optimiser (Adadelta is the paper's; Adam, e.g. with lr 0.001, converges "
                                         "in fewer CPU epochs)", choices=tuple(OPTIMIZERS))
-    batch_size: int = _field(64, "examples per step")
+    batch_size: int = _field(64, "examples per step, over all processes together: under torchrun each of N "
+                                 "processes takes 1/N of every batch")
     dropout: float = _field(0.25, "dropout probability on the dense layers' inputs (the paper keeps 0.75 for NLI, "
                                   "0.8 for SST)")
     weight_decay: float = _field(5e-5, "L2 on the weight matrices of encoder and head (not biases or embeddings)")
@@ -61,8 +63,15 @@ class TrainConfig:
     patience: int = _field(3, "epochs without a dev improvement before stopping")
     data_dir: str | None = _field(None, "benchmark folder (default: $DISAN_DATA_DIR, else ../shared/data)")
     threads: int | None = _field(None, "torch CPU threads (default: torch's choice)")
-    # How the run was started, for the model card; not a flag, and not part of what makes two configs equal.
+    device: str = _field("auto", "where to train: auto is cuda when a GPU is visible, else cpu", choices=DEVICES)
+    tensorboard: bool = _field(True, "write TensorBoard event files (--no-tensorboard: none)")
+    logdir: str | None = _field(None, "folder of the run's TensorBoard event files (default: ROOT/NAME, ROOT being "
+                                      "$DISAN_LOGDIR, else runs/tensorboard, and NAME the last part of --out: "
+                                      "`tensorboard --logdir runs/tensorboard` shows every run)")
+    # How the run was started, for the model card; not flags, and not part of what makes two configs equal:
+    # the command line, and the number of processes (torchrun's WORLD_SIZE), which train() records.
     command: str = field(default="", compare=False)
+    world_size: int = field(default=1, compare=False)
 
     def __post_init__(self):
         for f in fields(self):

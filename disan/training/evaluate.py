@@ -13,6 +13,7 @@ from disan.data.batching import Encoded, batches, encode, tokens_of
 from disan.data.loaders import load_task
 from disan.data.text import join_pair
 from disan.nn import checkpoint
+from disan.nn.device import device_of
 from disan.nn.heads import TextModel, relatedness_score
 from disan.training.metrics import (
     classification_metrics,
@@ -23,13 +24,15 @@ from disan.training.metrics import (
 
 @torch.no_grad()
 def predict(model: TextModel, data: Encoded, batch_size: int = 128) -> np.ndarray:
-    """Predicted class index, or relatedness score, for every example in order; leaves the model in eval mode."""
+    """Predicted class index, or relatedness score, for every example in order, computed on the
+    model's device; leaves the model in eval mode."""
     model.eval()
+    device = device_of(model)
     out = np.zeros(len(data), dtype=np.float64)
     for idx, ids, _ in batches(data, batch_size, False, random.Random(0)):
-        logits = model(*ids)
+        logits = model(*(x.to(device) for x in ids))
         pred = relatedness_score(logits) if model.cfg.kind == "relatedness" else logits.argmax(dim=-1)
-        out[idx] = pred.double().numpy()
+        out[idx] = pred.double().cpu().numpy()
     return out
 
 
@@ -52,9 +55,10 @@ class Evaluation:
     kind: str                      # classify, pair or relatedness: whether the texts are pairs
 
 
-def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
-    """Metrics and a per-example table of a checkpoint on a split of the benchmark it was trained on."""
-    model, vocab, config, _ = checkpoint.load(path)
+def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu") -> Evaluation:
+    """Metrics and a per-example table of a checkpoint on a split of the benchmark it was trained on,
+    its model run on ``device`` (auto, cpu, cuda or cuda:N)."""
+    model, vocab, config, _ = checkpoint.load(path, device=device)
     tc = config.get("train_config", {})
     # phrases=False: the evaluation splits are whole sentences whatever the training used
     data = load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0), seed=tc.get("seed", 0),
@@ -79,6 +83,6 @@ def examples_table(path, split: str = "test", data_dir=None) -> Evaluation:
                       confusion(pred, gold, len(labels)), kind)
 
 
-def evaluate_checkpoint(path, split: str = "test", data_dir=None) -> dict:
+def evaluate_checkpoint(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu") -> dict:
     """The metrics of :func:`examples_table` alone (``python -m disan evaluate``)."""
-    return examples_table(path, split, data_dir).metrics
+    return examples_table(path, split, data_dir, device).metrics

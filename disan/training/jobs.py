@@ -13,28 +13,12 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 
-import numpy as np
-import torch
-
-from disan.data.batching import pad
-from disan.data.text import check_text
 from disan.training.config import TrainConfig
-
-PROBE = "The glass bottle is big"
+from disan.training.probe import PROBE, Snapshot, snapshot
 
 
 class Busy(RuntimeError):
     """Another job is running; its name is in the message."""
-
-
-@dataclass
-class Snapshot:
-    """The probe sentence's attention in each DiSA block (mean over features) after an epoch."""
-    epoch: int
-    tokens: list[str]
-    names: tuple[str, ...]             # the blocks' names, in order: ("forward", "backward"), ("diag 1", "diag 2")
-    attention: tuple[np.ndarray, ...]  # (n, n) [j, i] per block
-    masks: tuple[np.ndarray, ...]      # (n, n) bool [j, i] per block: the cells the block could attend
 
 
 @dataclass
@@ -100,28 +84,6 @@ class Job:
         return min(1.0, ((p["epoch"] - 1) + p["step"] / p["steps"]) / self.config.epochs)
 
 
-def _snapshot(event: dict, probe: str) -> Snapshot | None:
-    """Trace the probe sentence with the model as it is after this epoch; None when the probe cannot
-    be traced (too long, no words) or the encoder has no DiSA blocks to show."""
-    model, vocab = event["model"], event["vocab"]
-    try:
-        tokens = check_text(probe)
-    except ValueError:
-        return None
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            _, traces = model.encode(pad([vocab.encode(tokens)]), trace=True)
-    finally:
-        model.train(was_training)
-    blocks = traces[0].blocks
-    if not blocks:
-        return None
-    return Snapshot(event["epoch"], tokens, tuple(b.name for b in blocks),
-                    tuple(b.probs.mean(-1).numpy() for b in blocks), tuple(b.mask.numpy() for b in blocks))
-
-
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
     """Child process: train and report every step, epoch and probe snapshot."""
     from disan.training.train import train
@@ -131,7 +93,7 @@ def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -
             events.put(("step", {k: event[k] for k in ("epoch", "step", "steps", "loss", "accuracy", "eta")}))
         else:
             events.put(("epoch", {k: v for k, v in event.items() if k not in ("model", "vocab", "event")}))
-            snap = _snapshot(event, probe)
+            snap = snapshot(event["model"], event["vocab"], probe, event["epoch"])
             if snap is not None:
                 events.put(("snapshot", snap))
 

@@ -5,9 +5,14 @@ dev only, early stopping, checkpoints written atomically after every improvement
 :func:`train` reads top to bottom: prepare the data, build the model, then per epoch a pass over
 the training set, a dev evaluation and a checkpoint when dev improved; at the end the best
 checkpoint is evaluated on test and saved with its model card. The helpers it calls are below it.
+
+The same code trains in one process or, started by torchrun, in several (:mod:`disan.training.distributed`):
+each process trains on its share of every global batch, and only the first writes checkpoints, log
+lines and TensorBoard event files (:mod:`disan.training.board`).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import platform
@@ -21,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from disan.data.batching import Encoded, batches, encode, tokens_of
+from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
 from disan.data.loaders import (
     CHECKSUM_FILE,
     TaskData,
@@ -32,6 +37,7 @@ from disan.data.loaders import (
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import embedding_matrix, load_glove
 from disan.nn import checkpoint
+from disan.nn.device import describe
 from disan.nn.heads import (
     ModelConfig,
     TextModel,
@@ -40,7 +46,9 @@ from disan.nn.heads import (
     param_groups,
 )
 from disan.nn.model import DiSANConfig
-from disan.training.config import OPTIMIZERS, TrainConfig
+from disan.training.board import Board
+from disan.training.config import OPTIMIZERS, PROG, TrainConfig
+from disan.training.distributed import World
 from disan.training.evaluate import evaluate
 
 
@@ -55,53 +63,73 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
     "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
     "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
-    the best checkpoint. One JSON line per epoch goes to ``log``. A loss that is not a number raises
-    FloatingPointError; a run that never wrote a checkpoint raises :class:`TrainingStopped` (stopped in
-    the first epoch) or ValueError (no epoch had a dev score that is a number).
+    the best checkpoint. One JSON line per epoch goes to ``log``, and TensorBoard event files to
+    ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
+    checkpoint raises :class:`TrainingStopped` (stopped in the first epoch) or ValueError (no epoch had
+    a dev score that is a number); a device that is not there raises ValueError.
+
+    Started by torchrun, every process returns the same metrics; only the first one reports progress
+    and writes. ``should_stop`` is for single-process runs (the app's): the processes must not decide alone.
     """
     started = time.time()
-    emit = progress or (lambda event: None)
+    world = World.from_env(cfg.device)
+    if cfg.batch_size < world.size:
+        raise ValueError(f"the batch size {cfg.batch_size} is the global batch: it must be at least the "
+                         f"{world.size} processes")
+    cfg = dataclasses.replace(cfg, world_size=world.size)  # recorded in the checkpoint's train_config
+    emit = progress if progress and world.is_main else (lambda event: None)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
+    rng = random.Random(cfg.seed)  # the same in every process: the same data and the same global batches
 
-    # Data: the task's splits as token ids, a vocabulary and the word vectors to start from.
-    prep = prepare_data(cfg, rng)
-    # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
-    model = build_model(cfg, prep)
-    opt = OPTIMIZERS[cfg.optimizer](param_groups(model, cfg.weight_decay), lr=cfg.lr)
-    run = RunInfo.of(cfg, prep, model)
+    with world.process_group(), Board(cfg, enabled=world.is_main) as board:
+        # Data: the task's splits as token ids, a vocabulary and the word vectors to start from.
+        prep = prepare_data(cfg, rng)
+        # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
+        model = build_model(cfg, prep).to(world.device)
+        opt = OPTIMIZERS[cfg.optimizer](param_groups(model, cfg.weight_decay), lr=cfg.lr)
+        net = world.wrap(model)  # what the steps train: the model, or the model in DistributedDataParallel
+        if world.distributed:
+            torch.manual_seed(cfg.seed + world.rank)  # the same weights, but not the same dropout masks
+        run = RunInfo.of(cfg, prep, model, world)
 
-    history: list[dict] = []
-    best_score, best_epoch, epoch, stopped = -math.inf, 0, 0, None
-    try:
-        for epoch in range(1, cfg.epochs + 1):
-            # One pass over the training set, reporting every step.
-            record = {"epoch": epoch, **run_epoch(model, opt, prep, cfg, epoch, rng, emit, should_stop)}
-            # Dev evaluation: the only data model selection ever sees.
-            dev = evaluate(model, prep.splits["dev"])
-            record.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)})
-            history.append(record)
-            print(json.dumps(record), file=log, flush=True)
-            # A better dev score is saved at once, so a crash later loses nothing.
-            score = selection_metric(prep.data.kind, dev)
-            improved = improves(score, best_score)
-            if improved:
-                best_score, best_epoch = score, epoch
-                checkpoint.save(cfg.out, model, prep.vocab, run.meta,
-                                {**run.info, "dev": dev, "best_epoch": epoch, "history": history})
-            emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
-            # Early stopping.
-            if epoch - best_epoch >= cfg.patience:
-                break
-    except TrainingStopped:
-        stopped = f"stopped by the user during epoch {epoch}"
+        history: list[dict] = []
+        best_score, best_epoch, epoch, stopped = -math.inf, 0, 0, None
+        try:
+            for epoch in range(1, cfg.epochs + 1):
+                # One pass over the training set, reporting every step.
+                record = {"epoch": epoch, **run_epoch(net, opt, prep, cfg, epoch, rng, emit, should_stop, world)}
+                # Dev evaluation: the only data model selection ever sees. The main process evaluates
+                # and tells the others, so that every process takes the same decisions below.
+                dev = world.from_main(evaluate(model, prep.splits["dev"]) if world.is_main else None)
+                record.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)})
+                history.append(record)
+                if world.is_main:
+                    print(json.dumps(record), file=log, flush=True)
+                board.epoch(record, opt.param_groups[0]["lr"], model, prep.vocab)
+                # A better dev score is saved at once, so a crash later loses nothing.
+                score = selection_metric(prep.data.kind, dev)
+                improved = improves(score, best_score)
+                if improved:
+                    best_score, best_epoch = score, epoch
+                    if world.is_main:
+                        checkpoint.save(cfg.out, model, prep.vocab, run.meta,
+                                        {**run.info, "dev": dev, "best_epoch": epoch, "history": history})
+                emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
+                # Early stopping.
+                if epoch - best_epoch >= cfg.patience:
+                    break
+        except TrainingStopped:
+            stopped = f"stopped by the user during epoch {epoch}"
 
-    # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
-    if best_epoch == 0:
-        raise no_checkpoint(prep.data.kind, history)
-    return finish(cfg, prep, run, history, best_epoch, epoch, stopped, started)
+        # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
+        if best_epoch == 0:
+            raise no_checkpoint(prep.data.kind, history)
+        metrics = world.from_main(
+            finish(cfg, prep, run, history, best_epoch, epoch, stopped, started, world) if world.is_main else None)
+        board.test(metrics)
+        return metrics
 
 
 @dataclass
@@ -155,32 +183,47 @@ class RunInfo:
     n_params: int   # without the embeddings, as the paper counts
 
     @classmethod
-    def of(cls, cfg: TrainConfig, prep: Prepared, model: TextModel) -> RunInfo:
+    def of(cls, cfg: TrainConfig, prep: Prepared, model: TextModel, world: World) -> RunInfo:
         n_params = count_parameters(model) - count_parameters(model.embed)
         data = prep.data
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
                 "n_params": n_params}
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
                 "n_params": n_params,
-                "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}"}
+                "machine": machine(world)}
         return cls(meta, info, n_params)
 
 
-def run_epoch(model: TextModel, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, epoch: int,
-              rng: random.Random, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None) -> dict:
+def machine(world: World) -> str:
+    """What the run trained on, for the metrics and the model card."""
+    processes = f" × {world.size} processes" if world.distributed else ""
+    return (f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+            f"{describe(world.device)}{processes}")
+
+
+def run_epoch(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, epoch: int,
+              rng: random.Random, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None,
+              world: World) -> dict:
     """One shuffled pass over the training set: its mean loss, its accuracy (not for relatedness) and duration.
 
-    Emits a step event after every step; raises :class:`TrainingStopped` when ``should_stop()`` says so.
+    Every process draws the same global batches of ``cfg.batch_size`` and trains on its share of each;
+    a last batch smaller than the number of processes (at most N - 1 examples) is left out by all, so
+    that every process takes the same steps. Loss and accuracy are over all processes' examples. Emits
+    a step event (this process's figures so far) after every step; raises :class:`TrainingStopped`
+    when ``should_stop()`` says so.
     """
-    model.train()
+    net.train()
     kind, train_split = prep.data.kind, prep.splits["train"]
-    steps = math.ceil(len(train_split) / cfg.batch_size)
+    chunks = [b for b in batch_indices(train_split, cfg.batch_size, True, rng) if len(b) >= world.size]
+    steps = len(chunks)
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
-    for step, (_, ids, labels) in enumerate(batches(train_split, cfg.batch_size, True, rng), 1):
+    for step, chunk in enumerate(chunks, 1):
         if should_stop and should_stop():
             raise TrainingStopped()
+        idx = world.share(chunk)
+        ids, labels = collate(train_split, idx)
         try:
-            loss, right = train_step(model, opt, kind, ids, labels)
+            loss, right = train_step(net, opt, kind, ids, labels, world, len(idx) * world.size / len(chunk))
         except FloatingPointError as e:
             raise FloatingPointError(f"{e} at epoch {epoch}, step {step}; try a smaller learning rate") from None
         seen += len(labels)
@@ -190,25 +233,31 @@ def run_epoch(model: TextModel, opt: torch.optim.Optimizer, prep: Prepared, cfg:
         emit({"event": "step", "epoch": epoch, "step": step, "steps": steps, "loss": loss_sum / seen,
               "accuracy": correct / seen if kind != "relatedness" else None,
               "eta": elapsed / step * (steps - step)})
+    loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
     if kind != "relatedness":
         out["train_accuracy"] = correct / seen
     return {**out, "epoch_seconds": time.time() - t0}
 
 
-def train_step(model: TextModel, opt: torch.optim.Optimizer, kind: str, ids: list[torch.Tensor],
-               labels: list) -> tuple[float, int]:
-    """One optimiser step on a batch: (its loss, its correct predictions; 0 for relatedness).
+def train_step(net: torch.nn.Module, opt: torch.optim.Optimizer, kind: str, ids: list[torch.Tensor],
+               labels: list, world: World, weight: float = 1.0) -> tuple[float, int]:
+    """One optimiser step on this process's share of a batch, on the world's device: (the share's
+    mean loss, its correct predictions; 0 for relatedness).
 
-    Raises FloatingPointError before the step when the loss is not a finite number.
+    ``weight`` is the share's size times the number of processes over the global batch's size: the
+    gradient of the weighted loss, averaged over the processes by DistributedDataParallel, is the
+    gradient of the global batch's mean loss even when the shares differ in size (1 in one process).
+    Raises FloatingPointError before the step, in every process, when a loss is not a finite number.
     """
-    y = targets(kind, labels)
-    logits = model(*ids)
+    y = targets(kind, labels).to(world.device)
+    logits = net(*(x.to(world.device) for x in ids))
     loss = loss_fn(kind, logits, y)
-    if not torch.isfinite(loss):
-        raise FloatingPointError(f"the loss became {loss.item()}")
+    finite = bool(torch.isfinite(loss))
+    if not world.all_true(finite):
+        raise FloatingPointError(f"the loss became {loss.item() if not finite else 'not a number in another process'}")
     opt.zero_grad(set_to_none=True)
-    loss.backward()
+    (loss * weight).backward()
     opt.step()
     right = int((logits.argmax(-1) == y).sum()) if kind != "relatedness" else 0
     return loss.item(), right
@@ -241,10 +290,10 @@ def no_checkpoint(kind: str, history: list[dict]) -> Exception:
 
 
 def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], best_epoch: int, epochs_run: int,
-           stopped: str | None, started: float) -> dict:
-    """Reload the best checkpoint, evaluate it on dev and test, and save it again with these
-    metrics and its model card; returns the metrics."""
-    model, _, _, _ = checkpoint.load(cfg.out)
+           stopped: str | None, started: float, world: World) -> dict:
+    """Reload the best checkpoint on the world's device, evaluate it on dev and test, and save it
+    again with these metrics and its model card; returns the metrics."""
+    model, _, _, _ = checkpoint.load(cfg.out, device=world.device)
     metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
                "best_epoch": best_epoch, "epochs_run": epochs_run, "history": history, "stopped": stopped,
                "train_seconds": time.time() - started}
@@ -284,7 +333,15 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
              f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",
              f"- data checksums: {json.dumps(metrics.get('data_sha256', {}))}",
-             "", "Reproduce:", "", f"    {cfg.command or cfg.command_line()}", ""]
+             "", "Reproduce:", "", f"    {reproduce(cfg)}", ""]
     return "\n".join(lines)
+
+
+def reproduce(cfg: TrainConfig) -> str:
+    """The command that made the run: the same flags, started by torchrun when it had several processes."""
+    line = cfg.command or cfg.command_line()
+    if cfg.world_size > 1:
+        line = f"torchrun --nproc_per_node {cfg.world_size} -m disan train{line[len(PROG):]}"
+    return line
 
 
