@@ -1,4 +1,6 @@
 """The DiSAN core against the literal equations in tests/reference.py."""
+import math
+
 import pytest
 import torch
 
@@ -128,6 +130,12 @@ def test_fast_kernel_in_float32_within_1e5_of_float64_reference():
     g = torch.randn_like(s64)
     for a, b in zip(torch.autograd.grad(s64, args64, g), torch.autograd.grad(s32, args32, g.float())):
         assert torch.allclose(b.double(), a, atol=1e-5)
+
+
+@pytest.mark.parametrize("c", [0.0, -5.0, math.inf, math.nan])
+def test_c_must_be_finite_and_positive(c):
+    with pytest.raises(ValueError, match="c .* finite number > 0"):
+        DiSANConfig(c=c)
 
 
 @pytest.mark.parametrize("direction,later", [("forward", True), ("backward", False)])

@@ -6,6 +6,7 @@ columns = the attended token i (see :mod:`disan.nn.masks`).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -34,6 +35,9 @@ class DiSANConfig:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, not {self.activation!r}")
         if self.attention not in ("fast", "dense"):
             raise ValueError(f"attention must be 'fast' or 'dense', not {self.attention!r}")
+        if not (isinstance(self.c, (int, float)) and math.isfinite(self.c) and self.c > 0):
+            raise ValueError(f"c (the tanh scale of the token2token logits) must be a finite number > 0, "
+                             f"not {self.c!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), not {self.dropout}")
         if min(self.d_e, self.d_h) < 1:
