@@ -2,10 +2,13 @@
 from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
 
 
-def load(path, attention=None):
-    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``)."""
+def load(path, kernel=None):
+    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``).
+
+    ``kernel`` overrides the checkpoint's token2token path (see :mod:`disan.nn.kernels`).
+    """
     from disan.explore.pipeline import load as _load
-    return _load(path, attention)
+    return _load(path, kernel)
 
 
 __all__ = ["DiSANConfig", "DiSANEncoder", "EncoderTrace", "load"]
