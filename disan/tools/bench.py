@@ -10,8 +10,8 @@ A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextM
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
 ``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with kernel
 "auto": the C++ kernel, or what DISAN_KERNEL names), ``eager`` (DiSAN with the eager kernel),
-``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). Times are medians over
-several steps after warm-up.
+``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the
+kernel each DiSAN model ran on. Times are medians over several steps after warm-up.
 
 Each (model, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
 /proc/self/status) is that configuration's alone. The memory table gives the peak minus the
@@ -181,8 +181,13 @@ def run_table(args) -> None:
             return f"{rb['skipped'] * 1024 / used:.0f}x (est.)"
         return f"{(rb['peak_mb'] - rb['base_mb']) / used:.1f}x"
 
-    print("\nTraining step: sentences/s (ms per step)\n")
-    print("| n | " + " | ".join(models) + " | fast/reference | fast/bilstm |")
+    def header(name):
+        """The model's name, with the kernel(s) its steps ran on for a DiSAN model."""
+        ran = sorted({r["kernel"] for (m, _), r in results.items() if m == name and r.get("kernel", "-") != "-"})
+        return f"{name} [{', '.join(ran)}]" if ran else name
+
+    print("\nTraining step: sentences/s (ms per step); [the token2token kernel that ran]\n")
+    print("| n | " + " | ".join(map(header, models)) + " | fast/reference | fast/bilstm |")
     print("|---" * (len(models) + 3) + "|")
     for n in sizes:
         print(f"| {n} | " + " | ".join(cell(m, n, "speed") for m in models)
@@ -194,8 +199,6 @@ def run_table(args) -> None:
     for n in sizes:
         print(f"| {n} | " + " | ".join(cell(m, n, "memory") for m in models)
               + f" | {ratio('fast', 'reference', n, memory=True)} |")
-    ran = {r["kernel"] for r in results.values() if r.get("kernel", "-") != "-"}
-    print(f"\nfast/eager DiSAN ran on kernel(s): {', '.join(sorted(ran)) or '-'}")
 
     trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
     print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
