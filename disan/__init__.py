@@ -2,11 +2,14 @@
 from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
 
 
-def load(path, attention=None, device="cpu"):
-    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``),
-    its model on ``device`` (auto, cpu, cuda or cuda:N)."""
+def load(path, kernel=None, device="cpu"):
+    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``).
+
+    ``kernel`` overrides the checkpoint's token2token path (see :mod:`disan.nn.kernels`); the model
+    runs on ``device`` (auto, cpu, cuda or cuda:N).
+    """
     from disan.explore.pipeline import load as _load
-    return _load(path, attention, device)
+    return _load(path, kernel, device)
 
 
 __all__ = ["DiSANConfig", "DiSANEncoder", "EncoderTrace", "load"]

@@ -1,6 +1,7 @@
 import json
 import os
 import pickle
+from pathlib import Path
 
 import pytest
 import torch
@@ -106,3 +107,34 @@ def test_interrupted_swap_leaves_a_loadable_checkpoint(make_checkpoint, monkeypa
     loaded, *_ = checkpoint.load(path)  # falls back to the previous checkpoint
     original, _ = make_model("classify", seed=0)
     assert torch.equal(loaded.encoder.fw.w1.weight, original.encoder.fw.w1.weight)
+
+
+@pytest.mark.parametrize("old,kernel", [("fast", "auto"), ("dense", "dense")])
+def test_configs_that_name_the_attention_still_load(make_checkpoint, old, kernel):
+    """Checkpoints written before DiSANConfig.kernel say "attention": "fast" or "dense"."""
+    path = make_checkpoint()
+    config = json.loads((path / checkpoint.CONFIG).read_text())
+    encoder = config["model"]["encoder_cfg"]
+    del encoder["kernel"]
+    encoder["attention"] = old
+    (path / checkpoint.CONFIG).write_text(json.dumps(config))
+    model, *_ = checkpoint.load(path)
+    assert model.cfg.encoder_cfg.kernel == kernel and model.encoder.fw.kernel == kernel
+
+
+def test_the_shipped_checkpoints_load():
+    root = Path(__file__).parents[1] / "checkpoints"
+    shipped = sorted(p for p in root.glob("*") if (p / checkpoint.CONFIG).is_file())
+    if not shipped:
+        pytest.skip("no checkpoints in this checkout")
+    for path in shipped:
+        model, *_ = checkpoint.load(path)
+        assert model.cfg.encoder_cfg.kernel == "auto", path
+
+
+def test_load_overrides_the_kernel(make_checkpoint):
+    path = make_checkpoint()
+    model, *_ = checkpoint.load(path, kernel="eager")
+    assert model.cfg.encoder_cfg.kernel == "eager" and model.encoder.bw.kernel == "eager"
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        checkpoint.load(path, kernel="fast")

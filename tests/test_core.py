@@ -1,10 +1,13 @@
 """The DiSAN core against the literal equations in tests/reference.py."""
+import math
+import shutil
+
 import pytest
 import torch
 
 from disan.nn.attention import masked_softmax, token2token_dense
 from disan.nn.baselines import ENCODERS, build_encoder
-from disan.nn.fast import token2token_fast
+from disan.nn.kernels import token2token
 from disan.nn.heads import (
     ModelConfig,
     TextModel,
@@ -24,6 +27,9 @@ from disan.nn.model import DiSANConfig, DiSANEncoder
 from . import reference
 
 
+CPP = pytest.param("cpp", marks=pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler"))
+
+
 @pytest.fixture(autouse=True)
 def _float64():
     """The equations are checked in float64, where allclose's default tolerance is meaningful."""
@@ -32,9 +38,9 @@ def _float64():
     torch.set_default_dtype(torch.float32)
 
 
-def tiny_encoder(attention="dense", activation="elu", d_e=4, d_h=3, seed=0, directions=("forward", "backward")):
+def tiny_encoder(kernel="dense", activation="elu", d_e=4, d_h=3, seed=0, directions=("forward", "backward")):
     torch.manual_seed(seed)
-    enc = DiSANEncoder(DiSANConfig(d_e=d_e, d_h=d_h, activation=activation, attention=attention,
+    enc = DiSANEncoder(DiSANConfig(d_e=d_e, d_h=d_h, activation=activation, kernel=kernel,
                                    directions=directions, dropout=0.0))
     # non-zero biases so that every term of the equations is exercised
     for p in enc.parameters():
@@ -59,9 +65,9 @@ def test_masks_follow_the_axis_convention():
 
 
 @pytest.mark.parametrize("activation", ["elu", "relu"])
-@pytest.mark.parametrize("attention", ["dense", "fast"])
-def test_encoder_matches_the_literal_equations(attention, activation):
-    enc = tiny_encoder(attention, activation, d_e=4, d_h=3)
+@pytest.mark.parametrize("kernel", ["dense", CPP, "eager"])
+def test_encoder_matches_the_literal_equations(kernel, activation):
+    enc = tiny_encoder(kernel, activation, d_e=4, d_h=3)
     x = torch.randn(2, 5, 4, requires_grad=True)
     pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
     out = enc(x, pad)
@@ -88,7 +94,7 @@ def test_encoder_matches_the_literal_equations(attention, activation):
 
 
 def test_diag_disabled_blocks_match_the_literal_equations():
-    enc = tiny_encoder("fast", directions=("diag", "diag"))
+    enc = tiny_encoder("auto", directions=("diag", "diag"))
     x = torch.randn(1, 4, 4)
     first, second, _, ref_out = reference.disan(enc, x[0], 4)
     _, tr = enc(x, torch.ones(1, 4, dtype=torch.bool), trace=True)
@@ -143,8 +149,9 @@ def test_the_trace_keeps_the_mask_each_block_used_padding_included(name, allowed
             assert torch.equal(cut.mask, block.mask[b, :n, :n])
 
 
+@pytest.mark.parametrize("kernel", [CPP, "eager"])
 @pytest.mark.parametrize("structure", ["forward", "backward", "diag", "random"])
-def test_fast_kernel_equals_dense_in_values_and_gradients(structure):
+def test_faster_kernels_equal_dense_in_values_and_gradients(kernel, structure):
     torch.manual_seed(1)
     B, n, d = 3, 9, 4
     args = [torch.randn(B, n, d, requires_grad=True) for _ in range(3)]
@@ -155,30 +162,81 @@ def test_fast_kernel_equals_dense_in_values_and_gradients(structure):
         structure = torch.rand(B, n, n) > 0.6
     mask = attention_mask(pad, structure)
     s_ref, _ = token2token_dense(*args, mask)
-    s_fast = token2token_fast(*args, mask)
+    s_fast, _ = token2token(*args, mask, kernel=kernel)
     assert torch.allclose(s_ref, s_fast)
     g = torch.randn_like(s_ref)
     for a, b in zip(torch.autograd.grad(s_ref, args, g), torch.autograd.grad(s_fast, args, g)):
         assert torch.allclose(a, b)
-    assert torch.autograd.gradcheck(lambda *a: token2token_fast(*a, mask), args)
+    assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, kernel=kernel)[0], args)
 
 
-def test_fast_kernel_in_float32_within_1e5_of_float64_reference():
+@pytest.mark.parametrize("kernel", [CPP, "eager"])
+def test_faster_kernels_in_float32_within_1e5_of_float64_reference(kernel):
     torch.manual_seed(2)
     args64 = [torch.randn(4, 30, 16, requires_grad=True) for _ in range(3)]
     args32 = [a.detach().float().requires_grad_() for a in args64]
     mask = attention_mask(torch.ones(4, 30, dtype=torch.bool), "forward")
     s64, _ = token2token_dense(*args64, mask)
-    s32 = token2token_fast(*args32, mask)
+    s32, _ = token2token(*args32, mask, kernel=kernel)
     assert torch.allclose(s32.double(), s64, atol=1e-5)
     g = torch.randn_like(s64)
     for a, b in zip(torch.autograd.grad(s64, args64, g), torch.autograd.grad(s32, args32, g.float())):
         assert torch.allclose(b.double(), a, atol=1e-5)
 
 
+@pytest.mark.parametrize("kernel", ["dense", CPP, "eager"])
+def test_training_keeps_nothing_of_size_n2_d_for_backward(kernel):
+    """Every tensor saved for the backward pass of a training forward: only dense keeps a (B, n, n, d) one."""
+    B, n, d = 2, 7, 5
+    enc = DiSANEncoder(DiSANConfig(d_e=4, d_h=d, kernel=kernel, dropout=0.25)).train()
+    x = torch.randn(B, n, 4, requires_grad=True)
+    pad = torch.ones(B, n, dtype=torch.bool)
+    pad[1, 4:] = False
+    saved = []
+
+    def pack(t):
+        saved.append(tuple(t.shape))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = enc(x, pad)
+    out.sum().backward()  # the graph is complete and runs
+    assert saved and x.grad is not None
+    plane = [shape for shape in saved if math.prod(shape) >= n * n * d]
+    if kernel == "dense":
+        assert (B, n, n, d) in plane
+    else:
+        assert plane == [], plane
+
+
+@pytest.mark.parametrize("kernel", [CPP, "eager"])
+def test_the_trace_gives_the_encoding_of_the_kernel(kernel):
+    """trace=True runs the dense path (it needs P); its encoding is what the kernel computes."""
+    enc = tiny_encoder(kernel, d_e=4, d_h=6, seed=4)
+    x = torch.randn(3, 7, 4)
+    pad = torch.ones(3, 7, dtype=torch.bool)
+    pad[1, 3:] = False
+    pad[2, 1:] = False
+    out = enc(x, pad)
+    traced, tr = enc(x, pad, trace=True)
+    assert tr.forward.probs.shape == (3, 7, 7, 6)
+    assert torch.allclose(traced, out) and torch.allclose(tr.encoding, out)
+
+
+@pytest.mark.parametrize("c", [0.0, -5.0, math.inf, math.nan])
+def test_c_must_be_finite_and_positive(c):
+    with pytest.raises(ValueError, match="c .* finite number > 0"):
+        DiSANConfig(c=c)
+
+
+def test_unknown_kernel_is_rejected_by_the_config():
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        DiSANConfig(kernel="fast")
+
+
 @pytest.mark.parametrize("direction,later", [("forward", True), ("backward", False)])
 def test_direction_hides_the_other_side(direction, later):
-    enc = tiny_encoder("fast")
+    enc = tiny_encoder("auto")
     block = enc.fw if direction == "forward" else enc.bw
     x = torch.randn(1, 6, 4)
     pos = 3

@@ -135,9 +135,10 @@ class Pipeline:
         return TraceResult(pred, sentence=sentences[0])
 
 
-def load(path: str | Path, attention: str | None = None, device: str | torch.device = "cpu") -> Pipeline:
+def load(path: str | Path, kernel: str | None = None, device: str | torch.device = "cpu") -> Pipeline:
     """Load a checkpoint directory, its model on ``device`` (auto, cpu, cuda or cuda:N; the app keeps
-    the CPU); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason, and
-    ValueError for a device that is not there."""
-    model, vocab, config, metrics = checkpoint.load(path, attention, device)
+    the CPU), ``kernel`` overriding its token2token path (see :mod:`disan.nn.kernels`); raises
+    :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason, and ValueError for a
+    device that is not there."""
+    model, vocab, config, metrics = checkpoint.load(path, kernel, device)
     return Pipeline(model, vocab, config, metrics, checkpoint.resolve(path))

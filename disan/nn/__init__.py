@@ -1,5 +1,5 @@
-"""Floor 2, the model: masks, attention (dense reference and fast kernels), DiSA and DiSAN, the
-Table 1 baselines, task heads and checkpoints.
+"""Floor 2, the model: masks, attention (the dense reference) and its faster kernels, DiSA and
+DiSAN, the Table 1 baselines, task heads and checkpoints.
 
 Imports only :mod:`disan.data` (the vocabulary a checkpoint carries).
 """

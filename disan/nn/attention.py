@@ -2,8 +2,8 @@
 
 Shapes follow :mod:`disan.nn.masks`: probabilities are (B, n_query j, n_key i, d).
 The dense functions here materialise the (B, n, n, d) tensors and return the
-probabilities, so they serve the trace and are the reference that the fast
-kernel in :mod:`disan.nn.fast` is tested against.
+probabilities, so they serve the trace and are the reference that the faster
+kernels in :mod:`disan.nn.kernels` are tested against.
 """
 from __future__ import annotations
 

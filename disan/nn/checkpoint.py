@@ -122,27 +122,35 @@ def read_config(path: str | Path) -> dict:
 
 
 def model_config(config: dict) -> ModelConfig:
+    """The model configuration of a config.json; raises :class:`CheckpointError` if it is invalid."""
     try:
         fields = dict(config["model"])
-        fields["encoder_cfg"] = DiSANConfig(**fields["encoder_cfg"])
+        encoder = dict(fields["encoder_cfg"])
+        if "attention" in encoder:
+            # Checkpoints written before DiSANConfig.kernel name the path "attention": "fast" (the
+            # kernel that DISAN_KERNEL picked, now "auto") or "dense" (the same name now).
+            old = encoder.pop("attention")
+            encoder.setdefault("kernel", "auto" if old == "fast" else old)
+        fields["encoder_cfg"] = DiSANConfig(**encoder)
         return ModelConfig(**fields)
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"config.json has an invalid model configuration: {e}") from None
 
 
-def load(path: str | Path, attention: str | None = None,
+def load(path: str | Path, kernel: str | None = None,
          device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
     """Load (model in eval mode, vocab, config, metrics) without unpickling anything.
 
-    ``attention`` overrides the token2token implementation ("fast" or "dense"); the model is put on
-    ``device`` (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N).
+    ``kernel`` overrides the token2token path of the checkpoint's configuration (see
+    :mod:`disan.nn.kernels`: "auto", "cpp", "eager" or "dense"); the model is put on ``device``
+    (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N).
     """
     device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
     path = resolve(path)
     config = read_config(path)
     cfg = model_config(config)
-    if attention is not None:
-        cfg.encoder_cfg.attention = attention
+    if kernel is not None:
+        cfg.encoder_cfg = dataclasses.replace(cfg.encoder_cfg, kernel=kernel)  # validated like the rest
     try:
         vocab = Vocab.from_json(read_json(path / VOCAB, "vocab.json"))
     except (KeyError, TypeError, ValueError) as e:

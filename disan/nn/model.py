@@ -6,14 +6,15 @@ columns = the attended token i (see :mod:`disan.nn.masks`).
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
-from disan.nn.attention import C_SCALE, source2token_probs, token2token_dense
-from disan.nn.fast import token2token_fast
+from disan.nn.attention import C_SCALE, source2token_probs
+from disan.nn.kernels import KERNELS, token2token
 from disan.nn.masks import attention_mask
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
@@ -27,14 +28,17 @@ class DiSANConfig:
     dropout: float = 0.25       # on the inputs of dense layers (keep prob 0.75)
     c: float = C_SCALE          # scale of the tanh in the token2token logits
     directions: tuple[str, str] = ("forward", "backward")  # ("diag", "diag"): DiSAN without directions
-    attention: str = "fast"     # "fast" (disan.fast) or "dense" (materialises P; the reference)
+    kernel: str = "auto"        # token2token path: "auto", "cpp", "eager" or "dense" (see disan.nn.kernels)
 
     def __post_init__(self):
         self.directions = tuple(self.directions)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, not {self.activation!r}")
-        if self.attention not in ("fast", "dense"):
-            raise ValueError(f"attention must be 'fast' or 'dense', not {self.attention!r}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {KERNELS}, not {self.kernel!r}")
+        if not (isinstance(self.c, (int, float)) and math.isfinite(self.c) and self.c > 0):
+            raise ValueError(f"c (the tanh scale of the token2token logits) must be a finite number > 0, "
+                             f"not {self.c!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), not {self.dropout}")
         if min(self.d_e, self.d_h) < 1:
@@ -133,7 +137,7 @@ class DiSA(nn.Module):
 
     def __init__(self, cfg: DiSANConfig, direction: str, name: str | None = None):
         super().__init__()
-        self.direction, self.c, self.attention = direction, cfg.c, cfg.attention
+        self.direction, self.c, self.kernel = direction, cfg.c, cfg.kernel
         d = cfg.d_h
         self.fc_h = Dense(cfg.d_e, d, cfg.activation, cfg.dropout)           # W_h, b_h
         self.drop = Dropout(cfg.dropout)
@@ -150,11 +154,7 @@ class DiSA(nn.Module):
         mask = attention_mask(pad_mask, self.direction)              # (B, n, n)
         h_dp = self.drop(h)
         key, query = self.w1(h_dp), self.w2(h_dp) + self.b1          # (B, n, d)
-        probs = None
-        if trace or self.attention == "dense":
-            s, probs = token2token_dense(key, query, h, mask, self.c)  # (B, n, d), (B, n, n, d)
-        else:
-            s = token2token_fast(key, query, h, mask, self.c)
+        s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace)  # (B, n, d), P or None
         gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
         u = (gate * h + (1 - gate) * s) * pad_mask[..., None]       # padded tokens output 0
         if not trace:

@@ -8,10 +8,10 @@
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
-``reference`` (DiSAN with the dense attention), ``fast`` (DiSAN with disan.fast, the kernel
-DISAN_KERNEL selects), ``eager`` (DiSAN with disan.fast's eager path), ``bilstm`` and
-``multihead`` (the Table 1 baselines with source2token). Times are medians over several steps
-after warm-up.
+``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with kernel
+"auto": the C++ kernel, or what DISAN_KERNEL names), ``eager`` (DiSAN with the eager kernel),
+``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the
+kernel each DiSAN model ran on. Times are medians over several steps after warm-up.
 
 Each (model, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
 /proc/self/status) is that configuration's alone. The memory table gives the peak minus the
@@ -32,19 +32,19 @@ import time
 import torch
 from torch.nn import functional as F
 
-from disan.nn import fast
+from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
-MODELS = {  # name -> (encoder, attention, DISAN_KERNEL)
-    "reference": ("disan", "dense", None),
-    "fast": ("disan", "fast", None),
-    "eager": ("disan", "fast", "eager"),
-    "bilstm": ("bilstm", "fast", None),
-    "multihead": ("multihead", "fast", None),
+MODELS = {  # name -> (encoder, DiSANConfig.kernel)
+    "reference": ("disan", "dense"),
+    "fast": ("disan", "auto"),
+    "eager": ("disan", "eager"),
+    "bilstm": ("bilstm", "auto"),
+    "multihead": ("multihead", "auto"),
 }
 # (B, n, n, d) float32 tensors that a dense DiSAN step holds at its peak: measured with this
 # benchmark, the peak above the model was 1.5 GB at n = 40 and 5.3 GB at n = 80 (about 10 such
@@ -84,9 +84,9 @@ def _resident_mb(device: str) -> tuple[float, float]:
 
 
 def build_model(name: str, device: str) -> TextModel:
-    encoder, attention, _ = MODELS[name]
+    encoder, kernel = MODELS[name]
     cfg = ModelConfig(vocab_size=VOCAB, n_classes=CLASSES, encoder=encoder,
-                      encoder_cfg=DiSANConfig(d_e=DIM, d_h=DIM, attention=attention))
+                      encoder_cfg=DiSANConfig(d_e=DIM, d_h=DIM, kernel=kernel))
     return TextModel(cfg).to(device).train()
 
 
@@ -97,7 +97,8 @@ def step_worker(name: str, n: int, warmup: int, repeats: int, device: str) -> di
     opt = torch.optim.Adadelta(model.parameters(), lr=0.5)
     ids = torch.randint(1, VOCAB, (BATCH, n), device=device)
     target = torch.randint(0, CLASSES, (BATCH,), device=device)
-    kernel = fast.available_kernel(device) if MODELS[name][:2] == ("disan", "fast") else "-"
+    encoder, kernel = MODELS[name]
+    kernel = kernels.resolve(kernel, torch.empty(0, device=device)) if encoder == "disan" else "-"
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     base_mb, _ = _resident_mb(device)
@@ -131,14 +132,11 @@ def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
     return DENSE_LIVE * BATCH * n * n * DIM * itemsize / 2**30
 
 
-def _run_worker(args, extra: list[str], kernel: str | None) -> tuple[dict | None, str]:
+def _run_worker(args, extra: list[str]) -> tuple[dict | None, str]:
     """Run ``python -m disan bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
-    env = dict(os.environ)
-    if kernel:
-        env["DISAN_KERNEL"] = kernel
     cmd = [sys.executable, "-m", "disan.tools.bench", "--device", args.device, "--repeats", str(args.repeats),
            "--warmup", str(args.warmup)] + (["--threads", str(args.threads)] if args.threads else []) + extra
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, f"failed (rc {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1]), ""
@@ -147,8 +145,9 @@ def _run_worker(args, extra: list[str], kernel: str | None) -> tuple[dict | None
 def run_table(args) -> None:
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
-    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device}, {args.threads or torch.get_num_threads()} "
-          f"threads, torch {torch.__version__}, kernel {fast.available_kernel(args.device)}, "
+    auto = kernels.resolve("auto", torch.empty(0, device=args.device))
+    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device}, "
+          f"{args.threads or torch.get_num_threads()} threads, torch {torch.__version__}, kernel auto = {auto}, "
           f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
     results: dict[tuple[str, int], dict] = {}
     for n in sizes:
@@ -156,7 +155,7 @@ def run_table(args) -> None:
             if MODELS[name][1] == "dense" and dense_estimate_gb(n) > args.mem_cap_gb:
                 results[name, n] = {"skipped": dense_estimate_gb(n)}
                 continue
-            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n)], MODELS[name][2])
+            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n)])
             results[name, n] = res or {"failed": why}
             print(f"  n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
 
@@ -182,8 +181,13 @@ def run_table(args) -> None:
             return f"{rb['skipped'] * 1024 / used:.0f}x (est.)"
         return f"{(rb['peak_mb'] - rb['base_mb']) / used:.1f}x"
 
-    print("\nTraining step: sentences/s (ms per step)\n")
-    print("| n | " + " | ".join(models) + " | fast/reference | fast/bilstm |")
+    def header(name):
+        """The model's name, with the kernel(s) its steps ran on for a DiSAN model."""
+        ran = sorted({r["kernel"] for (m, _), r in results.items() if m == name and r.get("kernel", "-") != "-"})
+        return f"{name} [{', '.join(ran)}]" if ran else name
+
+    print("\nTraining step: sentences/s (ms per step); [the token2token kernel that ran]\n")
+    print("| n | " + " | ".join(map(header, models)) + " | fast/reference | fast/bilstm |")
     print("|---" * (len(models) + 3) + "|")
     for n in sizes:
         print(f"| {n} | " + " | ".join(cell(m, n, "speed") for m in models)
@@ -195,10 +199,8 @@ def run_table(args) -> None:
     for n in sizes:
         print(f"| {n} | " + " | ".join(cell(m, n, "memory") for m in models)
               + f" | {ratio('fast', 'reference', n, memory=True)} |")
-    kernels = {r["kernel"] for r in results.values() if r.get("kernel", "-") != "-"}
-    print(f"\nfast/eager DiSAN ran on kernel(s): {', '.join(sorted(kernels)) or '-'}")
 
-    trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))], None)
+    trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
     print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
     print("| n | ms |\n|---|---|")
     for n in TRACE_SIZES:
@@ -224,7 +226,7 @@ def ops_benchmark(args) -> None:
     pairs = float(mask.sum()) * DIM                   # (j, i, k) elements of one direction
 
     def kernel_fwd_bwd():
-        token2token = fast.token2token_fast(key, query, values, mask)
+        token2token, _ = kernels.token2token(key, query, values, mask)
         token2token.backward(torch.ones_like(token2token))
 
     rates = {}
@@ -235,7 +237,7 @@ def ops_benchmark(args) -> None:
             "exp (elem/s)": _rate(lambda: torch.exp(x, out=out), x.numel()),
             "matmul (FLOP/s)": _rate(lambda: a @ w, 2.0 * a.shape[0] * DIM * DIM),
             "dropout (elem/s)": _rate(lambda: Dropout(0.25)(h), h.numel()),
-            f"{fast.available_kernel()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
+            f"{kernels.resolve()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
         }
     print(f"# python -m disan bench --ops: {threads} threads, torch {torch.__version__}, "
           f"load average {os.getloadavg()[0]:.2f}\n")

@@ -1,0 +1,87 @@
+"""Multi-dimensional token2token attention: the one place that chooses how it is computed.
+
+:func:`token2token` computes s_j = sum_i P[j, i] * values_i with P the per-feature softmax over
+the attended tokens i of c tanh((key_i + query_j) / c) (axes as in :mod:`disan.nn.masks`). The
+kernel is a name, ``DiSANConfig.kernel``:
+
+``"dense"``
+    :func:`disan.nn.attention.token2token_dense`: materialises P (B, n, n, d); the reference
+    every other path is tested against, and the only one that returns P.
+``"cpp"``
+    The C++ custom ops (:mod:`disan.nn.kernels.cpp`, CPU float32/float64): one exp per valid
+    element, nothing n^2 d kept for the backward pass. Built at first use; an error if it cannot
+    be built or does not take the tensors.
+``"eager"``
+    Plain PyTorch chunked over queries (:mod:`disan.nn.kernels.eager`); any device and dtype.
+``"auto"`` (the default)
+    The environment variable ``DISAN_KERNEL``, if set (to any of these names), read at every
+    call; otherwise ``"cpp"`` for CPU float32/float64 tensors where the C++ ops build (else
+    ``"eager"``, with one warning), and ``"eager"`` for everything else, CUDA tensors included
+    (the place for a future ``"triton"``).
+
+``DISAN_KERNEL`` overrides ``"auto"`` only: a model configured with an explicit kernel keeps it.
+Asking for the probabilities (``with_probs=True``, which is what tracing does) takes the dense
+path whatever the kernel, as a consequence of the above: no other path has P to return.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+
+import torch
+
+from disan.nn.attention import C_SCALE, token2token_dense
+from disan.nn.kernels import cpp
+from disan.nn.kernels.eager import token2token_eager
+
+KERNELS = ("auto", "cpp", "eager", "dense")
+
+
+@functools.lru_cache(maxsize=None)
+def _cpp_builds() -> bool:
+    """Whether the C++ ops build here; warns once where they do not (no compiler, no ninja, a build error)."""
+    try:
+        cpp.load()
+    except Exception as err:
+        warnings.warn(f"disan.nn.kernels: the C++ token2token kernel is unavailable, using the eager path ({err})",
+                      RuntimeWarning)
+        return False
+    return True
+
+
+def _check(name: str, where: str) -> str:
+    if name not in KERNELS:
+        raise ValueError(f"{where} must be one of {KERNELS}, not {name!r}")
+    return name
+
+
+def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
+    """The path ("cpp", "eager" or "dense") that ``kernel`` takes for tensors like ``like`` (default: CPU float32).
+
+    Builds the C++ ops the first time ``"auto"`` may use them.
+    """
+    like = torch.empty(0) if like is None else like
+    name = _check(kernel, "kernel")
+    if name == "auto":
+        name = _check(os.environ.get("DISAN_KERNEL", "auto"), "DISAN_KERNEL")
+    if name == "auto":  # CUDA tensors take the eager path until a "triton" kernel serves them here
+        return "cpp" if cpp.supports(like) and _cpp_builds() else "eager"
+    if name == "cpp" and not cpp.supports(like):
+        raise ValueError(f"the C++ kernel takes CPU float32/float64 tensors, not {like.device.type} {like.dtype}; "
+                         f"use kernel 'auto' or 'eager'")
+    return name
+
+
+def token2token(key, query, values, mask, c: float = C_SCALE, kernel: str = "auto", with_probs: bool = False):
+    """key = W1 h, query = W2 h + b1, values = h: (B, n, d); mask (B, n, n) bool indexed [j, i].
+
+    Returns (s, P): s (B, n, d), 0 for a query without any key; P (B, n, n, d) when ``with_probs``
+    (then always the dense path), else None.
+    """
+    name = "dense" if with_probs else resolve(kernel, key)
+    if name == "dense":
+        return token2token_dense(key, query, values, mask, c)
+    if name == "cpp":
+        return cpp.token2token_cpp(key, query, values, mask, c), None
+    return token2token_eager(key, query, values, mask, c), None
