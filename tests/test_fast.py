@@ -248,16 +248,16 @@ def test_cpp_ops_pass_opcheck(dtype):
     mask = padded_mask(3, 5, "forward")
     forward = torch.library.opcheck(torch.ops.disan.token2token_forward.default, (*args, mask, 5.0))
     detached = [a.detach() for a in args]
-    s, inv_z = torch.ops.disan.token2token_forward(*detached, mask, 5.0)
+    s, inv_z, key_factor, query_factor, direct = torch.ops.disan.token2token_forward(*detached, mask, 5.0)
     grad_s = torch.randn_like(s)
     backward = torch.library.opcheck(torch.ops.disan.token2token_backward.default,
-                                     (grad_s, *detached, mask, s, inv_z, 5.0))
+                                     (grad_s, key_factor, query_factor, direct, detached[2], mask, s, inv_z, 5.0))
     for result in (forward, backward):
         assert set(result) == {"test_schema", "test_autograd_registration", "test_faketensor",
                                "test_aot_dispatch_dynamic"}
         assert set(result.values()) == {"SUCCESS"}
-    s, inv_z = torch.ops.disan.token2token_forward(*args, mask, 5.0)
-    assert s.requires_grad and not inv_z.requires_grad  # inv_z is an auxiliary output
+    s, *auxiliary = torch.ops.disan.token2token_forward(*args, mask, 5.0)
+    assert s.requires_grad and not any(a.requires_grad for a in auxiliary)
 
 
 @has_compiler
@@ -267,7 +267,7 @@ def test_cpp_op_compiles_in_a_full_graph():
     mask = padded_mask(2, 4, "forward")
 
     def loss(key, query, values):
-        s, _ = torch.ops.disan.token2token_forward(key, query, values, mask, 5.0)
+        s = torch.ops.disan.token2token_forward(key, query, values, mask, 5.0)[0]
         return (s * s).sum()
 
     compiled = torch.compile(loss, fullgraph=True)  # fails on a graph break

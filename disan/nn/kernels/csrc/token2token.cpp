@@ -271,14 +271,19 @@ void check_inputs(const Tensor& key, const Tensor& query, const Tensor& values, 
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> token2token_forward(const Tensor& key_, const Tensor& query_, const Tensor& values_,
-                                               const Tensor& mask_, double c) {
+// Returns s, 1 / z, and for the backward op what the kernels read for key and query (A and Q, or
+// copies of key and query in the direct variant) with a 0-dim bool tensor saying which: passing
+// them on saves the backward op the B n d exps of factorising again.
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> token2token_forward(const Tensor& key_, const Tensor& query_,
+                                                                       const Tensor& values_, const Tensor& mask_,
+                                                                       double c) {
   check_inputs(key_, query_, values_, mask_, c);
   const Tensor key = key_.contiguous(), query = query_.contiguous(), values = values_.contiguous();
   const Tensor mask = mask_.contiguous();
   Tensor S = at::empty_like(key, at::MemoryFormat::Contiguous), IZ = at::empty_like(S);
+  Factors f;
   AT_DISPATCH_FLOATING_TYPES(key.scalar_type(), "token2token_forward", [&] {
-    const Factors f = factorise<scalar_t>(key, query, c);
+    f = factorise<scalar_t>(key, query, c);
     with_variant(f.direct, needs_shift<scalar_t>(c), [&](auto direct, auto shifted) {
       forward_kernel<scalar_t, decltype(direct)::value, decltype(shifted)::value>(
           f.K.data_ptr<scalar_t>(), f.Q.data_ptr<scalar_t>(), values.data_ptr<scalar_t>(), mask.data_ptr<bool>(),
@@ -286,28 +291,32 @@ std::tuple<Tensor, Tensor> token2token_forward(const Tensor& key_, const Tensor&
           static_cast<scalar_t>(c));
     });
   });
-  return {S, IZ};
+  // An op's outputs may not alias its inputs, so the direct variant hands on copies.
+  Tensor K = f.direct ? f.K.clone() : f.K, Q = f.direct ? f.Q.clone() : f.Q;
+  return {S, IZ, K, Q, at::scalar_tensor(f.direct, at::TensorOptions().dtype(at::kBool))};
 }
 
-std::tuple<Tensor, Tensor, Tensor> token2token_backward(const Tensor& grad_s, const Tensor& key_,
-                                                        const Tensor& query_, const Tensor& values_,
-                                                        const Tensor& mask_, const Tensor& s_, const Tensor& inv_z_,
-                                                        double c) {
-  check_inputs(key_, query_, values_, mask_, c);
+// key_factor, query_factor and direct are the forward op's last three outputs.
+std::tuple<Tensor, Tensor, Tensor> token2token_backward(const Tensor& grad_s, const Tensor& key_factor,
+                                                        const Tensor& query_factor, const Tensor& is_direct,
+                                                        const Tensor& values_, const Tensor& mask_, const Tensor& s_,
+                                                        const Tensor& inv_z_, double c) {
+  check_inputs(key_factor, query_factor, values_, mask_, c);
   for (const Tensor* t : {&grad_s, &s_, &inv_z_}) {
-    TORCH_CHECK(t->sizes() == key_.sizes() && t->scalar_type() == key_.scalar_type() && t->device() == key_.device(),
-                "grad_s, s and inv_z must have the shape, dtype and device of key");
+    TORCH_CHECK(t->sizes() == key_factor.sizes() && t->scalar_type() == key_factor.scalar_type() &&
+                    t->device() == key_factor.device(),
+                "grad_s, s and inv_z must have the shape, dtype and device of the key factor");
   }
-  const Tensor key = key_.contiguous(), query = query_.contiguous(), values = values_.contiguous();
+  TORCH_CHECK(is_direct.scalar_type() == at::kBool && is_direct.numel() == 1, "direct must be a bool scalar tensor");
+  const Tensor K = key_factor.contiguous(), Q = query_factor.contiguous(), values = values_.contiguous();
   const Tensor mask = mask_.contiguous(), S = s_.contiguous(), IZ = inv_z_.contiguous(), G = grad_s.contiguous();
-  Tensor dK = at::empty_like(key, at::MemoryFormat::Contiguous), dQ = at::empty_like(dK), dV = at::empty_like(dK);
-  AT_DISPATCH_FLOATING_TYPES(key.scalar_type(), "token2token_backward", [&] {
-    const Factors f = factorise<scalar_t>(key, query, c);  // the forward pass's variant, recomputed
-    with_variant(f.direct, needs_shift<scalar_t>(c), [&](auto direct, auto shifted) {
+  Tensor dK = at::empty_like(K, at::MemoryFormat::Contiguous), dQ = at::empty_like(dK), dV = at::empty_like(dK);
+  AT_DISPATCH_FLOATING_TYPES(K.scalar_type(), "token2token_backward", [&] {
+    with_variant(is_direct.item<bool>(), needs_shift<scalar_t>(c), [&](auto direct, auto shifted) {
       backward_kernel<scalar_t, decltype(direct)::value, decltype(shifted)::value>(
-          f.K.data_ptr<scalar_t>(), f.Q.data_ptr<scalar_t>(), values.data_ptr<scalar_t>(), mask.data_ptr<bool>(),
+          K.data_ptr<scalar_t>(), Q.data_ptr<scalar_t>(), values.data_ptr<scalar_t>(), mask.data_ptr<bool>(),
           S.data_ptr<scalar_t>(), IZ.data_ptr<scalar_t>(), G.data_ptr<scalar_t>(), dK.data_ptr<scalar_t>(),
-          dQ.data_ptr<scalar_t>(), dV.data_ptr<scalar_t>(), key.size(0), key.size(1), key.size(2),
+          dQ.data_ptr<scalar_t>(), dV.data_ptr<scalar_t>(), K.size(0), K.size(1), K.size(2),
           static_cast<scalar_t>(c));
     });
   });
@@ -316,9 +325,10 @@ std::tuple<Tensor, Tensor, Tensor> token2token_backward(const Tensor& grad_s, co
 
 TORCH_LIBRARY(disan, m) {
   m.def("token2token_forward(Tensor key, Tensor query, Tensor values, Tensor mask, float c) "
-        "-> (Tensor s, Tensor inv_z)");
-  m.def("token2token_backward(Tensor grad_s, Tensor key, Tensor query, Tensor values, Tensor mask, "
-        "Tensor s, Tensor inv_z, float c) -> (Tensor d_key, Tensor d_query, Tensor d_values)");
+        "-> (Tensor s, Tensor inv_z, Tensor key_factor, Tensor query_factor, Tensor direct)");
+  m.def("token2token_backward(Tensor grad_s, Tensor key_factor, Tensor query_factor, Tensor direct, "
+        "Tensor values, Tensor mask, Tensor s, Tensor inv_z, float c) "
+        "-> (Tensor d_key, Tensor d_query, Tensor d_values)");
 }
 
 TORCH_LIBRARY_IMPL(disan, CPU, m) {
