@@ -22,8 +22,10 @@ alive; a configuration whose estimate exceeds --mem-cap-gb is reported as skippe
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -142,13 +144,28 @@ def _run_worker(args, extra: list[str]) -> tuple[dict | None, str]:
     return json.loads(proc.stdout.strip().splitlines()[-1]), ""
 
 
+def device_name(device: str) -> str:
+    """The GPU's name, or the CPU's as the kernel reports it."""
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine()
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def run_table(args) -> None:
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
     auto = kernels.resolve("auto", torch.empty(0, device=args.device))
-    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device}, "
-          f"{args.threads or torch.get_num_threads()} threads, torch {torch.__version__}, kernel auto = {auto}, "
-          f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device} ({device_name(args.device)}), "
+          f"{args.threads or torch.get_num_threads()} threads, torch {torch.__version__}, "
+          f"triton {_version('triton')}, kernel auto = {auto}, load average at start {os.getloadavg()[0]:.2f}",
+          flush=True)
     results: dict[tuple[str, int], dict] = {}
     for n in sizes:
         for name in models:

@@ -11,13 +11,17 @@ kernel is a name, ``DiSANConfig.kernel``:
     The C++ custom ops (:mod:`disan.nn.kernels.cpp`, CPU float32/float64): one exp per valid
     element, nothing n^2 d kept for the backward pass. Built at first use; an error if it cannot
     be built or does not take the tensors.
+``"triton"``
+    The Triton kernels (:mod:`disan.nn.kernels.triton`, CUDA tensors of any floating dtype; CPU
+    tensors too when ``TRITON_INTERPRET=1`` runs them in Triton's interpreter, as the tests do):
+    the same bounded exponent, valid key blocks only, nothing n^2 d kept for the backward pass.
 ``"eager"``
     Plain PyTorch chunked over queries (:mod:`disan.nn.kernels.eager`); any device and dtype.
 ``"auto"`` (the default)
     The environment variable ``DISAN_KERNEL``, if set (to any of these names), read at every
     call; otherwise ``"cpp"`` for CPU float32/float64 tensors where the C++ ops build (else
-    ``"eager"``, with one warning), and ``"eager"`` for everything else, CUDA tensors included
-    (the place for a future ``"triton"``).
+    ``"eager"``, with one warning), ``"triton"`` for CUDA tensors where Triton is installed,
+    and ``"eager"`` for everything else.
 
 ``DISAN_KERNEL`` overrides ``"auto"`` only: a model configured with an explicit kernel keeps it.
 Asking for the probabilities (``with_probs=True``, which is what tracing does) takes the dense
@@ -35,7 +39,7 @@ from disan.nn.attention import C_SCALE, token2token_dense
 from disan.nn.kernels import cpp
 from disan.nn.kernels.eager import token2token_eager
 
-KERNELS = ("auto", "cpp", "eager", "dense")
+KERNELS = ("auto", "cpp", "triton", "eager", "dense")
 
 
 @functools.lru_cache(maxsize=None)
@@ -50,6 +54,16 @@ def _cpp_builds() -> bool:
     return True
 
 
+@functools.lru_cache(maxsize=None)
+def _triton():
+    """The Triton module, imported at first use (it imports Triton itself); None where Triton is not installed."""
+    try:
+        from disan.nn.kernels import triton
+    except ImportError:
+        return None
+    return triton
+
+
 def _check(name: str, where: str) -> str:
     if name not in KERNELS:
         raise ValueError(f"{where} must be one of {KERNELS}, not {name!r}")
@@ -57,7 +71,8 @@ def _check(name: str, where: str) -> str:
 
 
 def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
-    """The path ("cpp", "eager" or "dense") that ``kernel`` takes for tensors like ``like`` (default: CPU float32).
+    """The path ("cpp", "triton", "eager" or "dense") that ``kernel`` takes for tensors like ``like``
+    (default: CPU float32).
 
     Builds the C++ ops the first time ``"auto"`` may use them.
     """
@@ -65,11 +80,17 @@ def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
     name = _check(kernel, "kernel")
     if name == "auto":
         name = _check(os.environ.get("DISAN_KERNEL", "auto"), "DISAN_KERNEL")
-    if name == "auto":  # CUDA tensors take the eager path until a "triton" kernel serves them here
-        return "cpp" if cpp.supports(like) and _cpp_builds() else "eager"
+    if name == "auto":
+        if cpp.supports(like):
+            return "cpp" if _cpp_builds() else "eager"
+        triton = _triton() if like.device.type == "cuda" else None
+        return "triton" if triton is not None and triton.supports(like) else "eager"
     if name == "cpp" and not cpp.supports(like):
         raise ValueError(f"the C++ kernel takes CPU float32/float64 tensors, not {like.device.type} {like.dtype}; "
                          f"use kernel 'auto' or 'eager'")
+    if name == "triton" and (_triton() is None or not _triton().supports(like)):
+        raise ValueError(f"the Triton kernel takes CUDA floating-point tensors (CPU ones with TRITON_INTERPRET=1) and "
+                         f"needs the triton package, not {like.device.type} {like.dtype}; use kernel 'auto' or 'eager'")
     return name
 
 
@@ -84,4 +105,6 @@ def token2token(key, query, values, mask, c: float = C_SCALE, kernel: str = "aut
         return token2token_dense(key, query, values, mask, c)
     if name == "cpp":
         return cpp.token2token_cpp(key, query, values, mask, c), None
+    if name == "triton":
+        return _triton().token2token_triton(key, query, values, mask, c), None
     return token2token_eager(key, query, values, mask, c), None
