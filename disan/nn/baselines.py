@@ -41,6 +41,7 @@ class AdditiveAttentionEncoder(nn.Module):
         self.out_dim = cfg.d_e
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA blocks."""
         probs = masked_softmax(self.fc2(self.fc1(x)), pad_mask[..., None], dim=1)  # (B, n, 1)
         out = (probs * x).sum(dim=1)
         if not trace:
@@ -57,6 +58,7 @@ class Source2TokenEncoder(_SentenceEncoder):
         self.out_dim = cfg.d_e
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA blocks."""
         return self.pool(x, pad_mask, trace)
 
 
@@ -86,6 +88,7 @@ class MultiHeadEncoder(_SentenceEncoder):
         self.out_dim = width
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA blocks."""
         B, n, d_e = x.shape
         x = x + sinusoidal_positions(n, d_e, x.device).to(x.dtype)
         q, k, v = self.qkv(self.drop(x)).view(B, n, 3, self.heads, -1).unbind(dim=2)  # (B, n, H, dk)
@@ -107,6 +110,7 @@ class BiLSTMEncoder(_SentenceEncoder):
         self.out_dim = 2 * cfg.d_h
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA blocks."""
         lengths = pad_mask.sum(dim=1).clamp_min(1).cpu()
         packed = nn.utils.rnn.pack_padded_sequence(self.drop(x), lengths, batch_first=True, enforce_sorted=False)
         y, _ = self.lstm(packed)
@@ -129,6 +133,7 @@ def _nodir(cfg: DiSANConfig) -> DiSANConfig:
 
 
 def build_encoder(name: str, cfg: DiSANConfig) -> nn.Module:
+    """The Table 1 encoder called ``name`` (a key of :data:`ENCODERS`); ValueError for any other name."""
     if name not in ENCODERS:
         raise ValueError(f"unknown encoder {name!r}; choose one of {', '.join(ENCODERS)}")
     return ENCODERS[name](cfg)

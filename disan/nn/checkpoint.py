@@ -99,6 +99,7 @@ def save(path: str | Path, model: TextModel, vocab: Vocab, meta: dict, metrics: 
 
 
 def read_json(path: Path, what: str) -> dict:
+    """A JSON file of a checkpoint; :class:`CheckpointError` naming ``what`` when it is missing or invalid."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -178,5 +179,6 @@ def load(path: str | Path, kernel: str | None = None,
 
 
 def card(path: str | Path) -> str:
+    """The checkpoint's model card (Markdown), or '' when it has none."""
     path = resolve(path)
     return (path / CARD).read_text(encoding="utf-8") if (path / CARD).exists() else ""

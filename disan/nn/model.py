@@ -3,6 +3,11 @@
 Shapes: B batch, n tokens, d_e word vectors, d_h hidden features.
 Attention probabilities are (B, n_query j, n_key i, d): rows = the query token j,
 columns = the attended token i (see :mod:`disan.nn.masks`).
+
+The comments beside the lines of :meth:`DiSA.forward`, :meth:`Source2Token.forward` and
+:meth:`DiSANEncoder.forward` give the paper's equation each line computes (Shen et al., AAAI 2018:
+§3.1 multi-dimensional attention and its source2token form, §3.3 directional self-attention, §4
+the DiSAN sentence encoder), written in this code's names.
 """
 from __future__ import annotations
 
@@ -22,13 +27,14 @@ ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Si
 
 @dataclass
 class DiSANConfig:
+    """The DiSAN encoder's sizes and settings; the defaults are the paper's (d_e = d_h = 300, ELU, c = 5)."""
     d_e: int = 300              # word-vector size
     d_h: int = 300              # hidden size of each DiSA block
     activation: str = "elu"     # sigma_h, and sigma in source2token
     dropout: float = 0.25       # on the inputs of dense layers (keep prob 0.75)
     c: float = C_SCALE          # scale of the tanh in the token2token logits
     directions: tuple[str, str] = ("forward", "backward")  # ("diag", "diag"): DiSAN without directions
-    kernel: str = "auto"        # token2token path: "auto", "cpp", "eager" or "dense" (see disan.nn.kernels)
+    kernel: str = "auto"        # token2token path: "auto", "cpp", "triton", "eager" or "dense" (see disan.nn.kernels)
 
     def __post_init__(self):
         self.directions = tuple(self.directions)
@@ -60,6 +66,7 @@ class DirectionTrace:
 
 @dataclass
 class Source2TokenTrace:
+    """What source2token attention computed."""
     probs: torch.Tensor  # (B, n, d): per-feature probability of every token
 
 
@@ -109,6 +116,7 @@ class Dropout(nn.Module):
         self.p = p
 
     def forward(self, x):
+        """x with each element zeroed with probability p and the rest scaled by 1 / (1 - p); x in eval mode."""
         if not self.training or self.p == 0:
             return x
         return x * (torch.rand_like(x) >= self.p) * (1.0 / (1.0 - self.p))
@@ -124,6 +132,7 @@ class Dense(nn.Module):
         self.act = ACTIVATIONS[activation]() if activation else nn.Identity()
 
     def forward(self, x):
+        """activation(W dropout(x) + b)."""
         return self.act(self.linear(self.drop(x)))
 
 
@@ -150,13 +159,21 @@ class DiSA(nn.Module):
         self.name = name or direction  # what the trace calls the block
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`."""
+        # §3.3: h = σ_h(W^(h) x + b^(h))
         h = self.fc_h(x)                                             # (B, n, d)
-        mask = attention_mask(pad_mask, self.direction)              # (B, n, n)
+        # §3.3: the positional mask M (0 where j may attend i, -inf elsewhere), padding included
+        mask = attention_mask(pad_mask, self.direction)              # (B, n, n) bool [j, i]
         h_dp = self.drop(h)
+        # §3.3: f(h_i, h_j) = c·tanh([W^(1) h_i + W^(2) h_j + b^(1)] / c) + M_ij, per feature k;
+        # key = W^(1) h_i (the attended token), query = W^(2) h_j + b^(1) (the query token)
         key, query = self.w1(h_dp), self.w2(h_dp) + self.b1          # (B, n, d)
+        # §3.1 (token2token): P^j = softmax_i f(h_i, h_j) per feature, s_j = Σ_i P^j_i ⊙ h_i
         s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace)  # (B, n, d), P or None
+        # §3.3 fusion gate: F = sigmoid(W^(f1) s + W^(f2) h + b^(f))
         gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
-        u = (gate * h + (1 - gate) * s) * pad_mask[..., None]       # padded tokens output 0
+        # §3.3: u = F ⊙ h + (1 − F) ⊙ s; padded tokens output 0
+        u = (gate * h + (1 - gate) * s) * pad_mask[..., None]
         if not trace:
             return u, None
         return u, DirectionTrace(self.name, self.direction, h, probs, s, gate, u, mask)
@@ -174,7 +191,10 @@ class Source2Token(nn.Module):
         self.fc2 = Dense(d, d, None, dropout)
 
     def forward(self, x, pad_mask, trace: bool = False):
+        """x (B, n, d), pad_mask (B, n) bool -> (B, d) and, with ``trace``, a :class:`Source2TokenTrace`."""
+        # §3.1 (source2token): f(x_i) = W^T σ(W^(1) x_i + b^(1)) + b; P = softmax over tokens i, per feature
         probs = source2token_probs(self.fc2(self.fc1(x)), pad_mask)  # (B, n, d)
+        # §3.1: s = Σ_i P_i ⊙ x_i
         out = (probs * x).sum(dim=1)                                  # (B, d)
         return out, (Source2TokenTrace(probs) if trace else None)
 
@@ -219,7 +239,9 @@ class DiSANEncoder(nn.Module):
 
     def forward(self, x, pad_mask, trace: bool = False):
         """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace]."""
+        # §4: u^fw = DiSA^fw(x), u^bw = DiSA^bw(x), untied
         outputs = [block(x, pad_mask, trace) for block in self.blocks]
+        # §4: the sentence encoding is source2token attention over [u^fw; u^bw]
         out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)  # (B, 2 d_h)
         if not trace:
             return out

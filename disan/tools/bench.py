@@ -86,6 +86,7 @@ def _resident_mb(device: str) -> tuple[float, float]:
 
 
 def build_model(name: str, device: str) -> TextModel:
+    """The text model a row of the table times: the encoder and kernel of ``MODELS[name]``, in train mode."""
     encoder, kernel = MODELS[name]
     cfg = ModelConfig(vocab_size=VOCAB, n_classes=CLASSES, encoder=encoder,
                       encoder_cfg=DiSANConfig(d_e=DIM, d_h=DIM, kernel=kernel))
@@ -131,6 +132,7 @@ def trace_worker(sizes, repeats: int, device: str) -> dict:
 
 
 def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
+    """Peak memory of a dense DiSAN step at length n, estimated from the measured number of live (B, n, n, d) tensors."""
     return DENSE_LIVE * BATCH * n * n * DIM * itemsize / 2**30
 
 
@@ -159,6 +161,7 @@ def _version(package: str) -> str:
 
 
 def run_table(args) -> None:
+    """Time every model at every size, each step in a fresh process, and print the speed and memory tables."""
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
     auto = kernels.resolve("auto", torch.empty(0, device=args.device))
@@ -308,6 +311,7 @@ def _step_work(name: str, n: int) -> tuple[float, float]:
 
 
 def main(argv=None) -> None:
+    """``python -m disan bench``: the training-step tables, ``--ops`` (this machine's rates), or one worker."""
     p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
     p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")

@@ -46,6 +46,7 @@ def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, fl
 
 
 def main(argv=None) -> None:
+    """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
     ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
     parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)

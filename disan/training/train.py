@@ -184,6 +184,7 @@ class RunInfo:
 
     @classmethod
     def of(cls, cfg: TrainConfig, prep: Prepared, model: TextModel, world: World) -> RunInfo:
+        """The run's facts from its configuration, data, model and processes."""
         n_params = count_parameters(model) - count_parameters(model.embed)
         data = prep.data
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
