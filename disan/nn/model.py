@@ -7,6 +7,7 @@ columns = the attended token i (see :mod:`disan.nn.masks`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import torch
@@ -145,9 +146,11 @@ class DiSA(nn.Module):
         self.b_f = nn.Parameter(torch.zeros(d))
         self.name = name or direction  # what the trace calls the block
 
-    def forward(self, x, pad_mask, trace: bool = False):
+    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
+        """x (B, n, d_e), pad_mask (B, n) -> u (B, n, d_h) [, DirectionTrace]. ``t2t_mask``: an optional
+        bool (n, n) or (B, n, n) [j, i] that forbids more edges than the block's own mask (False: j may not attend i)."""
         h = self.fc_h(x)                                             # (B, n, d)
-        mask = attention_mask(pad_mask, self.direction)              # (B, n, n)
+        mask = attention_mask(pad_mask, self.direction, t2t_mask)    # (B, n, n)
         h_dp = self.drop(h)
         key, query = self.w1(h_dp), self.w2(h_dp) + self.b1          # (B, n, d)
         probs = None
@@ -199,6 +202,17 @@ def name_blocks(directions) -> list[tuple[str, str]]:
     return out
 
 
+def _per_block(t2t_mask, blocks: list[DiSA]) -> list:
+    """The custom mask of each block: one tensor (or None) for all, or a mapping's entry by block name."""
+    if not isinstance(t2t_mask, Mapping):
+        return [t2t_mask] * len(blocks)
+    names = [block.name for block in blocks]
+    unknown = sorted(set(t2t_mask) - set(names))
+    if unknown:
+        raise ValueError(f"no DiSA block is named {unknown[0]!r}; the blocks are {names}")
+    return [t2t_mask.get(name) for name in names]
+
+
 class DiSANEncoder(nn.Module):
     """Two DiSA blocks (untied; forward and backward) -> concatenation -> source2token: (B, n, d_e) -> (B, 2 d_h)."""
 
@@ -217,9 +231,15 @@ class DiSANEncoder(nn.Module):
         """The DiSA blocks in order; their outputs are concatenated in this order."""
         return [getattr(self, module) for module in self.block_modules]
 
-    def forward(self, x, pad_mask, trace: bool = False):
-        """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace]."""
-        outputs = [block(x, pad_mask, trace) for block in self.blocks]
+    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
+        """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace].
+
+        ``t2t_mask`` removes token2token edges (an attention knockout): a bool (n, n) or (B, n, n) [j, i]
+        for every block, or a mapping from block names to such masks (blocks not named keep theirs).
+        It is combined with each block's directional mask and the padding, never adding an edge.
+        """
+        blocks = self.blocks
+        outputs = [block(x, pad_mask, trace, m) for block, m in zip(blocks, _per_block(t2t_mask, blocks))]
         out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)  # (B, 2 d_h)
         if not trace:
             return out
