@@ -32,7 +32,7 @@ def test_the_model_accepts_custom_masks_of_every_form():
     shared = forbid(n, (4, 1), (5, 1))
     batched = shared.expand(2, n, n).clone()
     by_name = {"forward": shared}
-    a, b, c = model.encode(IDS, t2t_mask=shared), model.encode(IDS, t2t_mask=batched), model.encode(IDS, t2t_mask=by_name)
+    a, b, c = (model.encode(IDS, t2t_mask=m) for m in (shared, batched, by_name))
     assert torch.equal(a, b)
     assert not torch.allclose(a[0], plain[0])  # the first sentence attends differently
     assert torch.equal(a[1], plain[1])          # the second has only 3 tokens: queries 4, 5 are padding

@@ -40,7 +40,8 @@ def position(tokens: Sequence[str], word: str) -> int:
 
 
 def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
-    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``, ``s``: the blocks' u or s in block order)."""
+    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
+    block order)."""
     i = position(tokens, word)
     if kind == "source2token":
         return np.asarray(trace.source2token.probs)[i]

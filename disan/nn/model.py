@@ -147,8 +147,8 @@ class DiSA(nn.Module):
         self.name = name or direction  # what the trace calls the block
 
     def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
-        """x (B, n, d_e), pad_mask (B, n) -> u (B, n, d_h) [, DirectionTrace]. ``t2t_mask``: an optional
-        bool (n, n) or (B, n, n) [j, i] that forbids more edges than the block's own mask (False: j may not attend i)."""
+        """x (B, n, d_e), pad_mask (B, n) -> u (B, n, d_h) [, DirectionTrace]. ``t2t_mask``: an optional bool
+        (n, n) or (B, n, n) [j, i] that forbids more edges than the block's own mask (False: j may not attend i)."""
         h = self.fc_h(x)                                             # (B, n, d)
         mask = attention_mask(pad_mask, self.direction, t2t_mask)    # (B, n, n)
         h_dp = self.drop(h)

@@ -2,7 +2,8 @@
 
 * :mod:`~disan.explore.analyses.corpus`: one word's vectors over a corpus, projected and clustered ("Corpus senses");
 * :mod:`~disan.explore.analyses.counterfactual`: edits, occlusion and attention knockout ("Counterfactuals");
-* :mod:`~disan.explore.analyses.attribution`: gradient x input and integrated gradients against attention ("Attribution");
+* :mod:`~disan.explore.analyses.attribution`: gradient x input and integrated gradients against attention
+  ("Attribution");
 * :mod:`~disan.explore.analyses.compare`: two checkpoints on one sentence ("Compare models");
 * :mod:`~disan.explore.analyses.casestudy`: the paper's case-study claims measured over a corpus ("Case study");
 * :mod:`~disan.explore.analyses.report`: one standalone HTML file of a sentence (``python -m disan report``).

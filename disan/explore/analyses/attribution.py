@@ -109,12 +109,12 @@ def agreement(attributions: dict[str, np.ndarray], measures: pd.DataFrame) -> pd
                         index=pd.Index(list(attributions), name="attribution"))
 
 
-def corpus_agreement(pipe, items: Sequence, steps: int = STEPS, progress=None) -> pd.DataFrame:
+def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
     """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, and
     the tau of each (method, measure) as a column "method | measure". Items that cannot be traced are
-    left out. ``progress(done, total)`` is called after each item."""
+    left out."""
     rows = []
-    for done, item in enumerate(items, start=1):
+    for item in items:
         try:
             result = pipe.trace(item)
         except ValueError:
@@ -126,8 +126,6 @@ def corpus_agreement(pipe, items: Sequence, steps: int = STEPS, progress=None) -
             row = {"sentence": sentence.text, "tokens": len(sentence.tokens)}
             row.update({f"{m} | {measure}": table.loc[m, measure] for m in METHODS for measure in table.columns})
             rows.append(row)
-        if progress is not None:
-            progress(done, len(items))
     return pd.DataFrame(rows)
 
 

@@ -37,7 +37,8 @@ def length_batches(lengths: Sequence[int], max_batch: int = 64, budget: int = BU
 
 
 @torch.no_grad()
-def traces(pipe, token_lists: Sequence[Sequence[str]], budget: int = BUDGET) -> Iterator[tuple[list[int], EncoderTrace]]:
+def traces(pipe, token_lists: Sequence[Sequence[str]],
+           budget: int = BUDGET) -> Iterator[tuple[list[int], EncoderTrace]]:
     """(sentence indices, their batched :class:`EncoderTrace` on the CPU) for every batch; the traces
     keep the batch axis and padding, with ``lengths`` telling each sentence's length."""
     for idx in length_batches([len(t) for t in token_lists], budget=budget):

@@ -78,7 +78,8 @@ def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "") -> Cas
                 reached = uniform > 0
                 enough = reached.sum() >= 2
                 row[f"{name} gini"] = stats.gini(got[reached]) if enough else np.nan
-                row[f"{name} gini features"] = float(np.mean(stats.gini(by_feature[b, :n][reached]))) if enough else np.nan
+                row[f"{name} gini features"] = (float(np.mean(stats.gini(by_feature[b, :n][reached])))
+                                                if enough else np.nan)
                 row[f"{name} gini uniform"] = stats.gini(uniform[reached]) if enough else np.nan
                 relative.append(rel)
             row["tau"] = stats.kendall_tau(relative[0], relative[1]) if len(relative) >= 2 else np.nan
@@ -109,8 +110,8 @@ def _class_sums(study: CaseStudy, column: str, classes: Sequence[str]) -> np.nda
 def class_means(study: CaseStudy, column: str, resamples: int = 1000, seed: int = 0) -> dict[str, stats.Estimate]:
     """The mean of a per-token column over each word class, with its bootstrap interval."""
     sums = _class_sums(study, column, WORD_CLASSES)
-    return {cls: stats.cluster_bootstrap(sums[:, 2 * c:2 * c + 2], lambda t: t[..., 0] / t[..., 1], resamples, seed=seed)
-            for c, cls in enumerate(WORD_CLASSES)}
+    return {cls: stats.cluster_bootstrap(sums[:, 2 * c:2 * c + 2], lambda t: t[..., 0] / t[..., 1], resamples,
+                                         seed=seed) for c, cls in enumerate(WORD_CLASSES)}
 
 
 def _content_minus_stop(study: CaseStudy, column: str, resamples: int, seed: int) -> tuple[stats.Estimate, np.ndarray]:
@@ -146,14 +147,14 @@ def _interval(e: stats.Estimate) -> str:
 
 
 def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The table: paper claim | measured | holds? | n, one row per claim and DiSA block."""
+    """The table: paper claim | measured | holds? | n, one row per claim and DiSA block. Δ is content
+    minus stop words (model minus uniform for the Gini), with its 95% interval in brackets."""
     rows = []
     for name in study.blocks:
         diff, totals = _content_minus_stop(study, f"{name} relative", resamples, seed)
         content, stop = totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1)
         rows.append({"paper claim": f"stop words get little attention ({name})",
-                     "measured": f"attention received ÷ uniform: content {content:.3f}, stop {stop:.3f}; "
-                                 f"content − stop {_interval(diff)}",
+                     "measured": f"received ÷ uniform: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
                      "holds?": _verdict(diff, above=0.0, level=stop),
                      "n": f"{totals[1]:.0f} content, {totals[3]:.0f} stop tokens"})
     for name in study.blocks:
@@ -162,23 +163,22 @@ def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFra
             model = study.sentences[f"{name} gini{suffix}"].to_numpy(dtype=float)
             diff = _sentence_mean(model - uniform, resamples, seed)
             rows.append({"paper claim": f"a few words receive large attention from all others ({name}, {how})",
-                         "measured": f"Gini of the attention received {np.nanmean(model):.3f} against "
-                                     f"{np.nanmean(uniform):.3f} under uniform attention; difference {_interval(diff)}",
+                         "measured": f"Gini {np.nanmean(model):.3f}, uniform {np.nanmean(uniform):.3f}; "
+                                     f"Δ {_interval(diff)}",
                          "holds?": _verdict(diff, above=0.0, level=np.nanmean(uniform)),
                          "n": f"{np.isfinite(model - uniform).sum()} sentences"})
     for name in study.blocks:
         diff, totals = _content_minus_stop(study, f"{name} gate", resamples, seed)
         content, stop = totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1)
         rows.append({"paper claim": f"the fusion gate F is smaller for stop words ({name})",
-                     "measured": f"mean gate: content {content:.3f}, stop {stop:.3f}; content − stop {_interval(diff)}",
+                     "measured": f"gate: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
                      "holds?": _verdict(diff, above=0.0, level=stop),
                      "n": f"{totals[1]:.0f} content, {totals[3]:.0f} stop tokens"})
     if len(study.blocks) >= 2:
         tau = study.sentences["tau"].to_numpy(dtype=float)
         est = _sentence_mean(tau, resamples, seed)
         rows.append({"paper claim": f"{study.blocks[0]} and {study.blocks[1]} attend to different words",
-                     "measured": f"Kendall's τ of the attention received ÷ uniform: mean {_interval(est)} "
-                                 f"(different: below {AGREEMENT})",
+                     "measured": f"mean τ {_interval(est)}; different below {AGREEMENT}",
                      "holds?": _verdict(est, below=AGREEMENT), "n": f"{np.isfinite(tau).sum()} sentences"})
     return pd.DataFrame(rows)
 
@@ -191,7 +191,8 @@ def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = 1
                                                  - study.sentences[f"{name} gini uniform"]).to_numpy(dtype=float)
             for name in study.blocks for suffix, label in (("", ""), (" features", ", per feature"))}
     rows = [
-        Row({"case-claims": claims(study, resamples, seed)}, f"Claims over {len(study.sentences)} sentences of {study.corpus}"),
+        Row({"case-claims": claims(study, resamples, seed)},
+            f"Claims over {len(study.sentences)} sentences of {study.corpus}"),
         Row({"case-received": charts.estimate_bars(received_by, "attention received ÷ uniform, by word class",
                                                    "mean (95% interval)", reference=1.0),
              "case-gates": charts.estimate_bars(gate_by, "fusion gate F, by word class", "mean gate (95% interval)")},

@@ -27,15 +27,15 @@ def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
 
 
 def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], explained: np.ndarray,
-                       title: str, selected: int | None = None) -> go.Figure:
+                       title: str, selected: int | None = None, order: Sequence[str] | None = None) -> go.Figure:
     """(N, 2) projected occurrences, one colour per group (a cluster or a gold label), the already
     escaped ``hover`` context on each point; the explained variance names the axes. ``selected``
-    rings one occurrence."""
+    rings one occurrence; ``order`` is the groups' legend order (default: sorted)."""
     coords = np.asarray(coords, dtype=float)
     groups = np.asarray([str(g) for g in groups], dtype=object)
     hover = np.asarray(hover, dtype=object)
     fig = go.Figure()
-    for c, group in enumerate(dict.fromkeys(groups)):
+    for c, group in enumerate(sorted(set(groups)) if order is None else order):
         idx = np.flatnonzero(groups == group)
         fig.add_trace(go.Scattergl(
             x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{_esc(group)} ({len(idx)})",
@@ -71,14 +71,15 @@ def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequen
     values = np.asarray(values, dtype=float)  # (n, m)
     peak = np.nanmax(np.abs(values), axis=0, initial=0.0)
     scaled = values / np.where(peak > 0, peak, 1.0)
-    rows, cols = _label_axis("token", tokens, "token"), _label_axis("", measures, "measure")
+    rows = _label_axis("token", tokens, "token")
+    columns = [_esc(m) for m in measures]  # a handful of names of ours: shown whole, not cut like tokens
     text = np.array([["" if np.isnan(v) else f"{v:.3g}" for v in row] for row in values], dtype=object)
     fig = go.Figure(go.Heatmap(
-        z=scaled, x=cols.values, y=rows.values, customdata=values, text=text, texttemplate="%{text}",
+        z=scaled, x=columns, y=rows.values, customdata=values, text=text, texttemplate="%{text}",
         zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, hoverongaps=False,
         colorbar=dict(title=dict(text="÷ column max |·|")),
         hovertemplate="%{y} · %{x} = %{customdata:.4g}<extra></extra>"))
-    fig.update_xaxes(**cols.layout(), side="top")
+    fig.update_xaxes(type="category", side="top")
     fig.update_yaxes(**rows.layout(reverse=True))
     return _finish(fig, title, _height(len(tokens), per_row=26), plot_bgcolor=MASKED_BG)
 

@@ -49,7 +49,8 @@ def statement(side: Side) -> str:
 
 
 def _mean(block) -> np.ndarray:
-    return np.asarray(block.probs, dtype=float).mean(axis=-1)  # (n, n)
+    """(n, n) mean attention over features, NaN where the block's mask forbids the edge."""
+    return np.where(np.asarray(block.mask), np.asarray(block.probs, dtype=float).mean(axis=-1), np.nan)
 
 
 def drawing(a: Side, b: Side) -> Drawing:
@@ -64,13 +65,13 @@ def drawing(a: Side, b: Side) -> Drawing:
         s.prediction.probs, None if s.prediction.score is not None else s.prediction.label)
         for k, s in zip("ab", sides)}, "Predictions of A (left) and B (right)")]
     blocks = [{block.name: block for block in s.sentence.trace.blocks} for s in sides]
-    zmax = figures._peak(*(np.where(np.asarray(block.mask), _mean(block), np.nan)
-                           for side in blocks for block in side.values()))
+    zmax = figures._peak(*(_mean(block) for side in blocks for block in side.values()))
     for k, (label, side) in enumerate(zip(labels, blocks)):
         if side:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
                 _mean(block), tokens, np.asarray(block.mask), f"{label} · {name}", zmax=zmax)
-                for name, block in side.items()}, f"{'AB'[k]}: token2token attention (mean over features, one scale for both)"))
+                for name, block in side.items()},
+                f"{'AB'[k]}: token2token attention (mean over features, one scale for both)"))
     same = [name for name in blocks[0] if name in blocks[1]
             and blocks[0][name].direction == blocks[1][name].direction]
     if same:

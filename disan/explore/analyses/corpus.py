@@ -79,6 +79,25 @@ def benchmark_corpus(task: str, split: str = "test", data_dir=None) -> Corpus:
     return make_corpus(f"{task} {split}", texts, labels, pairs)
 
 
+def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
+    """A seeded random sample of ``n`` sentences in corpus order (the whole corpus when it is not larger)."""
+    if len(corpus) <= n:
+        return corpus
+    keep = np.sort(np.random.default_rng(seed).choice(len(corpus), n, replace=False))
+    return Corpus(f"{corpus.name} (sample of {n})", [corpus.texts[i] for i in keep], [corpus.tokens[i] for i in keep],
+                  [corpus.labels[i] for i in keep], [corpus.pairs[i] for i in keep], corpus.skipped)
+
+
+def benchmark_items(task: str, split: str = "test", n: int = 200, seed: int = 0, data_dir=None) -> list:
+    """A seeded random sample of ``n`` inputs of a benchmark split, as a pipeline takes them: texts, or
+    (premise, hypothesis) pairs."""
+    if task not in TASKS:
+        raise ValueError(f"unknown benchmark {task!r}; choose one of {', '.join(TASKS)}")
+    examples = getattr(load_task(task, data_dir, phrases=False), split)
+    keep = np.sort(np.random.default_rng(seed).choice(len(examples), min(n, len(examples)), replace=False))
+    return [examples[i].text for i in keep]
+
+
 def uploaded_corpus(data: bytes, filename: str) -> Corpus:
     """A text file (one sentence per line) or a CSV file: the column named text or sentence (else the
     first) holds the sentences, a column named label, gold or class the labels. At most
@@ -189,10 +208,14 @@ def drawing(result: Senses, colour: str = "cluster", selected: int | None = None
     each k (when k was picked by it) and the nearest neighbours of the selected occurrence."""
     if colour not in ("cluster", "label"):
         raise ValueError(f"colour by 'cluster' or 'label', not {colour!r}")
-    groups = [f"cluster {c}" for c in result.table["cluster"]] if colour == "cluster" else list(result.table["label"])
+    if colour == "cluster":
+        groups = [f"cluster {c}" for c in result.table["cluster"]]
+        order = [f"cluster {c}" for c in range(result.k)]
+    else:
+        groups, order = list(result.table["label"]), None
     title = f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]}"
     rows = [Row({"corpus-scatter": charts.occurrence_scatter(
-        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected)})]
+        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order)})]
     if selected is not None:
         rows.append(Row({"corpus-neighbours": neighbours(result, selected)},
                         f"The occurrences nearest to #{selected} (cosine)"))

@@ -62,7 +62,8 @@ def _mean_attention(block) -> np.ndarray:
     return np.where(np.asarray(block.mask, dtype=bool), probs, np.nan)
 
 
-def aligned_attention(before: SentenceTrace, after: SentenceTrace) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+def aligned_attention(before: SentenceTrace,
+                      after: SentenceTrace) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
     """The tokens both sentences share, and per DiSA block the (m, m) mean attention between them before
     and after; NaN where a sentence's mask forbids the edge."""
     ia, ib = align(before.tokens, after.tokens)
@@ -184,7 +185,8 @@ def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Dra
         key = file_name(x.name)
         after = np.asarray(y.probs, dtype=float).mean(axis=-1)
         rows.append(Row({
-            f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask), f"{x.name} with the knockout"),
+            f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
+                                                            f"{x.name} with the knockout"),
             f"cf-knockout-{key}-change": figures.difference_heatmap(
                 after, np.asarray(x.probs, dtype=float).mean(axis=-1), tokens, f"{x.name}: with − without"),
         }, f"{x.name} DiSA"))
