@@ -433,8 +433,9 @@ def synthetic_study(stop_relative: float, content_relative: float, tau: float) -
     rng = np.random.default_rng(0)
     rows, sentences = [], []
     for s in range(40):
-        for p, (token, cls, rel) in enumerate([("the", "stop", stop_relative), ("dogs", "content", content_relative),
-                                               ("of", "stop", stop_relative), ("carousel", "content", content_relative)]):
+        words = [("the", "stop", stop_relative), ("dogs", "content", content_relative),
+                 ("of", "stop", stop_relative), ("carousel", "content", content_relative)]
+        for p, (token, cls, rel) in enumerate(words):
             value = rel + rng.normal(scale=0.01)
             rows.append({"sentence": s, "position": p, "token": token, "class": cls,
                          **{f"{b} {m}": value for b in ("forward", "backward") for m in ("relative", "gate")}})
@@ -476,3 +477,15 @@ def test_the_word_senses_page_offers_the_attention_outputs_too():
     s = pipeline().trace(TEXT).sentence
     vector = senses.word_vector(s.tokens, s.trace, "bottle", "s")
     np.testing.assert_array_equal(vector, torch.cat([s.trace.forward.s[2], s.trace.backward.s[2]]).numpy())
+
+
+def test_the_corpus_summary_counts_the_sentences_with_a_tau():
+    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
+                          "integrated gradients | source2token": [0.5, -0.2, np.nan],
+                          "gradient × input | source2token": [0.1, 0.3, np.nan]})
+    drawing = attribution.corpus_drawing(frame)
+    summary = drawing["attr-corpus-summary"].set_index("attribution | attention")
+    row = summary.loc["integrated gradients | source2token"]
+    assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2
+    assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
+    assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure

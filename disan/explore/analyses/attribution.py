@@ -155,7 +155,8 @@ def corpus_drawing(frame: pd.DataFrame) -> Drawing:
         panels[f"attr-corpus-{m}"] = charts.histograms(series, f"{method} against attention, per sentence",
                                                        "Kendall's τ", reference=0.0)
     values = frame[pairs].astype(float)
+    counted = values.notna().sum().to_numpy()
     summary = pd.DataFrame({"attribution | attention": pairs, "mean τ": values.mean().to_numpy(),
-                            "τ > 0": (values > 0).sum().to_numpy() / values.notna().sum().clip(lower=1).to_numpy(),
-                            "sentences": values.notna().sum().to_numpy()})
+                            "share with τ > 0": (values > 0).sum().to_numpy() / counted.clip(min=1),
+                            "sentences": counted})
     return Drawing([Row(panels, f"Over {len(frame)} sentences"), Row({"attr-corpus-summary": summary})])
