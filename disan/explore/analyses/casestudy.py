@@ -114,10 +114,14 @@ def class_means(study: CaseStudy, column: str, resamples: int = 1000, seed: int 
                                          seed=seed) for c, cls in enumerate(WORD_CLASSES)}
 
 
-def _content_minus_stop(study: CaseStudy, column: str, resamples: int, seed: int) -> tuple[stats.Estimate, np.ndarray]:
+def _content_minus_stop(study: CaseStudy, column: str, resamples: int,
+                        seed: int) -> tuple[stats.Estimate, float, float, int]:
+    """Content minus stop-word mean of a column, with its interval; both means; the sentences that have either."""
     sums = _class_sums(study, column, ("content", "stop"))
     diff = stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], resamples, seed=seed)
-    return diff, sums.sum(axis=0)
+    totals = sums.sum(axis=0)
+    sentences = int(((sums[:, 1] + sums[:, 3]) > 0).sum())
+    return diff, totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1), sentences
 
 
 def _sentence_mean(values: np.ndarray, resamples: int, seed: int) -> stats.Estimate:
@@ -148,15 +152,14 @@ def _interval(e: stats.Estimate) -> str:
 
 def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """The table: paper claim | measured | holds? | n, one row per claim and DiSA block. Δ is content
-    minus stop words (model minus uniform for the Gini), with its 95% interval in brackets."""
+    minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; n counts the
+    sentences measured (the unit the bootstrap resamples)."""
     rows = []
     for name in study.blocks:
-        diff, totals = _content_minus_stop(study, f"{name} relative", resamples, seed)
-        content, stop = totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1)
+        diff, content, stop, n = _content_minus_stop(study, f"{name} relative", resamples, seed)
         rows.append({"paper claim": f"stop words get little attention ({name})",
                      "measured": f"received ÷ uniform: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
-                     "holds?": _verdict(diff, above=0.0, level=stop),
-                     "n": f"{totals[1]:.0f} content, {totals[3]:.0f} stop tokens"})
+                     "holds?": _verdict(diff, above=0.0, level=stop), "n": n})
     for name in study.blocks:
         uniform = study.sentences[f"{name} gini uniform"].to_numpy(dtype=float)
         for suffix, how in (("", "mean over features"), (" features", "each feature")):
@@ -166,20 +169,18 @@ def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFra
                          "measured": f"Gini {np.nanmean(model):.3f}, uniform {np.nanmean(uniform):.3f}; "
                                      f"Δ {_interval(diff)}",
                          "holds?": _verdict(diff, above=0.0, level=np.nanmean(uniform)),
-                         "n": f"{np.isfinite(model - uniform).sum()} sentences"})
+                         "n": int(np.isfinite(model - uniform).sum())})
     for name in study.blocks:
-        diff, totals = _content_minus_stop(study, f"{name} gate", resamples, seed)
-        content, stop = totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1)
+        diff, content, stop, n = _content_minus_stop(study, f"{name} gate", resamples, seed)
         rows.append({"paper claim": f"the fusion gate F is smaller for stop words ({name})",
                      "measured": f"gate: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
-                     "holds?": _verdict(diff, above=0.0, level=stop),
-                     "n": f"{totals[1]:.0f} content, {totals[3]:.0f} stop tokens"})
+                     "holds?": _verdict(diff, above=0.0, level=stop), "n": n})
     if len(study.blocks) >= 2:
         tau = study.sentences["tau"].to_numpy(dtype=float)
         est = _sentence_mean(tau, resamples, seed)
         rows.append({"paper claim": f"{study.blocks[0]} and {study.blocks[1]} attend to different words",
                      "measured": f"mean τ {_interval(est)}; different below {AGREEMENT}",
-                     "holds?": _verdict(est, below=AGREEMENT), "n": f"{np.isfinite(tau).sum()} sentences"})
+                     "holds?": _verdict(est, below=AGREEMENT), "n": int(np.isfinite(tau).sum())})
     return pd.DataFrame(rows)
 
 
