@@ -20,7 +20,7 @@ try:
 except ValueError as e:  # an encoder without DiSA blocks
     st.info(f"The {entry.encoder} encoder cannot be studied: {e}.")
     st.stop()
-chosen = glue.pick_corpus(entry, "case", allow_upload=True)
+chosen = glue.pick_corpus(entry, "case")
 if chosen is None:
     draw(views.Drawing(casestudy.paper_rows(paper)))
     st.stop()

@@ -27,11 +27,9 @@ c1, c2 = st.columns(2)
 word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
                     help="the corpus's most frequent content words first; type any other word")
 kind = c2.radio("Vector", kinds, format_func=senses.VECTORS.get, key="corpus-kind")
-c1, c2, c3 = st.columns(3)
-colour = c1.radio("Colour by", ["cluster", "label"], horizontal=True, key="corpus-colour",
-                  disabled=not any(chosen.labels))
-picked = c2.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
-k = int(c3.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" else None
+c1, c2 = st.columns(2)
+picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
+k = int(c2.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" else None
 if not word:
     st.stop()
 args = glue.checkpoint_args(entry)
@@ -43,13 +41,23 @@ except ValueError as e:
     st.stop()
 st.caption(f"{len(result.table)} occurrences (at most {corpus.MAX_OCCURRENCES}); {result.k} clusters; "
            f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} of the variance.")
-table = result.table
-selected = st.selectbox("Occurrence", range(len(table)), key="corpus-selected",
-                        format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
-draw(corpus.drawing(result, colour if any(chosen.labels) else "cluster", selected))
-c1, c2 = st.columns(2)
-if c1.button("Open in the Attention page", key="corpus-open"):
-    s = int(table.sentence[selected])
-    glue.open_in_attention(pipe, chosen.texts[s], chosen.pairs[s])
-c2.download_button("Occurrences as CSV", corpus.export_csv(result), f"corpus-senses-{result.word}.csv", "text/csv",
-                   key="corpus-csv")
+
+
+@st.fragment
+def points(result: corpus.Senses, chosen: corpus.Corpus) -> None:
+    """Colouring and picking an occurrence redraw this part only; the vectors are not fetched again."""
+    table = result.table
+    labelled = any(chosen.labels)
+    colour = st.radio("Colour by", ["cluster", "label"], horizontal=True, key="corpus-colour", disabled=not labelled)
+    selected = st.selectbox("Occurrence", range(len(table)), key="corpus-selected",
+                            format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
+    draw(corpus.drawing(result, colour if labelled else "cluster", selected))
+    c1, c2 = st.columns(2)
+    if c1.button("Open in the Attention page", key="corpus-open"):
+        s = int(table.sentence[selected])
+        glue.open_in_attention(pipe, chosen.texts[s], chosen.pairs[s])
+    c2.download_button("Occurrences as CSV", corpus.export_csv(result), f"corpus-senses-{result.word}.csv",
+                       "text/csv", key="corpus-csv")
+
+
+points(result, chosen)

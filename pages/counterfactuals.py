@@ -27,11 +27,13 @@ occluded = cf.occlusion(pipe, sentences, which)
 # by default the edit and the knockout act on the token whose removal changes the prediction most
 important = int(occluded.position[0]) if len(occluded) else 0
 
-edit_tab, occlusion_tab, knockout_tab = st.tabs(["Edit a token", "Occlusion", "Attention knockout"])
-with edit_tab:
+
+@st.fragment
+def edit_part() -> None:
+    """Delete, replace or mask one token; the widgets here redraw this part only."""
     c1, c2, c3 = st.columns(3)
-    op = c1.radio("Edit", cf.EDITS, horizontal=True, key="cf-op", index=cf.EDITS.index("delete") if len(tokens) > 1
-                  else cf.EDITS.index("mask"))
+    op = c1.radio("Edit", cf.EDITS, horizontal=True, key="cf-op",
+                  index=cf.EDITS.index("delete" if len(tokens) > 1 else "mask"))
     position = c2.selectbox("Token", range(len(tokens)), index=important, key="cf-position",
                             format_func=lambda j: views.token_label(tokens, j))
     replacement = c3.text_input("Replace with", "", key="cf-replacement", disabled=op != "replace")
@@ -39,28 +41,39 @@ with edit_tab:
         edited = cf.edit(tokens, op, position, replacement)
     except ValueError as e:
         st.info(str(e))
-    else:
-        st.text("After: " + " ".join(edited))
-        draw(cf.edit_drawing(pipe, cf.compare_edit(pipe, sentences, which, edited)))
+        return
+    st.text("After: " + " ".join(edited))
+    draw(cf.edit_drawing(pipe, cf.compare_edit(pipe, sentences, which, edited)))
+
+
+@st.fragment
+def knockout_part() -> None:
+    """Forbid attention edges in the chosen blocks; the widgets here redraw this part only."""
+    names = views.block_names(sentence.trace)
+    if not names:
+        st.info(f"The {entry.encoder} encoder has no token2token attention to knock out.")
+        return
+    blocks = st.multiselect("Blocks", names, default=names, key="cf-blocks")
+    c1, c2 = st.columns(2)
+    keys = c1.multiselect("Attended tokens i (the keys whose edges are removed)", range(len(tokens)),
+                          default=[important], key="cf-keys", format_func=lambda j: views.token_label(tokens, j))
+    queries = c2.multiselect("Query tokens j (none: every query)", range(len(tokens)), key="cf-queries",
+                             format_func=lambda j: views.token_label(tokens, j))
+    try:
+        knocked = cf.knockout(pipe, sentences, which, blocks, keys, queries)
+    except ValueError as e:
+        st.info(str(e))
+        return
+    draw(cf.knockout_drawing(pipe, knocked, blocks))
+
+
+edit_tab, occlusion_tab, knockout_tab = st.tabs(["Edit a token", "Occlusion", "Attention knockout"])
+with edit_tab:
+    edit_part()
 with occlusion_tab:
     if len(occluded):
         draw(cf.occlusion_drawing(pipe, sentence, occluded))
     else:
         st.info("A one-token sentence has no token to drop.")
 with knockout_tab:
-    names = views.block_names(sentence.trace)
-    if not names:
-        st.info(f"The {entry.encoder} encoder has no token2token attention to knock out.")
-    else:
-        blocks = st.multiselect("Blocks", names, default=names, key="cf-blocks")
-        c1, c2 = st.columns(2)
-        keys = c1.multiselect("Attended tokens i (the keys whose edges are removed)", range(len(tokens)),
-                              default=[important], key="cf-keys", format_func=lambda j: views.token_label(tokens, j))
-        queries = c2.multiselect("Query tokens j (none: every query)", range(len(tokens)), key="cf-queries",
-                                 format_func=lambda j: views.token_label(tokens, j))
-        try:
-            knocked = cf.knockout(pipe, sentences, which, blocks, keys, queries)
-        except ValueError as e:
-            st.info(str(e))
-        else:
-            draw(cf.knockout_drawing(pipe, knocked, blocks))
+    knockout_part()

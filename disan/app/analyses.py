@@ -38,7 +38,7 @@ def uploaded(data: bytes, name: str) -> corpus.Corpus:
     return corpus.uploaded_corpus(data, name)
 
 
-def pick_corpus(entry, key: str, allow_upload: bool = True) -> corpus.Corpus | None:
+def pick_corpus(entry, key: str) -> corpus.Corpus | None:
     """The corpus widgets: the checkpoint's test split, another benchmark split, or an uploaded file.
 
     None (after saying why) when no corpus can be read.
@@ -46,11 +46,9 @@ def pick_corpus(entry, key: str, allow_upload: bool = True) -> corpus.Corpus | N
     own = entry.task if entry.task in TASKS else None
     data = has_data()
     sources = ([f"test split of {own}"] if data and own else []) + (["another benchmark"] if data else [])
-    sources += ["upload a file"] if allow_upload else []
+    sources.append("upload a file")
     if not data:
         st.info(DOWNLOAD_HINT)
-    if not sources:
-        return None
     source = st.radio("Corpus", sources, horizontal=True, key=f"{key}-source")
     try:
         if source.startswith("test split"):

@@ -8,9 +8,10 @@
 * :mod:`~disan.explore.analyses.casestudy`: the paper's case-study claims measured over a corpus ("Case study");
 * :mod:`~disan.explore.analyses.report`: one standalone HTML file of a sentence (``python -m disan report``).
 
-:mod:`~disan.explore.analyses.stats` holds the numpy statistics they share (PCA, k-means, silhouette,
+:mod:`~disan.explore.analyses.stats` holds the statistics they share (PCA, k-means, silhouette,
 Kendall's tau, Gini, the cluster bootstrap), :mod:`~disan.explore.analyses.measures` the per-token
-attention measures, and :mod:`~disan.explore.analyses.charts` their plotly figures. Everything returns
+attention measures, :mod:`~disan.explore.analyses.batched` the model run over many sentences, and
+:mod:`~disan.explore.analyses.charts` their plotly figures. Everything returns
 numpy arrays, pandas tables, plotly figures or :class:`disan.explore.views.Drawing`; nothing here imports
 Streamlit.
 """
