@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def _on_device(mask, device):
     """A custom token2token mask (a tensor, a mapping of block names to tensors, or None) on ``device``."""
     if isinstance(mask, torch.Tensor):
         return mask.to(device)
-    if isinstance(mask, dict):
+    if isinstance(mask, Mapping):
         return {name: m.to(device) for name, m in mask.items()}
     return mask
 
