@@ -19,6 +19,11 @@ PAGES = [
     st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
     st.Page("pages/training.py", title="Training", icon=":material/model_training:"),
     st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
+    st.Page("pages/corpus_senses.py", title="Corpus senses", icon=":material/scatter_plot:"),
+    st.Page("pages/counterfactuals.py", title="Counterfactuals", icon=":material/compare_arrows:"),
+    st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
+    st.Page("pages/compare_models.py", title="Compare models", icon=":material/difference:"),
+    st.Page("pages/case_study.py", title="Case study", icon=":material/fact_check:"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Command line: ``python -m disan {train,evaluate,download,params,bench,latency,results}``."""
+"""Command line: ``python -m disan {train,evaluate,download,params,bench,latency,results,report}``."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,7 @@ FORWARDED = {
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
+    "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
 }
 
 

@@ -145,3 +145,38 @@ def test_switching_to_a_pair_model_asks_for_premise_and_hypothesis(server, brows
     no_exception(page)
     page.screenshot(path=str(SHOTS / "pair-model.png"), full_page=True)
     page.close()
+
+
+# (sidebar title, screenshot name, the fewest figures the page draws with its defaults)
+ANALYSES = [("Corpus senses", "corpus_senses", 1), ("Counterfactuals", "counterfactuals", 3),
+            ("Attribution", "attribution", 4), ("Compare models", "compare_models", 8), ("Case study", "case_study", 5)]
+
+
+def finished(page) -> None:
+    """Wait until the script run is over: the app marks it on its root element."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'",
+        timeout=240_000)
+
+
+def test_the_analysis_pages_render_in_chromium(server, browser):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1600, "height": 1000})
+    page.goto(server)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    sentence = page.locator('[data-testid="stSidebar"] textarea').first
+    sentence.fill("A man is pouring <b>hot</b> tea")
+    sentence.press("Control+Enter")
+    wait_for_tick(page, "pouring")
+    finished(page)
+    for title, slug, figures in ANALYSES:
+        page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+        page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
+        finished(page)
+        no_exception(page)
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+        assert page.locator(".js-plotly-plot").count() >= figures, title
+        assert page.locator(".js-plotly-plot b").count() == 0, title  # the sentence's HTML is never rendered
+        page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+    page.close()

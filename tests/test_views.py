@@ -101,7 +101,7 @@ def test_word_senses_say_why_they_cannot_draw():
     assert list(drawing) == ["senses-heatmaps", "senses-similarity", "senses-differing"]
     assert list(drawing.figures) == ["senses-heatmaps"]
     assert "glass" in drawing["senses-heatmaps"].layout.title.text
-    assert views.senses_choices([glass, tea]) == (["glass", "is"], ["source2token", "output"])
+    assert views.senses_choices([glass, tea]) == (["glass", "is"], ["source2token", "output", "s"])
     assert views.vector_kinds(sentence("bilstm", "the glass").trace) == ["source2token"]
     for inputs, message in (([glass], "at least two"), ([glass, sentence(text="tea of man")], "share no word")):
         with pytest.raises(views.Unavailable, match=message):

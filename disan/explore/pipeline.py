@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +62,15 @@ def _on_cpu(value):
     return value
 
 
+def _on_device(mask, device):
+    """A custom token2token mask (a tensor, a mapping of block names to tensors, or None) on ``device``."""
+    if isinstance(mask, torch.Tensor):
+        return mask.to(device)
+    if isinstance(mask, Mapping):
+        return {name: m.to(device) for name, m in mask.items()}
+    return mask
+
+
 class Pipeline:
     """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified.
 
@@ -94,10 +104,12 @@ class Pipeline:
                 columns[0].append(check_text(item))
         return columns
 
-    def _ids(self, token_lists) -> torch.Tensor:
+    def ids(self, token_lists) -> torch.Tensor:
+        """Token lists -> (B, n) vocabulary ids on the model's device, 0 after each list (padding)."""
         return pad([self.vocab.encode(t) for t in token_lists]).to(self.device)
 
-    def _prediction(self, logits: torch.Tensor) -> Prediction:
+    def prediction(self, logits: torch.Tensor) -> Prediction:
+        """The prediction that one row of logits (n_classes,) stands for."""
         probs = logits.softmax(dim=-1).tolist()
         if self.kind == "relatedness":
             score = float(relatedness_score(logits[None])[0])
@@ -109,17 +121,39 @@ class Pipeline:
         columns = self._inputs(texts)
         out = []
         for start in range(0, len(columns[0]), batch_size):
-            ids = [self._ids(c[start:start + batch_size]) for c in columns]
-            out += [self._prediction(row) for row in self.model(*ids).cpu()]
+            ids = [self.ids(c[start:start + batch_size]) for c in columns]
+            out += [self.prediction(row) for row in self.model(*ids).cpu()]
         return out
 
     @torch.no_grad()
     def trace_sentence(self, text: str) -> SentenceTrace:
         """The encoder's trace of one sentence, whatever the head (pair models share one encoder)."""
-        tokens = check_text(text)
-        ids = self._ids([tokens])
-        _, tr = self.model.encode(ids, trace=True)
-        return SentenceTrace(text, tokens, ids[0].tolist(), _on_cpu(tr[0]))
+        return self.trace_tokens(check_text(text), text)
+
+    @torch.no_grad()
+    def trace_tokens(self, tokens: list[str], text: str | None = None, t2t_mask=None) -> SentenceTrace:
+        """The trace of a sentence given as its tokens (an edited sentence keeps its tokens as they are;
+        ``<unk>`` is the unknown word), with token2token edges removed by ``t2t_mask`` if given (see
+        :meth:`disan.nn.model.DiSANEncoder.forward`). ``text`` defaults to the tokens joined by spaces."""
+        if not tokens:
+            raise ValueError("the sentence has no tokens")
+        ids = self.ids([tokens])
+        _, tr = self.model.encode(ids, trace=True, t2t_mask=_on_device(t2t_mask, self.device))
+        return SentenceTrace(" ".join(tokens) if text is None else text, list(tokens), ids[0].tolist(), _on_cpu(tr[0]))
+
+    @torch.no_grad()
+    def encode_tokens(self, token_lists, batch_size: int = 64) -> torch.Tensor:
+        """Sentence encodings (B, d_out) of token lists on the CPU, computed in batches on the fast path."""
+        parts = [self.model.encode(self.ids(token_lists[start:start + batch_size])).cpu()
+                 for start in range(0, len(token_lists), batch_size)]
+        return torch.cat(parts)
+
+    @torch.no_grad()
+    def predict_encodings(self, *encodings: torch.Tensor) -> list[Prediction]:
+        """Predictions from sentence encodings (B, d_out): one tensor for a sentence model, premise and
+        hypothesis encodings for a pair model."""
+        logits = self.model.head(*(e.to(self.device) for e in encodings)).cpu()
+        return [self.prediction(row) for row in logits]
 
     @torch.no_grad()
     def trace(self, text) -> TraceResult:
@@ -128,8 +162,7 @@ class Pipeline:
         if self.is_pair and len(texts) != 2:
             raise ValueError("this is a sentence-pair model: give a (premise, hypothesis) pair")
         sentences = [self.trace_sentence(t) for t in texts]
-        logits = self.model.head(*(s.trace.encoding[None].to(self.device) for s in sentences))[0].cpu()
-        pred = self._prediction(logits)
+        pred = self.predict_encodings(*(s.trace.encoding[None] for s in sentences))[0]
         if self.is_pair:
             return TraceResult(pred, premise=sentences[0], hypothesis=sentences[1])
         return TraceResult(pred, sentence=sentences[0])

@@ -17,6 +17,7 @@ PRESETS = {
 VECTORS = {
     "source2token": "source2token probabilities P[i, :] (2·d_h)",
     "output": "outputs u of the two DiSA blocks, concatenated (2·d_h)",
+    "s": "attention outputs s of the two DiSA blocks, concatenated (2·d_h)",
 }
 
 
@@ -39,10 +40,12 @@ def position(tokens: Sequence[str], word: str) -> int:
 
 
 def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
-    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``: the blocks' u in block order)."""
+    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
+    block order)."""
     i = position(tokens, word)
     if kind == "source2token":
         return np.asarray(trace.source2token.probs)[i]
-    if kind == "output":
-        return np.concatenate([np.asarray(block.u)[i] for block in trace.blocks])
+    if kind in ("output", "s"):
+        return np.concatenate([np.asarray(getattr(block, "u" if kind == "output" else "s"))[i]
+                               for block in trace.blocks])
     raise ValueError(f"unknown vector kind {kind!r}; expected one of {list(VECTORS)}")

@@ -222,7 +222,7 @@ class SensesOptions:
 
 def vector_kinds(trace) -> list[str]:
     """The keys of :data:`senses.VECTORS` the encoder has, in that order."""
-    has = {"source2token": trace.source2token is not None, "output": bool(trace.blocks)}
+    has = {"source2token": trace.source2token is not None, "output": bool(trace.blocks), "s": bool(trace.blocks)}
     return [kind for kind in senses.VECTORS if has[kind]]
 
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from disan.nn.baselines import build_encoder
-from disan.nn.model import Dense, DiSANConfig
+from disan.nn.model import Dense, DiSANConfig, DiSANEncoder
 
 KINDS = ("classify", "pair", "relatedness")
 
@@ -60,9 +60,14 @@ class TextModel(nn.Module):
         self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout)
         init_weights(self)
 
-    def encode(self, ids: torch.Tensor, trace: bool = False):
-        """ids (B, n) -> (B, d_out) [, EncoderTrace]."""
-        return self.encoder(self.embed(ids), ids != 0, trace)
+    def encode(self, ids: torch.Tensor, trace: bool = False, t2t_mask=None):
+        """ids (B, n) -> (B, d_out) [, EncoderTrace]. ``t2t_mask`` forbids token2token edges of a DiSAN
+        encoder (see :meth:`disan.nn.model.DiSANEncoder.forward`); other encoders have none to forbid."""
+        if t2t_mask is None:
+            return self.encoder(self.embed(ids), ids != 0, trace)
+        if not isinstance(self.encoder, DiSANEncoder):
+            raise ValueError(f"the {self.cfg.encoder} encoder has no token2token attention to mask")
+        return self.encoder(self.embed(ids), ids != 0, trace, t2t_mask)
 
     def head(self, *encodings: torch.Tensor) -> torch.Tensor:
         """Sentence encoding(s) (B, d_out) -> logits (B, n_classes)."""

@@ -37,18 +37,28 @@ def subsequent_mask(n: int, direction: str, device=None) -> torch.Tensor:
     return builders[direction](n, device)
 
 
-def attention_mask(pad_mask: torch.Tensor, structure: torch.Tensor | str) -> torch.Tensor:
-    """Combine a padding mask with a token2token structure.
+def _check(mask: torch.Tensor, n: int) -> None:
+    if mask.dtype != torch.bool:
+        raise TypeError("a token2token mask must be a bool tensor")
+    if mask.shape[-2:] != (n, n):
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not fit {n} tokens")
+
+
+def attention_mask(pad_mask: torch.Tensor, structure: torch.Tensor | str,
+                   allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """Combine a padding mask with a token2token structure and, optionally, a custom mask.
 
     pad_mask: (B, n) bool, True for real tokens.
     structure: a direction name, or a bool mask (n, n) or (B, n, n) indexed [j, i].
+    allowed: None, or a bool mask (n, n) or (B, n, n) [j, i] that removes more edges (False: j may not
+    attend i, e.g. an attention knockout); it never adds an edge that the structure forbids.
     Returns (B, n, n) bool: padded keys are never attended and padded queries attend to nothing.
     """
     B, n = pad_mask.shape
     if isinstance(structure, str):
         structure = subsequent_mask(n, structure, pad_mask.device)
-    if structure.dtype != torch.bool:
-        raise TypeError("a token2token mask must be a bool tensor")
-    if structure.shape[-2:] != (n, n):
-        raise ValueError(f"mask of shape {tuple(structure.shape)} does not fit {n} tokens")
+    _check(structure, n)
+    if allowed is not None:
+        _check(allowed, n)
+        structure = structure & allowed
     return structure & pad_mask[:, :, None] & pad_mask[:, None, :]  # (B, n, n)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import torch
@@ -158,12 +159,16 @@ class DiSA(nn.Module):
         self.b_f = nn.Parameter(torch.zeros(d))
         self.name = name or direction  # what the trace calls the block
 
-    def forward(self, x, pad_mask, trace: bool = False):
-        """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`."""
+    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
+        """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`.
+
+        ``t2t_mask``: an optional bool (n, n) or (B, n, n) [j, i] that forbids more edges than the block's
+        own mask (False: j may not attend i).
+        """
         # §3.3: h = σ_h(W^(h) x + b^(h))
         h = self.fc_h(x)                                             # (B, n, d)
-        # §3.3: the positional mask M (0 where j may attend i, -inf elsewhere), padding included
-        mask = attention_mask(pad_mask, self.direction)              # (B, n, n) bool [j, i]
+        # §3.3: the positional mask M (0 where j may attend i, -inf elsewhere), padding and t2t_mask included
+        mask = attention_mask(pad_mask, self.direction, t2t_mask)    # (B, n, n) bool [j, i]
         h_dp = self.drop(h)
         # §3.3: f(h_i, h_j) = c·tanh([W^(1) h_i + W^(2) h_j + b^(1)] / c) + M_ij, per feature k;
         # key = W^(1) h_i (the attended token), query = W^(2) h_j + b^(1) (the query token)
@@ -219,6 +224,17 @@ def name_blocks(directions) -> list[tuple[str, str]]:
     return out
 
 
+def _per_block(t2t_mask, blocks: list[DiSA]) -> list:
+    """The custom mask of each block: one tensor (or None) for all, or a mapping's entry by block name."""
+    if not isinstance(t2t_mask, Mapping):
+        return [t2t_mask] * len(blocks)
+    names = [block.name for block in blocks]
+    unknown = sorted(set(t2t_mask) - set(names))
+    if unknown:
+        raise ValueError(f"no DiSA block is named {unknown[0]!r}; the blocks are {names}")
+    return [t2t_mask.get(name) for name in names]
+
+
 class DiSANEncoder(nn.Module):
     """Two DiSA blocks (untied; forward and backward) -> concatenation -> source2token: (B, n, d_e) -> (B, 2 d_h)."""
 
@@ -237,10 +253,16 @@ class DiSANEncoder(nn.Module):
         """The DiSA blocks in order; their outputs are concatenated in this order."""
         return [getattr(self, module) for module in self.block_modules]
 
-    def forward(self, x, pad_mask, trace: bool = False):
-        """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace]."""
+    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
+        """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace].
+
+        ``t2t_mask`` removes token2token edges (an attention knockout): a bool (n, n) or (B, n, n) [j, i]
+        for every block, or a mapping from block names to such masks (blocks not named keep theirs).
+        It is combined with each block's directional mask and the padding, never adding an edge.
+        """
         # §4: u^fw = DiSA^fw(x), u^bw = DiSA^bw(x), untied
-        outputs = [block(x, pad_mask, trace) for block in self.blocks]
+        blocks = self.blocks
+        outputs = [block(x, pad_mask, trace, m) for block, m in zip(blocks, _per_block(t2t_mask, blocks))]
         # §4: the sentence encoding is source2token attention over [u^fw; u^bw]
         out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)  # (B, 2 d_h)
         if not trace:

@@ -1,0 +1,127 @@
+"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, opening a
+sentence in the Attention page.
+
+Every analysis is computed by :mod:`disan.explore.analyses`; this module caches it per checkpoint
+(path and modification stamp, as :mod:`disan.app.common` does) and corpus, and draws widgets.
+Arguments with a leading underscore are left out of the cache keys: a corpus is keyed by its name.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from disan.app.common import load_pipeline, stamp
+from disan.data.loaders import SPLITS, TASKS, data_dir
+from disan.explore.analyses import attribution, casestudy, corpus
+
+DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
+                 "(then set `DISAN_DATA_DIR=DIR`); an uploaded text or CSV file works without them.")
+
+
+def has_data() -> bool:
+    """Whether a benchmark folder is there ($DISAN_DATA_DIR or ../shared/data)."""
+    try:
+        data_dir()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the benchmark…")
+def benchmark(task: str, split: str) -> corpus.Corpus:
+    return corpus.benchmark_corpus(task, split)
+
+
+@st.cache_data(max_entries=4, show_spinner="Reading the file…")
+def uploaded(data: bytes, name: str) -> corpus.Corpus:
+    return corpus.uploaded_corpus(data, name)
+
+
+def pick_corpus(entry, key: str) -> corpus.Corpus | None:
+    """The corpus widgets: the checkpoint's test split, another benchmark split, or an uploaded file.
+
+    None (after saying why) when no corpus can be read.
+    """
+    own = entry.task if entry.task in TASKS else None
+    data = has_data()
+    sources = ([f"test split of {own}"] if data and own else []) + (["another benchmark"] if data else [])
+    sources.append("upload a file")
+    if not data:
+        st.info(DOWNLOAD_HINT)
+    source = st.radio("Corpus", sources, horizontal=True, key=f"{key}-source")
+    try:
+        if source.startswith("test split"):
+            return benchmark(own, "test")
+        if source == "another benchmark":
+            c1, c2 = st.columns(2)
+            task = c1.selectbox("Benchmark", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t]}", key=f"{key}-task")
+            split = c2.selectbox("Split", SPLITS, index=SPLITS.index("test"), key=f"{key}-split")
+            return benchmark(task, split)
+        upload = st.file_uploader("A text file (one sentence per line) or a CSV file (a text or sentence column, "
+                                  "optionally a label column)", type=["txt", "csv"], key=f"{key}-upload")
+        if upload is None:
+            return None
+        return uploaded(upload.getvalue(), upload.name)
+    except (ValueError, OSError) as e:
+        st.warning(f"This corpus cannot be read: {e}")
+        return None
+
+
+def corpus_key(c: corpus.Corpus) -> str:
+    """What names a corpus in the cache keys: its name and a digest of its sentences."""
+    digest = hashlib.sha256("\n".join(c.texts).encode("utf-8")).hexdigest()[:16]
+    return f"{c.name}:{digest}"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def senses(path: str, mtime: float, key: str, _corpus: corpus.Corpus, word: str, kind: str, k: int | None):
+    return corpus.analyse(load_pipeline(path, mtime), _corpus, word, kind, k)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def case_study(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> casestudy.CaseStudy:
+    return casestudy.measure(load_pipeline(path, mtime), _tokens, name)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
+    pipe = load_pipeline(path, mtime)
+    return casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
+                             "the paper's sentences")
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def attribute(path: str, mtime: float, text) -> attribution.Attribution:
+    pipe = load_pipeline(path, mtime)
+    return attribution.attribute(pipe, pipe.trace(text).sentences)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def attribution_corpus(path: str, mtime: float, task: str, n: int):
+    pipe = load_pipeline(path, mtime)
+    return attribution.corpus_agreement(pipe, corpus.benchmark_items(task, "test", n))
+
+
+def with_status(running: str, done: str, compute, *args):
+    """Run a long computation inside an ``st.status`` box: ``running`` while it runs, then ``done``."""
+    with st.status(running, expanded=False) as box:
+        value = compute(*args)
+        box.update(label=done, state="complete")
+    return value
+
+
+def checkpoint_args(entry) -> tuple[str, float]:
+    """The (path, stamp) pair that keys a checkpoint's cached analyses."""
+    return str(entry.path), stamp(entry.path)
+
+
+def open_in_attention(pipe, text: str, pair: tuple[str, str] | None = None) -> None:
+    """Make ``text`` (or its benchmark pair) the sidebar's input and switch to the Attention page."""
+    if not pipe.is_pair:
+        st.session_state["text"] = text
+    elif pair is not None:
+        st.session_state["premise"], st.session_state["hypothesis"] = pair
+    else:
+        st.session_state["premise"] = text
+    st.switch_page("pages/attention.py")

@@ -1,0 +1,162 @@
+"""Attribution against attention: does what DiSAN attends to agree with what its prediction depends on?
+(Jain & Wallace 2019, "Attention is not explanation"; Wiegreffe & Pinter 2019.)
+
+Two gradient attributions of the followed output (the probability of the predicted class; the
+expected score for relatedness) to each token, summed over the embedding dimensions:
+
+* gradient x input, (df/dx_i) . x_i;
+* integrated gradients (Sundararajan et al. 2017), (x_i - x'_i) . the mean gradient on the straight path
+  from the baseline x' (zero word vectors) to x, by the trapezoidal rule with ``steps`` intervals. They
+  sum to f(x) - f(x') up to the quadrature error (completeness).
+
+Attention measures per token: its source2token importance (mean over features) and, per DiSA block,
+the attention it receives relative to uniform attention (:mod:`disan.explore.analyses.measures`).
+Agreement is Kendall's tau-b between |attribution| and each measure.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from disan.explore import figures
+from disan.explore.analyses import charts, stats
+from disan.explore.analyses.measures import relative_received
+from disan.explore.pipeline import SentenceTrace
+from disan.explore.views import Drawing, Row
+from disan.nn.heads import relatedness_score
+
+STEPS = 50
+METHODS = ("integrated gradients", "gradient × input")
+
+
+@dataclass
+class Attribution:
+    """Per-token attributions of one input (one or two sentences) to the followed output."""
+    tokens: list[list[str]]          # per sentence
+    integrated: list[np.ndarray]     # per sentence (n,)
+    gradient_input: list[np.ndarray]  # per sentence (n,)
+    target: str                      # the class whose probability is followed, or "relatedness score"
+    value: float                     # f(x)
+    baseline: float                  # f(x') with zero word vectors
+    steps: int
+
+    @property
+    def completeness_gap(self) -> float:
+        """(sum of integrated gradients - (f(x) - f(x'))) / |f(x) - f(x')|: the quadrature's relative error."""
+        total = sum(float(a.sum()) for a in self.integrated)
+        delta = self.value - self.baseline
+        return (total - delta) / abs(delta) if delta else float("nan")
+
+    def method(self, name: str) -> list[np.ndarray]:
+        """The attributions of one of :data:`METHODS`, per sentence."""
+        if name not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, not {name!r}")
+        return self.integrated if name == METHODS[0] else self.gradient_input
+
+
+def _output(model, embeddings: Sequence[torch.Tensor], pads: Sequence[torch.Tensor], target: int | None):
+    """(B,) the followed output of the model on word vectors: class ``target``'s probability, or (None) the
+    relatedness score."""
+    logits = model.head(*(model.encoder(e, p) for e, p in zip(embeddings, pads)))
+    return relatedness_score(logits) if target is None else logits.softmax(dim=-1)[:, target]
+
+
+def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> Attribution:
+    """Integrated gradients and gradient x input of every token of the input (one sentence, or a premise
+    and a hypothesis) for the predicted class, in one batch of ``steps + 1`` points on the path."""
+    model = pipe.model
+    ids = [pipe.ids([s.tokens]) for s in sentences]                      # (1, n) each
+    with torch.no_grad():
+        x = [model.embed(i) for i in ids]                                 # (1, n, d_e) each
+        logits = model.head(*(model.encoder(e, i != 0) for e, i in zip(x, ids)))[0]
+    target = None if pipe.kind == "relatedness" else int(logits.argmax())
+    alphas = torch.linspace(0, 1, steps + 1, device=x[0].device, dtype=x[0].dtype)   # (S,)
+    path = [(alphas[:, None, None] * e).requires_grad_() for e in x]                  # (S, n, d_e) each
+    pads = [(i != 0).expand(steps + 1, -1) for i in ids]
+    with torch.enable_grad():
+        out = _output(model, path, pads, target)                                      # (S,)
+        grads = torch.autograd.grad(out.sum(), path)                                  # (S, n, d_e) each
+    weights = torch.full((steps + 1,), 1.0 / steps, dtype=x[0].dtype, device=x[0].device)
+    weights[[0, -1]] /= 2                                                             # trapezoidal rule
+    integrated = [((g * weights[:, None, None]).sum(0) * e[0]).sum(-1).detach().cpu().numpy()
+                  for g, e in zip(grads, x)]
+    gradient_input = [(g[-1] * e[0]).sum(-1).detach().cpu().numpy() for g, e in zip(grads, x)]
+    label = "relatedness score" if target is None else pipe.labels[target]
+    return Attribution([list(s.tokens) for s in sentences], integrated, gradient_input, label,
+                       float(out[-1].detach()), float(out[0].detach()), steps)
+
+
+def attention_measures(sentence: SentenceTrace) -> pd.DataFrame:
+    """Per token: ``source2token`` (its importance, when the encoder has source2token attention) and
+    ``received · {block}`` (attention received relative to uniform, NaN where no query may attend it)."""
+    tr = sentence.trace
+    columns = {}
+    if tr.source2token is not None:
+        columns["source2token"] = figures.token_importance(np.asarray(tr.source2token.probs))
+    for block in tr.blocks:
+        columns[f"received · {block.name}"] = relative_received(block.probs, block.mask)
+    return pd.DataFrame(columns, index=pd.RangeIndex(len(sentence.tokens), name="position"))
+
+
+def agreement(attributions: dict[str, np.ndarray], measures: pd.DataFrame) -> pd.DataFrame:
+    """Kendall's tau-b between |attribution| (rows: methods) and each attention measure (columns)."""
+    return pd.DataFrame({measure: [stats.kendall_tau(np.abs(a), measures[measure].to_numpy())
+                                   for a in attributions.values()] for measure in measures.columns},
+                        index=pd.Index(list(attributions), name="attribution"))
+
+
+def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
+    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, and
+    the tau of each (method, measure) as a column "method | measure". Items that cannot be traced are
+    left out."""
+    rows = []
+    for item in items:
+        try:
+            result = pipe.trace(item)
+        except ValueError:
+            continue
+        sentences = result.sentences
+        attr = attribute(pipe, sentences, steps)
+        for k, sentence in enumerate(sentences):
+            table = agreement({m: attr.method(m)[k] for m in METHODS}, attention_measures(sentence))
+            row = {"sentence": sentence.text, "tokens": len(sentence.tokens)}
+            row.update({f"{m} | {measure}": table.loc[m, measure] for m in METHODS for measure in table.columns})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def drawing(attr: Attribution, sentences: Sequence[SentenceTrace]) -> Drawing:
+    """Per sentence: the attributions beside the attention measures (tokens x measures), and their
+    agreement (Kendall's tau)."""
+    rows = []
+    for k, sentence in enumerate(sentences):
+        measures = attention_measures(sentence)
+        values = np.column_stack([attr.integrated[k], attr.gradient_input[k], measures.to_numpy()])
+        names = list(METHODS) + list(measures.columns)
+        part = "" if len(sentences) == 1 else ("premise: " if k == 0 else "hypothesis: ")
+        title = f"{part}attribution to “{attr.target}” beside attention"
+        rows.append(Row({f"attr-measures-{k}": charts.measures_heatmap(values, sentence.tokens, names, title)}))
+        rows.append(Row({f"attr-tau-{k}": agreement({m: attr.method(m)[k] for m in METHODS}, measures)},
+                        f"{part.capitalize()}Kendall's τ between |attribution| and attention".strip()))
+    return Drawing(rows)
+
+
+def corpus_drawing(frame: pd.DataFrame) -> Drawing:
+    """Histograms of tau over the sampled sentences, one panel per attribution method, and a summary table
+    (mean tau, the share of sentences with tau > 0)."""
+    pairs = [c for c in frame.columns if " | " in c]
+    panels = {}
+    for m, method in enumerate(METHODS):
+        series = {c.split(" | ")[1]: frame[c].to_numpy(dtype=float) for c in pairs if c.startswith(method)}
+        panels[f"attr-corpus-{m}"] = charts.histograms(series, f"{method} against attention, per sentence",
+                                                       "Kendall's τ", reference=0.0)
+    values = frame[pairs].astype(float)
+    counted = values.notna().sum().to_numpy()
+    summary = pd.DataFrame({"attribution | attention": pairs, "mean τ": values.mean().to_numpy(),
+                            "share with τ > 0": (values > 0).sum().to_numpy() / counted.clip(min=1),
+                            "sentences": counted})
+    return Drawing([Row(panels, f"Over {len(frame)} sentences"), Row({"attr-corpus-summary": summary})])

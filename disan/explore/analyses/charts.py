@@ -1,0 +1,121 @@
+"""Plotly figures of the analyses, in the style and with the escaping of :mod:`disan.explore.figures`.
+
+Every string from the user or a corpus (tokens, contexts, labels, checkpoint names) goes through
+``figures._esc`` before it reaches a figure; markup is only ever added around escaped text.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from disan.explore.analyses.stats import Estimate
+from disan.explore.figures import DIVERGING, MASKED_BG, _esc, _finish, _height, _label_axis
+
+PALETTE = qualitative.Plotly
+
+
+def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
+    """Escaped context of ``tokens[position]`` (``width`` tokens each side), the word in bold."""
+    left = " ".join(tokens[max(0, position - width):position])
+    right = " ".join(tokens[position + 1:position + 1 + width])
+    before = "… " if position > width else ""
+    after = " …" if position + 1 + width < len(tokens) else ""
+    return f"{_esc(before + left)} <b>{_esc(tokens[position])}</b> {_esc(right + after)}".strip()
+
+
+def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], explained: np.ndarray,
+                       title: str, selected: int | None = None, order: Sequence[str] | None = None) -> go.Figure:
+    """(N, 2) projected occurrences, one colour per group (a cluster or a gold label), the already
+    escaped ``hover`` context on each point; the explained variance names the axes. ``selected``
+    rings one occurrence; ``order`` is the groups' legend order (default: sorted)."""
+    coords = np.asarray(coords, dtype=float)
+    groups = np.asarray([str(g) for g in groups], dtype=object)
+    hover = np.asarray(hover, dtype=object)
+    fig = go.Figure()
+    for c, group in enumerate(sorted(set(groups)) if order is None else order):
+        idx = np.flatnonzero(groups == group)
+        fig.add_trace(go.Scattergl(
+            x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{_esc(group)} ({len(idx)})",
+            marker=dict(size=7, opacity=0.75, color=PALETTE[c % len(PALETTE)]),
+            customdata=idx, hovertext=hover[idx], hovertemplate="#%{customdata}: %{hovertext}<extra></extra>"))
+    if selected is not None:
+        fig.add_trace(go.Scattergl(x=coords[[selected], 0], y=coords[[selected], 1], mode="markers",
+                                   name=f"selected #{selected}", hovertext=hover[[selected]],
+                                   hovertemplate="%{hovertext}<extra></extra>",
+                                   marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=2, color="black"))))
+    fig.update_xaxes(title=dict(text=f"PC 1 ({explained[0]:.1%} of the variance)"))
+    fig.update_yaxes(title=dict(text=f"PC 2 ({explained[1]:.1%} of the variance)"))
+    return _finish(fig, title, 560)
+
+
+def prediction_change(before: Mapping[str, float], after: Mapping[str, float],
+                      names: tuple[str, str] = ("before", "after")) -> go.Figure:
+    """Class probabilities of two predictions as paired horizontal bars, in the model's label order."""
+    labels = list(before)
+    fig = go.Figure([
+        go.Bar(x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h", name=_esc(name),
+               marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + _esc(name) + "</extra>")
+        for name, probs, colour in zip(names, (before, after), ("#9ecae1", "#1f77b4"))
+    ])
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(range=[0, 1], title=dict(text="probability"))
+    return _finish(fig, "", 90 + 40 * len(labels), barmode="group")
+
+
+def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequence[str], title: str) -> go.Figure:
+    """tokens (rows) x measures (columns); each column scaled by its largest |value| so that measures of
+    different units sit side by side; the hover and the cell text give the raw value. NaN cells are grey."""
+    values = np.asarray(values, dtype=float)  # (n, m)
+    peak = np.nanmax(np.abs(values), axis=0, initial=0.0)
+    scaled = values / np.where(peak > 0, peak, 1.0)
+    rows = _label_axis("token", tokens, "token")
+    columns = [_esc(m) for m in measures]  # a handful of names of ours: shown whole, not cut like tokens
+    text = np.array([["" if np.isnan(v) else f"{v:.3g}" for v in row] for row in values], dtype=object)
+    fig = go.Figure(go.Heatmap(
+        z=scaled, x=columns, y=rows.values, customdata=values, text=text, texttemplate="%{text}",
+        zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, hoverongaps=False,
+        colorbar=dict(title=dict(text="÷ column max |·|")),
+        hovertemplate="%{y} · %{x} = %{customdata:.4g}<extra></extra>"))
+    fig.update_xaxes(type="category", side="top")
+    fig.update_yaxes(**rows.layout(reverse=True))
+    return _finish(fig, title, _height(len(tokens), per_row=26), plot_bgcolor=MASKED_BG)
+
+
+def histograms(series: Mapping[str, np.ndarray], title: str, value_title: str,
+               reference: float | None = None, bins: int = 30) -> go.Figure:
+    """Overlaid histograms of several samples (NaN left out), with an optional vertical reference line."""
+    fig = go.Figure()
+    for c, (name, values) in enumerate(series.items()):
+        values = np.asarray(values, dtype=float)
+        values = values[np.isfinite(values)]
+        fig.add_trace(go.Histogram(x=values, name=f"{_esc(name)} (n={len(values)})", opacity=0.6, nbinsx=bins,
+                                   marker_color=PALETTE[c % len(PALETTE)]))
+    if reference is not None:
+        fig.add_vline(x=reference, line=dict(color="black", dash="dash"))
+    fig.update_xaxes(title=dict(text=_esc(value_title)))
+    fig.update_yaxes(title=dict(text="count"))
+    return _finish(fig, title, 380, barmode="overlay")
+
+
+def estimate_bars(estimates: Mapping[str, Mapping[str, Estimate]], title: str, value_title: str,
+                  reference: float | None = None) -> go.Figure:
+    """Grouped bars with 95% interval whiskers: one group per outer key (a block), one bar per inner key
+    (a word class); an optional horizontal reference line (e.g. 1 = uniform attention)."""
+    inner = list(dict.fromkeys(k for group in estimates.values() for k in group))
+    outer = list(estimates)
+    fig = go.Figure()
+    for c, key in enumerate(inner):
+        est = [estimates[o].get(key) for o in outer]
+        value = [e.value if e else None for e in est]
+        fig.add_trace(go.Bar(
+            x=[_esc(o) for o in outer], y=value, name=_esc(key), marker_color=PALETTE[c % len(PALETTE)],
+            error_y=dict(type="data", symmetric=False, array=[e.high - e.value if e else 0 for e in est],
+                         arrayminus=[e.value - e.low if e else 0 for e in est]),
+            hovertemplate="%{x} · " + _esc(key) + ": %{y:.4f}<extra></extra>"))
+    if reference is not None:
+        fig.add_hline(y=reference, line=dict(color="black", dash="dash"))
+    fig.update_yaxes(title=dict(text=_esc(value_title)))
+    return _finish(fig, title, 380, barmode="group")

@@ -1,0 +1,226 @@
+"""Corpus senses: one word's vector at each of its occurrences in a corpus, projected to 2-D with PCA
+and clustered with k-means, to see whether DiSAN separates the word's senses beyond the paper's two
+sentences (its Fig. 6).
+
+A corpus is a benchmark split (the checkpoint's test split by default) or an uploaded text or CSV file,
+one sentence per line.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from disan.data.loaders import TASKS, decode_line, load_task
+from disan.data.text import check_text, normalize
+from disan.explore import senses
+from disan.explore.analyses import charts, stats
+from disan.explore.analyses.batched import token_vectors
+from disan.explore.analyses.measures import word_class
+from disan.explore.views import Drawing, Row
+
+MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
+MAX_SENTENCES = 20_000   # lines of an uploaded file that are read
+TEXT_COLUMNS = ("text", "sentence", "sentences")  # a CSV column with one of these names holds the sentences
+LABEL_COLUMNS = ("label", "gold", "class")
+
+
+@dataclass
+class Corpus:
+    """Sentences, tokenised, with a gold label each ("" when the corpus has none)."""
+    name: str
+    texts: list[str]
+    tokens: list[list[str]]
+    labels: list[str]
+    pairs: list[tuple[str, str] | None]  # the (premise, hypothesis) a sentence of a pair benchmark comes from
+    skipped: int = 0                     # lines left out: empty or longer than a trace allows
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+def make_corpus(name: str, texts, labels=None, pairs=None) -> Corpus:
+    """Tokenise the texts; lines that :func:`disan.data.text.check_text` refuses (empty, too long) are
+    left out and counted in ``skipped``."""
+    labels = [""] * len(texts) if labels is None else labels
+    pairs = [None] * len(texts) if pairs is None else pairs
+    kept = Corpus(name, [], [], [], [])
+    for text, label, pair in zip(texts, labels, pairs):
+        try:
+            tokens = check_text(text)
+        except ValueError:
+            kept.skipped += 1
+            continue
+        kept.texts.append(text)
+        kept.tokens.append(tokens)
+        kept.labels.append(str(label))
+        kept.pairs.append(pair)
+    return kept
+
+
+def benchmark_corpus(task: str, split: str = "test", data_dir=None) -> Corpus:
+    """A benchmark split as a corpus: its sentences with their gold labels (a pair benchmark gives both
+    sentences of every pair; relatedness scores are rounded to the nearest level)."""
+    if task not in TASKS:
+        raise ValueError(f"unknown benchmark {task!r}; choose one of {', '.join(TASKS)}")
+    data = load_task(task, data_dir, phrases=False)
+    texts, labels, pairs = [], [], []
+    for example in getattr(data, split):
+        label = f"{example.label:.0f}" if data.kind == "relatedness" else data.labels[int(example.label)]
+        sides = example.text if isinstance(example.text, tuple) else (example.text,)
+        for side in sides:
+            texts.append(side)
+            labels.append(label)
+            pairs.append(example.text if isinstance(example.text, tuple) else None)
+    return make_corpus(f"{task} {split}", texts, labels, pairs)
+
+
+def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
+    """A seeded random sample of ``n`` sentences in corpus order (the whole corpus when it is not larger)."""
+    if len(corpus) <= n:
+        return corpus
+    keep = np.sort(np.random.default_rng(seed).choice(len(corpus), n, replace=False))
+    return Corpus(f"{corpus.name} (sample of {n})", [corpus.texts[i] for i in keep], [corpus.tokens[i] for i in keep],
+                  [corpus.labels[i] for i in keep], [corpus.pairs[i] for i in keep], corpus.skipped)
+
+
+def benchmark_items(task: str, split: str = "test", n: int = 200, seed: int = 0, data_dir=None) -> list:
+    """A seeded random sample of ``n`` inputs of a benchmark split, as a pipeline takes them: texts, or
+    (premise, hypothesis) pairs."""
+    if task not in TASKS:
+        raise ValueError(f"unknown benchmark {task!r}; choose one of {', '.join(TASKS)}")
+    examples = getattr(load_task(task, data_dir, phrases=False), split)
+    keep = np.sort(np.random.default_rng(seed).choice(len(examples), min(n, len(examples)), replace=False))
+    return [examples[i].text for i in keep]
+
+
+def uploaded_corpus(data: bytes, filename: str) -> Corpus:
+    """A text file (one sentence per line) or a CSV file: the column named text or sentence (else the
+    first) holds the sentences, a column named label, gold or class the labels. At most
+    :data:`MAX_SENTENCES` lines are read."""
+    lines = [decode_line(line.removesuffix(b"\r")) for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n")]
+    if not filename.lower().endswith(".csv"):
+        return make_corpus(filename, [line for line in lines if line.strip()][:MAX_SENTENCES])
+    rows = [row for row in csv.reader(io.StringIO("\n".join(lines))) if any(cell.strip() for cell in row)]
+    if not rows:
+        return make_corpus(filename, [])
+    header = [cell.strip().lower() for cell in rows[0]]
+    text_col = next((header.index(c) for c in TEXT_COLUMNS if c in header), None)
+    label_col = next((header.index(c) for c in LABEL_COLUMNS if c in header), None)
+    if text_col is None:  # no header naming the sentences: the first column, from the first row
+        text_col, label_col, body = 0, None, rows
+    else:
+        body = rows[1:]
+    body = body[:MAX_SENTENCES]
+    texts = [row[text_col] if text_col < len(row) else "" for row in body]
+    labels = None if label_col is None else [row[label_col] if label_col < len(row) else "" for row in body]
+    return make_corpus(filename, texts, labels)
+
+
+def frequent_words(corpus: Corpus, top: int = 200) -> list[str]:
+    """The corpus's content words (not stop words, with a letter, longer than two characters), most frequent first."""
+    counts = Counter(normalize(t) for tokens in corpus.tokens for t in tokens)
+    words = [w for w, _ in counts.most_common() if len(w) > 2 and word_class(w) == "content"]
+    return words[:top]
+
+
+def occurrences(corpus: Corpus, word: str, limit: int = MAX_OCCURRENCES) -> list[tuple[int, int]]:
+    """(sentence, position) of the first ``limit`` occurrences of a word (compared normalised), in corpus order."""
+    word = normalize(word)
+    found = []
+    for s, tokens in enumerate(corpus.tokens):
+        for p, token in enumerate(tokens):
+            if normalize(token) == word:
+                found.append((s, p))
+                if len(found) == limit:
+                    return found
+    return found
+
+
+@dataclass
+class Senses:
+    """A word's occurrences in a corpus: one table row and one vector each, their projection and clusters."""
+    word: str
+    kind: str
+    corpus: str
+    table: pd.DataFrame      # occurrence, sentence, position, label, cluster, pc1, pc2, context, text
+    vectors: np.ndarray      # (N, D)
+    explained: np.ndarray    # (2,) the variance share of PC 1 and PC 2
+    k: int
+    silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette (when k was picked by it)
+    hover: list[str] = field(default_factory=list)              # the escaped context of each occurrence
+
+
+def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
+            limit: int = MAX_OCCURRENCES, seed: int = 0) -> Senses:
+    """Collect up to ``limit`` occurrences of ``word`` and their ``kind`` vectors (batched, fast path),
+    project them with PCA and cluster them with k-means: ``k`` clusters, or (None) the k in 2..8 with
+    the best silhouette. Clusters are computed on the unit-length vectors, as the cosine neighbours are."""
+    places = occurrences(corpus, word, limit)
+    if len(places) < 2:
+        raise ValueError(f"{word!r} occurs {len(places)} time(s) in {corpus.name}; at least 2 are needed")
+    vectors = token_vectors(pipe, corpus.tokens, places, kind)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    unit = vectors / np.where(norms > 0, norms, 1.0)
+    scores: dict[int, float] = {}
+    if k is None:
+        k, scores = stats.best_k(unit, range(2, min(8, len(places) - 1) + 1), seed)
+    labels = stats.kmeans(unit, min(k, len(places)), seed)
+    projection = stats.pca_2d(vectors)
+    sentence = [s for s, _ in places]
+    position = [p for _, p in places]
+    table = pd.DataFrame({
+        "occurrence": np.arange(len(places)), "sentence": sentence, "position": position,
+        "label": [corpus.labels[s] for s in sentence], "cluster": labels,
+        "pc1": projection.coords[:, 0], "pc2": projection.coords[:, 1],
+        "context": [" ".join(corpus.tokens[s][max(0, p - 8):p + 9]) for s, p in places],
+        "text": [corpus.texts[s] for s in sentence],
+    })
+    hover = [charts.marked_context(corpus.tokens[s], p) for s, p in places]
+    return Senses(normalize(word), kind, corpus.name, table, vectors, projection.explained, int(labels.max()) + 1,
+                  scores, hover)
+
+
+def neighbours(result: Senses, index: int, top: int = 10) -> pd.DataFrame:
+    """The ``top`` occurrences whose vectors are closest to occurrence ``index`` by cosine, closest first
+    (the occurrence itself left out): occurrence, cosine, cluster, label, context."""
+    cosine = stats.cosine_to(result.vectors, result.vectors[index])
+    order = [i for i in np.argsort(-cosine, kind="stable") if i != index][:top]
+    rows = result.table.iloc[order]
+    return pd.DataFrame({"occurrence": rows["occurrence"].to_numpy(), "cosine": cosine[order],
+                         "cluster": rows["cluster"].to_numpy(), "label": rows["label"].to_numpy(),
+                         "context": rows["context"].to_numpy()})
+
+
+def export_csv(result: Senses) -> bytes:
+    """The occurrence table as UTF-8 CSV, with the word and vector kind as the first columns."""
+    table = result.table.assign(word=result.word, vector=result.kind)
+    table = table[["word", "vector"] + [c for c in result.table.columns]]
+    return table.to_csv(index=False).encode("utf-8")
+
+
+def drawing(result: Senses, colour: str = "cluster", selected: int | None = None) -> Drawing:
+    """The page's panels: the projected occurrences coloured by cluster or gold label, the silhouette of
+    each k (when k was picked by it) and the nearest neighbours of the selected occurrence."""
+    if colour not in ("cluster", "label"):
+        raise ValueError(f"colour by 'cluster' or 'label', not {colour!r}")
+    if colour == "cluster":
+        groups = [f"cluster {c}" for c in result.table["cluster"]]
+        order = [f"cluster {c}" for c in range(result.k)]
+    else:
+        groups, order = list(result.table["label"]), None
+    title = f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]}"
+    rows = [Row({"corpus-scatter": charts.occurrence_scatter(
+        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order)})]
+    if selected is not None:
+        rows.append(Row({"corpus-neighbours": neighbours(result, selected)},
+                        f"The occurrences nearest to #{selected} (cosine)"))
+    if result.silhouettes:
+        rows.append(Row({"corpus-silhouette": pd.DataFrame({"k": list(result.silhouettes),
+                                                            "silhouette": list(result.silhouettes.values())})},
+                        "Silhouette of each k (the highest picks k)"))
+    return Drawing(rows)

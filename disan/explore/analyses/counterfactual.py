@@ -1,0 +1,193 @@
+"""Counterfactuals: edit a sentence and see the prediction and the attention change; drop each token in
+turn (occlusion); forbid attention edges inside the encoder (knockout).
+
+The input is one sentence, or a (premise, hypothesis) pair for the pair models; ``which`` (0 or 1)
+names the sentence of a pair that is edited, the other keeping its encoding. Tokens are edited as
+tokens (never re-tokenised), and masking a token puts the unknown word ``<unk>`` in its place.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from disan.data.text import UNK
+from disan.explore import figures
+from disan.explore.analyses import charts
+from disan.explore.pipeline import Prediction, SentenceTrace
+from disan.explore.tables import file_name
+from disan.explore.views import Drawing, Row
+
+EDITS = ("delete", "replace", "mask")
+
+
+def edit(tokens: Sequence[str], op: str, position: int, replacement: str | None = None) -> list[str]:
+    """The tokens after deleting, replacing (with ``replacement``, one or more words) or masking (``<unk>``)
+    the token at ``position``."""
+    if not 0 <= position < len(tokens):
+        raise ValueError(f"token {position} is out of range for {len(tokens)} tokens")
+    if op == "delete":
+        if len(tokens) == 1:
+            raise ValueError("deleting the only token leaves no sentence")
+        new = []
+    elif op == "mask":
+        new = [UNK]
+    elif op == "replace":
+        new = (replacement or "").split()
+        if not new:
+            raise ValueError("type the word that replaces the token")
+    else:
+        raise ValueError(f"edit must be one of {EDITS}, not {op!r}")
+    return list(tokens[:position]) + new + list(tokens[position + 1:])
+
+
+def align(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Positions in ``a`` and in ``b`` of the tokens the two sentences share, in order (the longest
+    matching blocks of :class:`difflib.SequenceMatcher`)."""
+    matcher = difflib.SequenceMatcher(None, list(a), list(b), autojunk=False)
+    ia, ib = [], []
+    for block in matcher.get_matching_blocks():
+        ia += range(block.a, block.a + block.size)
+        ib += range(block.b, block.b + block.size)
+    return ia, ib
+
+
+def _mean_attention(block) -> np.ndarray:
+    """(n, n) mean over features of a block's attention, NaN where its mask forbids the edge."""
+    probs = np.asarray(block.probs, dtype=float).mean(axis=-1)
+    return np.where(np.asarray(block.mask, dtype=bool), probs, np.nan)
+
+
+def aligned_attention(before: SentenceTrace,
+                      after: SentenceTrace) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The tokens both sentences share, and per DiSA block the (m, m) mean attention between them before
+    and after; NaN where a sentence's mask forbids the edge."""
+    ia, ib = align(before.tokens, after.tokens)
+    return [before.tokens[i] for i in ia], {
+        x.name: (_mean_attention(x)[np.ix_(ia, ia)], _mean_attention(y)[np.ix_(ib, ib)])
+        for x, y in zip(before.trace.blocks, after.trace.blocks)}
+
+
+def _predict(pipe, sentences: Sequence[SentenceTrace], which: int, encodings: torch.Tensor) -> list[Prediction]:
+    """Predictions with the ``which`` sentence's encoding replaced by each row of ``encodings`` (B, d)."""
+    parts = [s.trace.encoding[None].expand(len(encodings), -1) for s in sentences]
+    parts[which] = encodings
+    return pipe.predict_encodings(*parts)
+
+
+def _value(pipe, pred: Prediction, label: str) -> float:
+    """What the analyses follow in a prediction: the probability of ``label``, or a relatedness score."""
+    return pred.score if pipe.kind == "relatedness" else pred.probs[label]
+
+
+@dataclass
+class Counterfactual:
+    """One sentence before and after an edit (or a knockout), with both predictions."""
+    before: SentenceTrace
+    after: SentenceTrace
+    prediction_before: Prediction
+    prediction_after: Prediction
+
+
+def compare_edit(pipe, sentences: Sequence[SentenceTrace], which: int, tokens: Sequence[str]) -> Counterfactual:
+    """Trace the edited tokens in place of sentence ``which`` and predict before and after."""
+    before = sentences[which]
+    after = pipe.trace_tokens(list(tokens))
+    encodings = torch.stack([before.trace.encoding, after.trace.encoding])
+    first, second = _predict(pipe, sentences, which, encodings)
+    return Counterfactual(before, after, first, second)
+
+
+def occlusion(pipe, sentences: Sequence[SentenceTrace], which: int) -> pd.DataFrame:
+    """Drop each token of sentence ``which`` in turn (one batch, fast path): position, token, the value
+    followed without it (the probability of the predicted class, or the relatedness score) and its change,
+    largest drop first. A one-token sentence has nothing to drop and gives an empty table."""
+    tokens = sentences[which].tokens
+    full = _predict(pipe, sentences, which, sentences[which].trace.encoding[None])[0]
+    columns = ["position", "token", "without", "change"]
+    if len(tokens) < 2:
+        return pd.DataFrame(columns=columns)
+    variants = [tokens[:p] + tokens[p + 1:] for p in range(len(tokens))]
+    preds = _predict(pipe, sentences, which, pipe.encode_tokens(variants))
+    base = _value(pipe, full, full.label)
+    without = np.array([_value(pipe, p, full.label) for p in preds])
+    table = pd.DataFrame({"position": np.arange(len(tokens)), "token": tokens, "without": without,
+                          "change": without - base})
+    return table.sort_values(["change", "position"], kind="stable").reset_index(drop=True)
+
+
+def knockout_mask(n: int, keys: Sequence[int], queries: Sequence[int] = ()) -> torch.Tensor:
+    """(n, n) bool [j, i], False on the edges query j -> key i for every chosen key and every chosen query
+    (no query chosen: every query, i.e. all the attention into the keys)."""
+    allowed = torch.ones(n, n, dtype=torch.bool)
+    rows = list(queries) if queries else list(range(n))
+    for i in keys:
+        allowed[rows, i] = False
+    return allowed
+
+
+def knockout(pipe, sentences: Sequence[SentenceTrace], which: int, blocks: Sequence[str], keys: Sequence[int],
+             queries: Sequence[int] = ()) -> Counterfactual:
+    """Sentence ``which`` traced again with the edges query -> key removed in the named DiSA blocks, passed
+    through the encoder's custom mask; its prediction against the unchanged one."""
+    before = sentences[which]
+    if not keys:
+        raise ValueError("choose at least one attended token to knock out")
+    if not blocks:
+        raise ValueError("choose at least one DiSA block")
+    allowed = knockout_mask(len(before.tokens), keys, queries)
+    after = pipe.trace_tokens(before.tokens, before.text, {name: allowed for name in blocks})
+    first, second = _predict(pipe, sentences, which, torch.stack([before.trace.encoding, after.trace.encoding]))
+    return Counterfactual(before, after, first, second)
+
+
+def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: str) -> Row:
+    first, second = result.prediction_before, result.prediction_after
+    fig = charts.prediction_change(first.probs, second.probs, names)
+    if pipe.kind == "relatedness":
+        fig.update_layout(title=dict(text=f"relatedness {first.score:.2f} → {second.score:.2f}"))
+    return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
+
+
+def edit_drawing(pipe, result: Counterfactual) -> Drawing:
+    """Predictions before and after the edit, then per DiSA block the change of the mean attention on the
+    tokens both sentences share (red: more attention after the edit)."""
+    rows = [_prediction_row(pipe, result, ("before", "after"), "cf-edit-prediction")]
+    shared, attention = aligned_attention(result.before, result.after)
+    if attention and shared:
+        rows.append(Row({f"cf-edit-{file_name(name)}": figures.difference_heatmap(
+            after, before, shared, f"{name}: after − before") for name, (before, after) in attention.items()},
+            "Attention change on the shared tokens (mean over features; grey: masked in either)"))
+    return Drawing(rows)
+
+
+def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Drawing:
+    """The occlusion table (largest drop first) and the change per token in sentence order."""
+    followed = "relatedness score" if pipe.kind == "relatedness" else "probability of the predicted class"
+    by_position = table.sort_values("position")
+    bars = figures._token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
+                               f"change in the {followed} when the token is dropped", "change")
+    return Drawing([Row({"cf-occlusion-table": table, "cf-occlusion-bars": bars}, "Occlusion: drop each token")])
+
+
+def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Drawing:
+    """Predictions with and without the knockout, and each knocked-out block's attention after it
+    (removed edges grey, as masked ones) next to its change."""
+    rows = [_prediction_row(pipe, result, ("without knockout", "with knockout"), "cf-knockout-prediction")]
+    tokens = result.before.tokens
+    for x, y in zip(result.before.trace.blocks, result.after.trace.blocks):
+        if x.name not in blocks:
+            continue
+        key = file_name(x.name)
+        after = np.asarray(y.probs, dtype=float).mean(axis=-1)
+        rows.append(Row({
+            f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
+                                                            f"{x.name} with the knockout"),
+            f"cf-knockout-{key}-change": figures.difference_heatmap(
+                after, np.asarray(x.probs, dtype=float).mean(axis=-1), tokens, f"{x.name}: with − without"),
+        }, f"{x.name} DiSA"))
+    return Drawing(rows)

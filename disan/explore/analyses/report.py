@@ -1,0 +1,104 @@
+"""One standalone HTML file of a sentence (or a sentence pair): the prediction, the forward and backward
+attention, the fusion gates, source2token and the attribution, with plotly.js embedded so that it opens
+offline. Written by ``python -m disan report``.
+
+Every string from the user reaches the page escaped: the text through :func:`html.escape`, tokens through
+the figures' own escaping (and plotly's JSON escaping of ``<`` and ``/`` inside the script tags), tables
+through pandas' escaping.
+"""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from disan.explore import views
+from disan.explore.analyses import attribution
+from disan.explore.pipeline import Pipeline
+
+STYLE = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;color:#222}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.row{display:flex;flex-wrap:wrap;gap:1rem}.row>div{flex:1 1 600px;min-width:0}
+table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.2rem .5rem}
+.muted{color:#666}"""
+
+
+def _input(pipe: Pipeline, text: str, hypothesis: str | None):
+    """What ``pipe.trace`` takes: the text, or the (premise, hypothesis) pair of a pair model."""
+    if pipe.is_pair:
+        if hypothesis is None:
+            raise ValueError("this is a sentence-pair model: give the hypothesis with --hypothesis")
+        return text, hypothesis
+    if hypothesis is not None:
+        raise ValueError("this model takes one sentence; --hypothesis is only for sentence-pair models")
+    return text
+
+
+class _Page:
+    """The report's body, section by section; plotly.js goes in with the first figure only."""
+
+    def __init__(self):
+        self.parts: list[str] = []
+        self.plotly_included = False
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
+
+    def paragraph(self, text: str, css: str = "") -> None:
+        self.parts.append(f'<p class="{css}">{html.escape(text)}</p>')
+
+    def panel(self, panel) -> str:
+        if isinstance(panel, pd.DataFrame):
+            return panel.to_html(float_format=lambda v: f"{v:.3f}", border=0)
+        fragment = pio.to_html(panel, full_html=False, include_plotlyjs=not self.plotly_included,
+                               config={"displaylogo": False})
+        self.plotly_included = True
+        return fragment
+
+    def figure(self, fig: go.Figure) -> None:
+        self.parts.append(f'<div class="row"><div>{self.panel(fig)}</div></div>')
+
+    def drawing(self, drawing: views.Drawing) -> None:
+        for row in drawing.rows:
+            if row.title:
+                self.heading(row.title, 3)
+            cells = "".join(f"<div>{self.panel(p)}</div>" for p in row.panels.values())
+            self.parts.append(f'<div class="row">{cells}</div>')
+
+
+def report_html(pipe: Pipeline, text: str, hypothesis: str | None = None, steps: int = attribution.STEPS) -> str:
+    """The standalone HTML report of one input (a sentence; premise and hypothesis for a pair model).
+
+    Raises ValueError, with the reason, for input the model cannot trace.
+    """
+    result = pipe.trace(_input(pipe, text, hypothesis))
+    attr = attribution.attribute(pipe, result.sentences, steps)
+    page = _Page()
+    name = pipe.path.name if pipe.path is not None else "model"
+    page.heading(f"DiSAN report: {name} ({pipe.task}, {pipe.model.cfg.encoder})", 1)
+    for label, sentence in zip(("premise", "hypothesis") if pipe.is_pair else ("sentence",), result.sentences):
+        page.paragraph(f"{label}: {sentence.text}")
+    if result.unknown:
+        page.paragraph("Unknown words (embedded as <unk>): " + ", ".join(result.unknown), "muted")
+    page.heading(f"Prediction: {result.prediction.label}")
+    page.figure(views.prediction(result.prediction))
+    for label, sentence in zip(("premise", "hypothesis") if pipe.is_pair else ("",), result.sentences):
+        suffix = f" ({label})" if label else ""
+        for view_name, title in (("attention", "Token2token attention"), ("gates", "Fusion gates"),
+                                 ("source2token", "Source2token")):
+            view = views.VIEWS[view_name]
+            page.heading(title + suffix)
+            if view.available(sentence.trace):
+                page.drawing(view.draw(sentence, view.options()))
+            else:
+                page.paragraph(f"The {pipe.model.cfg.encoder} encoder has no {view.lacking}.", "muted")
+    page.heading(f"Attribution to “{attr.target}”")
+    page.paragraph(f"Integrated gradients ({attr.steps} steps, zero word vectors as the baseline): f(x) = "
+                   f"{attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, the attributions sum to within "
+                   f"{abs(attr.completeness_gap):.2%} of the difference.", "muted")
+    page.drawing(attribution.drawing(attr, result.sentences))
+    title = html.escape(f"DiSAN report: {result.sentences[0].text[:80]}")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+            f"<style>{STYLE}</style></head><body>\n" + "\n".join(page.parts) + "\n</body></html>\n")

@@ -1,0 +1,216 @@
+"""The statistics the analyses need (the project installs neither scipy nor scikit-learn): PCA,
+k-means with k-means++ seeding, the silhouette score, Kendall's tau-b, the Gini coefficient and a
+cluster bootstrap of ratio statistics.
+
+Arguments and results are numpy arrays. The matrix products of PCA, k-means and the silhouette run in
+torch (float64): the app runs torch on one thread, while numpy's OpenBLAS starts a thread per core and
+was 5-7x slower than one thread on this shared 2-core machine.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+
+def _tensor(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
+# ---------------------------------------------------------------- projection and clustering
+
+@dataclass
+class Projection:
+    """Points in 2-D and the share of the variance each of the two components explains."""
+    coords: np.ndarray     # (N, 2)
+    explained: np.ndarray  # (2,) fractions of the total variance, largest first
+
+
+def pca_2d(x: np.ndarray) -> Projection:
+    """Project (N, D) points on their first two principal components (SVD of the centred data).
+
+    Components that the data lack (N < 3, or points on a line) come out as zeros with 0 explained variance.
+    """
+    centred = _tensor(x)
+    centred = centred - centred.mean(dim=0)
+    _, sing, vt = torch.linalg.svd(centred, full_matrices=False)
+    total = float((sing ** 2).sum())
+    coords = np.zeros((len(centred), 2))
+    explained = np.zeros(2)
+    m = min(2, len(sing))
+    coords[:, :m] = (centred @ vt[:m].T).numpy()
+    if total > 0:
+        explained[:m] = (sing[:m] ** 2 / total).numpy()
+    return Projection(coords, explained)
+
+
+def _squared_distances(x: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
+    """(N, k) squared Euclidean distances, never below 0 (the expansion can round to -1e-16)."""
+    return (_nearer(x, centres) + (x ** 2).sum(1)[:, None]).clamp_min(0.0)
+
+
+def _nearer(x: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
+    """(N, k) squared distances less each point's own |x|^2: the same argmin, one pass fewer over x."""
+    return (centres ** 2).sum(1)[None, :] - 2 * x @ centres.T
+
+
+def _seed_centres(x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Tensor:
+    """k-means++: each next centre drawn with probability proportional to its squared distance to the nearest."""
+    chosen = [int(rng.integers(len(x)))]
+    nearest = _squared_distances(x, x[chosen]).squeeze(1)
+    for _ in range(1, k):
+        weights = nearest.numpy()
+        total = weights.sum()
+        chosen.append(int(rng.choice(len(x), p=weights / total)) if total > 0 else int(rng.integers(len(x))))
+        nearest = torch.minimum(nearest, _squared_distances(x, x[chosen[-1:]]).squeeze(1))
+    return x[chosen].clone()
+
+
+def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: int = 100) -> np.ndarray:
+    """(N,) cluster labels 0..k-1 of (N, D) points: Lloyd's algorithm from k-means++ seeds, the best of
+    ``restarts`` runs by inertia. Labels are renumbered by cluster size, largest first."""
+    x = _tensor(x)
+    if not 1 <= k <= len(x):
+        raise ValueError(f"k must be between 1 and the number of points ({len(x)}), not {k}")
+    rng = np.random.default_rng(seed)
+    best, best_inertia = None, np.inf
+    for _ in range(restarts):
+        centres = _seed_centres(x, k, rng)
+        labels = None
+        for _ in range(iterations):
+            new = _nearer(x, centres).argmin(dim=1)
+            if labels is not None and torch.equal(new, labels):
+                break
+            labels = new
+            counts = torch.bincount(labels, minlength=k)
+            sums = torch.zeros_like(centres).index_add_(0, labels, x)
+            filled = counts > 0  # an emptied cluster keeps its centre
+            centres[filled] = sums[filled] / counts[filled, None]
+        inertia = float(_squared_distances(x, centres).gather(1, labels[:, None]).sum())
+        if inertia < best_inertia:
+            best, best_inertia = labels.numpy(), inertia
+    order = np.argsort(-np.bincount(best, minlength=k), kind="stable")
+    return np.argsort(order)[best]
+
+
+def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette (b - a) / max(a, b) over the points, Euclidean; a point alone in its cluster scores 0.
+
+    NaN with fewer than two clusters or as many clusters as points.
+    """
+    x = _tensor(x)
+    labels = np.asarray(labels)
+    clusters = np.unique(labels)
+    if len(clusters) < 2 or len(clusters) >= len(x):
+        return float("nan")
+    member = torch.as_tensor(labels[:, None] == clusters[None, :])  # (N, C)
+    sums = (torch.cdist(x, x) @ member.double()).numpy()            # (N, C): summed distance to each cluster
+    member = member.numpy()
+    sizes = member.sum(axis=0)
+    own = member.argmax(axis=1)
+    own_size = sizes[own]
+    a = sums[np.arange(len(x)), own] / np.maximum(own_size - 1, 1)
+    b = np.where(member, np.inf, sums / sizes[None, :]).min(axis=1)
+    score = np.where(own_size > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+    return float(score.mean())
+
+
+def best_k(x: np.ndarray, ks: Iterable[int] = range(2, 9), seed: int = 0) -> tuple[int, dict[int, float]]:
+    """The k of ``ks`` whose k-means clustering has the highest silhouette, and every k's silhouette
+    (k = 1 and no scores when no k in ``ks`` fits the points)."""
+    scores = {k: silhouette(x, kmeans(x, k, seed)) for k in ks if 2 <= k < len(x)}
+    scored = {k: s for k, s in scores.items() if np.isfinite(s)}
+    if not scored:
+        return 1, scores
+    return max(scored, key=scored.get), scores
+
+
+def cosine_to(x: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(N,) cosine similarity of each row of (N, D) ``x`` with the vector ``q``; 0 for zero vectors."""
+    x, q = np.asarray(x, dtype=np.float64), np.ravel(np.asarray(q, dtype=np.float64))
+    norms = np.linalg.norm(x, axis=1) * np.linalg.norm(q)
+    return np.where(norms > 0, x @ q / np.where(norms > 0, norms, 1.0), 0.0)
+
+
+# ---------------------------------------------------------------- rank agreement and concentration
+
+def kendall_tau(x, y) -> float:
+    """Kendall's tau-b of two equally long sequences (ties in either corrected for); NaN pairs are left out.
+
+    NaN when fewer than two pairs remain or one side is constant.
+    """
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"tau needs sequences of one length, not {x.shape} and {y.shape}")
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    if len(x) < 2:
+        return float("nan")
+    upper = np.triu_indices(len(x), 1)
+    dx = np.sign(x[:, None] - x[None, :])[upper]
+    dy = np.sign(y[:, None] - y[None, :])[upper]
+    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
+    if untied_x == 0 or untied_y == 0:
+        return float("nan")
+    return float((dx * dy).sum() / np.sqrt(untied_x * untied_y))
+
+
+def gini(x):
+    """Gini coefficient of non-negative values: 0 when all are equal, (n - 1) / n when one holds everything.
+
+    A 1-D sequence gives a float; an (n, d) array gives the (d,) coefficients of its columns. NaN for no
+    values or a zero sum.
+    """
+    x = np.sort(np.asarray(x, dtype=np.float64), axis=0)
+    n = x.shape[0]
+    total = x.sum(axis=0)
+    # sum_i sum_j |x_i - x_j| = 2 sum_i (2 i - n + 1) x_(i) over the values sorted ascending (i from 0)
+    rank = (2 * np.arange(n) - n + 1).reshape((n,) + (1,) * (x.ndim - 1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(total > 0, (rank * x).sum(axis=0) / (n * np.where(total > 0, total, 1.0)), np.nan)
+    return float(g) if x.ndim == 1 else g
+
+
+# ---------------------------------------------------------------- bootstrap
+
+@functools.lru_cache(maxsize=8)
+def _resample_counts(clusters: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, clusters): how often each cluster is drawn in each resample. Cached, so that the
+    statistics of one corpus share their resamples (and their cost)."""
+    counts = np.random.default_rng(seed).multinomial(clusters, np.full(clusters, 1 / clusters), size=resamples)
+    counts.flags.writeable = False
+    return counts
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic and its bootstrap confidence interval."""
+    value: float
+    low: float
+    high: float
+
+
+def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = 1000,
+                      level: float = 0.95, seed: int = 0) -> Estimate:
+    """A statistic of per-cluster sums with a percentile bootstrap interval that resamples whole clusters.
+
+    ``sums`` is (S, m): m totals per cluster (e.g. per sentence: the attention its stop words receive,
+    their count, ...); ``statistic`` maps totals (..., m) to the statistic (...), e.g. a ratio of sums.
+    Resampling sentences rather than tokens keeps the dependence between the tokens of one sentence.
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    if sums.ndim != 2 or len(sums) == 0:
+        raise ValueError("the bootstrap needs (clusters, m) totals with at least one cluster")
+    counts = _resample_counts(len(sums), resamples, seed)  # (R, S)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        value = float(statistic(sums.sum(axis=0)))
+        draws = statistic(counts @ sums)  # (R,)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return Estimate(value, float("nan"), float("nan"))
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return Estimate(value, float(low), float(high))

@@ -1,0 +1,98 @@
+"""Speed of the analysis pages' computations, once the model is loaded and the corpus read:
+
+    python -m disan.tools.analysis_bench [--checkpoint checkpoints/sst5] [--occurrences 1000] [--sentences 2000]
+
+* Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
+  word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
+  (k = 2..8) and with k chosen: vectors on the fast path, PCA, k-means. Target: 1,000 in 5 s or less.
+* Case study: :func:`disan.explore.analyses.casestudy.measure` on ``--sentences`` sentences of the test
+  split (a seeded sample), then the claims and the page's figures. Target: 2,000 in 60 s or less.
+
+Torch runs on one thread, as in the app. The machine's load average is printed with the figures, since
+other work on the machine slows every figure.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+import torch
+
+from disan.explore.analyses import batched, casestudy, corpus
+from disan.explore.pipeline import load
+from disan.nn.fast import available_kernel
+
+
+def _median_seconds(run, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def senses_rows(pipe, chosen: corpus.Corpus, word: str, n: int, repeats: int) -> list[tuple[str, str, float]]:
+    """(vector kind, how k is set, median seconds) of :func:`corpus.analyse` on ``n`` occurrences."""
+    found = len(corpus.occurrences(chosen, word, n))
+    if found < n:
+        raise ValueError(f"{word!r} occurs only {found} times in {chosen.name}; choose another word or fewer")
+    corpus.analyse(pipe, chosen, word, "source2token", k=2, limit=50)  # warm-up: kernel, allocations
+    rows = []
+    for kind in batched.vector_kinds(pipe.model.encoder):
+        for k, how in ((None, "by silhouette (2..8)"), (3, "chosen (3)")):
+            rows.append((kind, how, _median_seconds(lambda: corpus.analyse(pipe, chosen, word, kind, k, n), repeats)))
+    return rows
+
+
+def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, float]]:
+    """(step, median seconds) of the case study on the corpus."""
+    study = None
+
+    def measure():
+        nonlocal study
+        study = casestudy.measure(pipe, chosen.tokens, chosen.name)
+    rows = [("trace and measure", _median_seconds(measure, repeats))]
+    rows.append(("claims and figures (1,000 bootstrap resamples)",
+                 _median_seconds(lambda: casestudy.drawing(study), repeats)))
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m disan.tools.analysis_bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", default="checkpoints/sst5")
+    parser.add_argument("--task", default="sst5", help="the benchmark whose sentences are the corpora")
+    parser.add_argument("--word", default="film")
+    parser.add_argument("--occurrences", type=int, default=1000)
+    parser.add_argument("--sentences", type=int, default=casestudy.MAX_SENTENCES)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # as the app runs it
+    pipe = load(args.checkpoint)
+    print(f"checkpoint {args.checkpoint}; token2token kernel {available_kernel()}; torch threads 1; "
+          f"{os.cpu_count()} CPUs; median of {args.repeats}; load average before {_load()}")
+    start = time.perf_counter()
+    train = corpus.benchmark_corpus(args.task, "train")
+    print(f"reading and tokenising {len(train)} {args.task} train sentences: {time.perf_counter() - start:.2f} s "
+          f"(once per corpus, cached by the page)\n")
+    print(f"Corpus senses: {args.occurrences} occurrences of {args.word!r}\n")
+    print("| vector | k | seconds |\n|---|---|---:|")
+    for kind, how, seconds in senses_rows(pipe, train, args.word, args.occurrences, args.repeats):
+        print(f"| {kind} | {how} | {seconds:.2f} |")
+    test = corpus.sample(corpus.benchmark_corpus(args.task, "test"), args.sentences)
+    print(f"\nCase study: {len(test)} sentences of {test.name}, "
+          f"{sum(len(t) for t in test.tokens)} tokens\n")
+    print("| step | seconds |\n|---|---:|")
+    for step, seconds in case_rows(pipe, test, args.repeats):
+        print(f"| {step} | {seconds:.2f} |")
+    print(f"\nload average after {_load()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""A standalone HTML report of one sentence:
+
+    python -m disan report CHECKPOINT "text" [--hypothesis "..."] --out report.html
+
+The prediction, the forward and backward attention, the fusion gates, source2token and the attribution
+(:mod:`disan.explore.analyses.report`), with plotly.js embedded so that the file opens offline.
+A checkpoint that cannot be loaded or a text that cannot be traced ends with a one-line error and exit 1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from disan.explore.analyses.attribution import STEPS
+from disan.explore.analyses.report import report_html
+from disan.explore.pipeline import load
+
+
+def main(argv=None) -> int:
+    """Write the report; returns the exit status (1, with one line on stderr, for a bad checkpoint or text)."""
+    parser = argparse.ArgumentParser(prog="python -m disan report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", help="a checkpoint directory, e.g. checkpoints/sst5")
+    parser.add_argument("text", help="the sentence (the premise, for a sentence-pair model)")
+    parser.add_argument("--hypothesis", default=None, help="the hypothesis, for a sentence-pair model")
+    parser.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"integrated-gradients steps (default: {STEPS})")
+    args = parser.parse_args(argv)
+    try:
+        page = report_html(load(args.checkpoint), args.text, args.hypothesis, args.steps)
+        Path(args.out).write_text(page, encoding="utf-8")
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

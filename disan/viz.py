@@ -1,0 +1,159 @@
+"""The notebook API: the app's figures as plotly figures, from a trace (in Jupyter a figure shows itself).
+
+    import disan
+    from disan import viz
+
+    pipe = disan.load("checkpoints/sst5")
+    result = pipe.trace("Families have some dogs in front of a carousel")
+    viz.attention(result)                 # forward and backward heatmaps side by side (the paper's Fig. 4)
+    viz.attention(result, mode="max")     # or mode=17: one feature
+    viz.query(result, j=3)                # what token 3 attends to, feature by feature
+    viz.gates(result)                     # the mean fusion gate per token (Fig. 5)
+    viz.source2token(result)              # each token's source2token importance
+    viz.attribution(pipe, "A gorgeous, witty film")   # integrated gradients beside attention
+    viz.knockout(pipe, "A gorgeous, witty film", keys=[1])  # forbid attention into token 1
+    viz.compare(pipe, disan.load("checkpoints/trec"), "What is a carousel ?")
+    viz.case_study(pipe, ["first sentence", "second sentence", ...])  # the claims table (pandas)
+    viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
+
+A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
+hypothesis; the premise is the default) or one of its sentences. Functions that draw several panels
+return a :class:`disan.explore.views.Drawing`, a mapping of figures (and tables) by key:
+``for fig in drawing.figures.values(): fig.show()``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+from disan.data.text import check_text
+from disan.explore import figures, views
+from disan.explore.analyses import attribution as _attribution
+from disan.explore.analyses import casestudy as _casestudy
+from disan.explore.analyses import compare as _compare
+from disan.explore.analyses import counterfactual as _counterfactual
+from disan.explore.analyses.report import report_html
+from disan.explore.pipeline import SentenceTrace, TraceResult
+
+
+def _sentence(trace, sentence: str = "premise") -> SentenceTrace:
+    """The sentence to draw: the trace itself, a single-sentence result's sentence, or a pair's premise/hypothesis."""
+    if isinstance(trace, SentenceTrace):
+        return trace
+    if not isinstance(trace, TraceResult):
+        raise TypeError(f"expected what pipe.trace or pipe.trace_sentence returns, not {type(trace).__name__}")
+    if trace.sentence is not None:
+        return trace.sentence
+    if sentence not in ("premise", "hypothesis"):
+        raise ValueError(f"sentence must be 'premise' or 'hypothesis', not {sentence!r}")
+    return getattr(trace, sentence)
+
+
+def _needs_blocks(s: SentenceTrace) -> None:
+    if not s.trace.blocks:
+        raise ValueError("this encoder has no DiSA blocks (no token2token attention, no gates)")
+
+
+def attention(trace, mode: str | int = "mean", sentence: str = "premise") -> go.Figure:
+    """Both DiSA blocks' token2token attention side by side, on one scale: rows the query token j,
+    columns the attended token i; ``mode`` is "mean" or "max" over features, or a feature index k."""
+    s = _sentence(trace, sentence)
+    _needs_blocks(s)
+    options = views.AttentionOptions("one feature", mode) if isinstance(mode, int) else views.AttentionOptions(mode)
+    return views.attention(s, options)["attention-pair"]
+
+
+def query(trace, j: int | None = None, block: str | None = None, sentence: str = "premise") -> go.Figure:
+    """What query token ``j`` (default: the last) attends to in one block (default: the first), feature by feature."""
+    s = _sentence(trace, sentence)
+    _needs_blocks(s)
+    b = views._block(s.trace, block)
+    n = len(s.tokens)
+    j = n - 1 if j is None else j
+    if not 0 <= j < n:
+        raise ValueError(f"query token {j} is out of range for {n} tokens")
+    return figures.query_view(b.probs.numpy(), j, s.tokens, b.mask.numpy())
+
+
+def difference(trace, sentence: str = "premise") -> go.Figure:
+    """The first block's attention minus the second's (forward − backward), mean over features."""
+    s = _sentence(trace, sentence)
+    _needs_blocks(s)
+    return views.attention(s)["attention-diff"]
+
+
+def gates(trace, sentence: str = "premise") -> go.Figure:
+    """The mean fusion gate F of each block per token (the paper's Fig. 5)."""
+    s = _sentence(trace, sentence)
+    _needs_blocks(s)
+    return views.gates(s)["gates-mean"]
+
+
+def gate_heatmap(trace, block: str | None = None, sentence: str = "premise") -> go.Figure:
+    """One block's (default: the first) fusion gate, tokens x features."""
+    s = _sentence(trace, sentence)
+    _needs_blocks(s)
+    b = views._block(s.trace, block)
+    return figures.gate_heatmap(b.gate.numpy(), s.tokens, f"{b.name} gate")
+
+
+def source2token(trace, per_feature: bool = False, sentence: str = "premise") -> go.Figure:
+    """Each token's source2token importance (mean over features), or (``per_feature``) tokens x features."""
+    s = _sentence(trace, sentence)
+    if s.trace.source2token is None:
+        raise ValueError("this encoder has no source2token attention")
+    return views.source2token(s)["s2t-heatmap" if per_feature else "s2t-importance"]
+
+
+def word_senses(sentence_traces, word: str | None = None, kind: str | None = None) -> views.Drawing:
+    """One word's vectors in several sentences (``pipe.trace_sentence`` of each; the paper's Fig. 6):
+    the strips, their cosine similarities and the features that differ most. ``kind``: a key of
+    ``disan.explore.senses.VECTORS``."""
+    return views.word_senses(list(sentence_traces), views.SensesOptions(word, kind))
+
+
+def attribution(pipe, text, steps: int = _attribution.STEPS) -> views.Drawing:
+    """Integrated gradients and gradient x input of the predicted class beside each token's attention,
+    and their Kendall's tau. ``text``: a sentence, or a (premise, hypothesis) pair."""
+    result = pipe.trace(text)
+    return _attribution.drawing(_attribution.attribute(pipe, result.sentences, steps), result.sentences)
+
+
+def knockout(pipe, text, keys, queries=(), blocks=None, sentence: str = "premise") -> views.Drawing:
+    """The prediction with and without the attention edges query -> key removed (no ``queries``: every
+    edge into the keys) in the named blocks (default: all), and the attention after the knockout."""
+    result = pipe.trace(text)
+    which = 1 if result.sentence is None and sentence == "hypothesis" else 0
+    s = result.sentences[which]
+    _needs_blocks(s)
+    names = list(blocks) if blocks is not None else views.block_names(s.trace)
+    cf = _counterfactual.knockout(pipe, result.sentences, which, names, list(keys), list(queries))
+    return _counterfactual.knockout_drawing(pipe, cf, names)
+
+
+def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
+    """Two checkpoints on one input: predictions, attention on one scale, the differences, gates and
+    source2token; :func:`disan.explore.analyses.compare.statement` says what each encoder lacks."""
+    sides = []
+    for pipe in (pipe_a, pipe_b):
+        result = pipe.trace(text)
+        name = pipe.path.name if pipe.path is not None else "model"
+        sides.append(_compare.Side(name, pipe.model.cfg.encoder, result.prediction, _sentence(result, sentence)))
+    return _compare.drawing(*sides)
+
+
+def case_study(pipe, texts, resamples: int = 1000):
+    """The paper's case-study claims measured on the texts: a pandas table paper claim | measured | holds? | n."""
+    study = _casestudy.measure(pipe, [check_text(t) for t in texts])
+    return _casestudy.claims(study, resamples)
+
+
+def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
+    """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
+    path = Path(path)
+    path.write_text(report_html(pipe, text, hypothesis), encoding="utf-8")
+    return path
+
+__all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
+           "attribution", "knockout", "compare", "case_study", "report"]

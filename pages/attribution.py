@@ -1,0 +1,40 @@
+"""Gradient attribution beside attention: does what DiSAN attends to agree with what the prediction depends on?"""
+import streamlit as st
+from disan.app import analyses as glue
+from disan.app.common import current_input, current_pipeline, draw, run_trace, show_prediction
+
+from disan.data.loaders import TASKS
+from disan.explore.analyses import attribution
+
+st.header("Attribution")
+st.caption("Integrated gradients (50 steps from zero word vectors) and gradient × input of the predicted class, "
+           "beside each token's source2token importance and the attention it receives (÷ what uniform attention "
+           "would give), with Kendall's τ between |attribution| and each (the “attention is not explanation” "
+           "question: Jain & Wallace 2019; Wiegreffe & Pinter 2019).")
+
+entry, pipe = current_pipeline()
+if pipe is None:
+    st.stop()
+text = current_input(pipe)
+result = run_trace(entry, text)
+if result is None:
+    st.stop()
+show_prediction(pipe, result)
+args = glue.checkpoint_args(entry)
+attr = glue.attribute(*args, text)
+st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}; the integrated gradients "
+           f"sum to within {abs(attr.completeness_gap):.2%} of the difference.")
+draw(attribution.drawing(attr, result.sentences))
+
+st.subheader("Agreement over a corpus")
+if entry.task not in TASKS or not glue.has_data():
+    st.info(glue.DOWNLOAD_HINT if entry.task in TASKS else
+            f"The checkpoint's task {entry.task!r} is not a benchmark here, so there is no test split to sample.")
+    st.stop()
+n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
+frame = glue.with_status(f"Attributing {n} test inputs of {entry.task}…", f"{n} test inputs of {entry.task}",
+                         glue.attribution_corpus, *args, entry.task, n)
+if len(frame):
+    draw(attribution.corpus_drawing(frame))
+else:
+    st.info("No input of the sample could be traced.")

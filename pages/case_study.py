@@ -1,0 +1,34 @@
+"""The paper's case-study claims (its Fig. 4 and 5), measured over a corpus with bootstrap intervals."""
+import streamlit as st
+from disan.app import analyses as glue
+from disan.app.common import current_pipeline, draw
+
+from disan.explore import views
+from disan.explore.analyses import casestudy, corpus
+
+st.header("Case study")
+st.caption("The paper reads two sentences: stop words get little attention, a few words get large attention from "
+           "all others, the fusion gate is smaller for stop words, and the two directions attend to different "
+           "words. Here each claim is measured over a corpus, with 95% intervals from resampling sentences.")
+
+entry, pipe = current_pipeline()
+if pipe is None:
+    st.stop()
+args = glue.checkpoint_args(entry)
+try:
+    paper = glue.paper_sentences(*args)
+except ValueError as e:  # an encoder without DiSA blocks
+    st.info(f"The {entry.encoder} encoder cannot be studied: {e}.")
+    st.stop()
+chosen = glue.pick_corpus(entry, "case")
+if chosen is None:
+    draw(views.Drawing(casestudy.paper_rows(paper)))
+    st.stop()
+n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, casestudy.MAX_SENTENCES,
+                        min(casestudy.MAX_SENTENCES, len(chosen)), step=100, key="case-n"))
+sampled = corpus.sample(chosen, n)
+study = glue.with_status(f"Tracing {len(sampled)} sentences of {chosen.name}…",
+                         f"{len(sampled)} sentences of {chosen.name}",
+                         glue.case_study, *args, glue.corpus_key(sampled), sampled.tokens, sampled.name)
+st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint and corpus, then cached).")
+draw(casestudy.drawing(study, paper))

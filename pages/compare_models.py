@@ -1,0 +1,41 @@
+"""Two checkpoints on one sentence: predictions, attention on one scale, and their difference."""
+import streamlit as st
+from disan.app.common import cached_trace, current_input, current_pipeline, draw, entries, run_trace, stamp
+
+from disan.explore.analyses import compare
+
+PAIR_KINDS = ("pair", "relatedness")
+
+st.header("Compare models")
+st.caption("Model A is the sidebar's; model B takes the same input. For example DiSAN against DiSAN without "
+           "directions, an encoder without token2token attention, or two snapshots of one training run.")
+
+entry, pipe = current_pipeline()
+if pipe is None:
+    st.stop()
+# B must take the same input as A: one sentence, or a premise and a hypothesis
+others = [e for e in entries() if e.ok and e.name != entry.name and (e.kind in PAIR_KINDS) == pipe.is_pair]
+if not others:
+    st.info("No other checkpoint takes the same input as this one. Train one on the Training page, e.g. the "
+            "same task with the disan-nodir or bilstm encoder.")
+    st.stop()
+labels = {e.name: e.label for e in others}
+other = next(e for e in others if e.name == st.selectbox("Model B", list(labels), format_func=labels.get,
+                                                         key="compare-other"))
+text = current_input(pipe)
+result_a = run_trace(entry, text)
+if result_a is None:
+    st.stop()
+try:
+    result_b = cached_trace(str(other.path), stamp(other.path), text)
+except ValueError as e:
+    st.warning(f"{other.name}: {e}")
+    st.stop()
+which = "sentence"
+if pipe.is_pair:
+    which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key="compare-sentence")
+sides = [compare.Side(e.name, e.encoder, r.prediction, getattr(r, which))
+         for e, r in ((entry, result_a), (other, result_b))]
+for label, side in zip("AB", sides):
+    st.text(f"{label}: {compare.statement(side)}")
+draw(compare.drawing(*sides))

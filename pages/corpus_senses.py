@@ -1,0 +1,63 @@
+"""One word over a whole corpus: its vector at every occurrence, projected with PCA and clustered."""
+import streamlit as st
+from disan.app import analyses as glue
+from disan.app.common import current_pipeline, draw
+
+from disan.explore import senses
+from disan.explore.analyses import batched, corpus
+
+st.header("Corpus senses")
+st.caption("Does DiSAN separate a word's senses across a corpus, beyond the paper's two sentences (Fig. 6)? "
+           "Each point is one occurrence of the word; hover to read its context.")
+
+entry, pipe = current_pipeline()
+if pipe is None:
+    st.stop()
+kinds = batched.vector_kinds(pipe.model.encoder)
+if not kinds:
+    st.info(f"The {entry.encoder} encoder has no per-token attention vectors.")
+    st.stop()
+chosen = glue.pick_corpus(entry, "corpus")
+if chosen is None:
+    st.stop()
+if chosen.skipped:
+    st.caption(f"{chosen.skipped} empty or over-long lines were left out.")
+words = corpus.frequent_words(chosen)
+c1, c2 = st.columns(2)
+word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
+                    help="the corpus's most frequent content words first; type any other word")
+kind = c2.radio("Vector", kinds, format_func=senses.VECTORS.get, key="corpus-kind")
+c1, c2 = st.columns(2)
+picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
+k = int(c2.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" else None
+if not word:
+    st.stop()
+args = glue.checkpoint_args(entry)
+try:
+    result = glue.with_status(f"Collecting “{word}” in {chosen.name}…", f"“{word}” in {chosen.name}",
+                              glue.senses, *args, glue.corpus_key(chosen), chosen, word, kind, k)
+except ValueError as e:
+    st.info(str(e))
+    st.stop()
+st.caption(f"{len(result.table)} occurrences (at most {corpus.MAX_OCCURRENCES}); {result.k} clusters; "
+           f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} of the variance.")
+
+
+@st.fragment
+def points(result: corpus.Senses, chosen: corpus.Corpus) -> None:
+    """Colouring and picking an occurrence redraw this part only; the vectors are not fetched again."""
+    table = result.table
+    labelled = any(chosen.labels)
+    colour = st.radio("Colour by", ["cluster", "label"], horizontal=True, key="corpus-colour", disabled=not labelled)
+    selected = st.selectbox("Occurrence", range(len(table)), key="corpus-selected",
+                            format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
+    draw(corpus.drawing(result, colour if labelled else "cluster", selected))
+    c1, c2 = st.columns(2)
+    if c1.button("Open in the Attention page", key="corpus-open"):
+        s = int(table.sentence[selected])
+        glue.open_in_attention(pipe, chosen.texts[s], chosen.pairs[s])
+    c2.download_button("Occurrences as CSV", corpus.export_csv(result), f"corpus-senses-{result.word}.csv",
+                       "text/csv", key="corpus-csv")
+
+
+points(result, chosen)

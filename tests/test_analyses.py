@@ -1,0 +1,491 @@
+"""The analyses library (disan.explore.analyses): statistics, measures, corpus senses, counterfactuals,
+attribution, model comparison and the case study, on tiny models and hand-made inputs."""
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from disan.data.text import UNK
+from disan.explore.analyses import attribution, batched, casestudy, compare, corpus, counterfactual as cf, stats
+from disan.explore.analyses.measures import received, relative_received, word_class
+from disan.explore.pipeline import Pipeline
+
+from .conftest import LABELS, make_model
+
+TEXT = "the glass bottle is big"
+PAIR = ("a man is pouring tea", "the man is drinking")
+
+
+def pipeline(kind="classify", encoder="disan", seed=0) -> Pipeline:
+    model, vocab = make_model(kind, encoder, seed)
+    return Pipeline(model, vocab, {"labels": LABELS[kind]}, {})
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_pca_finds_the_direction_of_largest_variance():
+    rng = np.random.default_rng(0)
+    direction = np.array([3.0, 4.0, 0.0]) / 5
+    t = rng.normal(size=200)
+    points = t[:, None] * direction * 10 + rng.normal(scale=0.1, size=(200, 3)) + 7
+    p = stats.pca_2d(points)
+    assert p.explained[0] > 0.99 and p.explained.sum() <= 1 + 1e-12
+    assert abs(np.corrcoef(p.coords[:, 0], t)[0, 1]) > 0.999
+    on_a_line = stats.pca_2d(np.outer(np.arange(5.0), [1.0, 2.0]))
+    np.testing.assert_allclose(on_a_line.explained, [1.0, 0.0], atol=1e-12)
+
+
+def blobs(sizes=(40, 30, 20), spread=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[0.0, 0.0, 10.0], [10.0, 0.0, 0.0], [0.0, 10.0, 0.0]])
+    points = np.concatenate([c + rng.normal(scale=spread, size=(n, 3)) for c, n in zip(centres, sizes)])
+    return points, np.repeat(np.arange(len(sizes)), sizes)
+
+
+def test_kmeans_recovers_separated_blobs_numbered_by_size():
+    points, truth = blobs()
+    order = np.random.default_rng(1).permutation(len(points))
+    labels = stats.kmeans(points[order], 3)
+    assert np.array_equal(labels, truth[order])  # the largest blob is cluster 0, the smallest 2
+
+
+def test_the_silhouette_picks_the_number_of_blobs():
+    points, truth = blobs()
+    k, scores = stats.best_k(points, range(2, 7))
+    assert k == 3 and scores[3] > 0.9 and all(s < scores[3] for kk, s in scores.items() if kk != 3)
+
+
+def test_silhouette_by_hand():
+    # 1-D points 0 and 1 together, 10 alone: (10 - 1) / 10, (9 - 1) / 9, and 0 for the lone point
+    score = stats.silhouette(np.array([[0.0], [1.0], [10.0]]), np.array([0, 0, 1]))
+    assert score == pytest.approx((0.9 + 8 / 9 + 0.0) / 3)
+    assert np.isnan(stats.silhouette(np.array([[0.0], [1.0]]), np.array([0, 0])))
+
+
+def test_kendall_tau_b_by_hand():
+    assert stats.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert stats.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # five concordant pairs, one tied in x, none discordant: 5 / sqrt(5 * 6)
+    assert stats.kendall_tau([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx(5 / np.sqrt(30))
+    assert stats.kendall_tau([1, np.nan, 2, 3], [3, 0, 2, 1]) == pytest.approx(-1.0)  # the NaN pair is left out
+    assert np.isnan(stats.kendall_tau([1, 1, 1], [1, 2, 3]))
+
+
+def test_gini_by_hand():
+    assert stats.gini([2, 2, 2, 2]) == pytest.approx(0.0)
+    assert stats.gini([0, 0, 0, 4]) == pytest.approx(0.75)
+    assert stats.gini([1, 3]) == pytest.approx(0.25)  # |1 - 3| * 2 / (2 * 2 * 4)
+    np.testing.assert_allclose(stats.gini(np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 4.0]])), [0.0, 2 / 3])
+    assert np.isnan(stats.gini([0, 0]))
+
+
+def test_the_cluster_bootstrap_covers_a_known_mean():
+    rng = np.random.default_rng(3)
+    values = rng.normal(loc=2.0, scale=1.0, size=400)
+    est = stats.cluster_bootstrap(np.column_stack([values, np.ones(400)]), lambda t: t[..., 0] / t[..., 1])
+    assert est.value == pytest.approx(values.mean())
+    half_width = 1.96 / np.sqrt(400)
+    assert est.low < 2.0 < est.high
+    assert est.high - est.low == pytest.approx(2 * half_width, rel=0.25)
+    # clusters of unequal size: the statistic is the ratio of the sums, not the mean of the ratios
+    sums = np.array([[1.0, 1.0], [9.0, 3.0]])
+    assert stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1]).value == pytest.approx(10 / 4)
+
+
+# ---------------------------------------------------------------- measures
+
+def uniform_probs(mask: torch.Tensor, d: int = 2) -> torch.Tensor:
+    """Uniform attention over each query's allowed keys, (n, n, d)."""
+    m = mask.double()
+    return (m / m.sum(-1, keepdim=True).clamp_min(1))[..., None].expand(-1, -1, d)
+
+
+def test_uniform_attention_receives_exactly_its_uniform_share():
+    mask = torch.tril(torch.ones(5, 5, dtype=torch.bool), -1)  # forward
+    rel = relative_received(uniform_probs(mask), mask)
+    np.testing.assert_allclose(rel[:-1], 1.0)
+    assert np.isnan(rel[-1])  # no query may attend the last token
+
+
+def test_received_attention_by_hand():
+    mask = torch.tril(torch.ones(3, 3, dtype=torch.bool), -1)
+    probs = torch.zeros(3, 3, 2, dtype=torch.float64)
+    probs[1, 0] = probs[2, 0] = 1.0  # every query puts everything on token 0
+    got, uniform = received(probs, mask)
+    np.testing.assert_allclose(got.numpy(), [2.0, 0.0, 0.0])
+    np.testing.assert_allclose(uniform.numpy(), [1.5, 0.5, 0.0])  # query 1: one key; query 2: two keys
+    rel = relative_received(probs, mask)
+    np.testing.assert_allclose(rel[:2], [4 / 3, 0.0])
+
+
+def test_word_classes():
+    assert [word_class(t) for t in ["The", "of", "n't", "carousel", "Dogs", ",", "42", "--"]] == \
+        ["stop", "stop", "stop", "content", "content", "other", "other", "other"]
+
+
+# ---------------------------------------------------------------- batching and token vectors
+
+def test_length_batches_keep_every_sentence_once_within_the_budget():
+    lengths = [3, 30, 5, 5, 12, 1, 30, 7] * 5
+    batches = batched.length_batches(lengths, max_batch=4, budget=4 * 10 * 10)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    for b in batches:
+        longest = max(lengths[i] for i in b)
+        assert len(b) <= 4 and (len(b) == 1 or len(b) * longest ** 2 <= 400)
+
+
+@pytest.mark.parametrize("kind", ["source2token", "output", "s"])
+def test_token_vectors_from_the_fast_path_equal_the_trace(kind):
+    pipe = pipeline()
+    token_lists = [["the", "glass", "bottle", "is", "big"], ["a", "man"], ["tea", "of", "the", "restaurant"]]
+    places = [(0, 1), (2, 3), (1, 0), (0, 4), (2, 0)]
+    vectors = batched.token_vectors(pipe, token_lists, places, kind)
+    for row, (s, p) in enumerate(places):
+        tr = pipe.trace_tokens(token_lists[s]).trace
+        if kind == "source2token":
+            expected = tr.source2token.probs[p]
+        else:
+            expected = torch.cat([getattr(b, "u" if kind == "output" else "s")[p] for b in tr.blocks])
+        np.testing.assert_allclose(vectors[row], expected.numpy(), rtol=1e-5, atol=1e-6)
+    # the hooks are gone: the model runs as before
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in pipe.model.modules())
+
+
+def test_vector_kinds_follow_the_encoder():
+    assert batched.vector_kinds(pipeline().model.encoder) == ["source2token", "output", "s"]
+    assert batched.vector_kinds(pipeline(encoder="bilstm").model.encoder) == ["source2token"]
+    assert batched.vector_kinds(pipeline(encoder="additive").model.encoder) == []
+
+
+# ---------------------------------------------------------------- corpus senses
+
+def test_an_uploaded_text_file_is_one_sentence_per_line():
+    data = "\ufeffthe glass bottle\r\n\r\n   \nA man is pouring tea\n".encode("utf-8") + b"caf\xe9 au lait\n"
+    c = corpus.uploaded_corpus(data, "mine.txt")
+    assert c.texts == ["the glass bottle", "A man is pouring tea", "café au lait"]  # a Windows-1252 line too
+    assert c.tokens[1] == ["A", "man", "is", "pouring", "tea"] and c.labels == ["", "", ""]
+
+
+def test_an_uploaded_csv_uses_its_text_and_label_columns():
+    c = corpus.uploaded_corpus(b'id,Sentence,label\n1,"the glass, big",pos\n2,a man,neg\n3,,neg\n', "x.csv")
+    assert c.texts == ["the glass, big", "a man"] and c.labels == ["pos", "neg"] and c.skipped == 1
+    plain = corpus.uploaded_corpus(b"the glass bottle,1\na man,2\n", "y.CSV")
+    assert plain.texts == ["the glass bottle", "a man"]
+    too_long = corpus.uploaded_corpus(("word " * 300 + "\nshort one\n").encode(), "z.txt")
+    assert too_long.texts == ["short one"] and too_long.skipped == 1
+
+
+def test_occurrences_are_found_case_blind_up_to_the_limit():
+    c = corpus.make_corpus("t", ["The glass and the bottle", "no match", "THE end"])
+    assert corpus.occurrences(c, "the") == [(0, 0), (0, 3), (2, 0)]
+    assert corpus.occurrences(c, "The", limit=2) == [(0, 0), (0, 3)]
+    counted = corpus.make_corpus("u", ["the glass and the glass", "a bottle , 42", "the big glass"])
+    assert corpus.frequent_words(counted) == ["glass", "bottle", "big"]  # no stop word, number or punctuation
+
+
+def test_corpus_senses_project_cluster_and_find_neighbours():
+    texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man", "restaurant")] * 3 + ["a glass of tea"]
+    c = corpus.make_corpus("t", texts, labels=["x", "y"] * 6 + ["y"])
+    pipe = pipeline()
+    result = corpus.analyse(pipe, c, "Glass", "output", k=2)
+    table = result.table
+    assert len(table) == 13 and set(table.cluster) == {0, 1} and result.k == 2
+    assert (table.position == [1] * 12 + [1]).all() and list(table.label[:2]) == ["x", "y"]
+    # the same sentence gives the same vector, so repeated sentences are each other's nearest neighbours
+    near = corpus.neighbours(result, 0, top=3)
+    assert 0 not in set(near.occurrence) and near.cosine.is_monotonic_decreasing
+    assert set(near.occurrence[:2]) == {4, 8} and near.cosine[0] == pytest.approx(1.0, abs=1e-6)
+    picked = corpus.analyse(pipe, c, "glass", "output")
+    assert picked.silhouettes and picked.k == max(picked.silhouettes, key=picked.silhouettes.get)
+    exported = pd.read_csv(io.BytesIO(corpus.export_csv(result)))
+    assert len(exported) == 13 and set(exported.word) == {"glass"} and "context" in exported
+    with pytest.raises(ValueError, match="occurs 0 time"):
+        corpus.analyse(pipe, c, "fountain", "output")
+
+
+def test_a_corpus_sample_is_seeded_and_in_order():
+    c = corpus.make_corpus("t", [f"sentence {i}" for i in range(50)])
+    a, b = corpus.sample(c, 10, seed=1), corpus.sample(c, 10, seed=1)
+    assert a.texts == b.texts and len(a) == 10
+    assert a.texts == sorted(a.texts, key=lambda t: int(t.split()[1]))
+    assert corpus.sample(c, 100) is c
+
+
+def test_a_pair_benchmark_gives_both_sentences_with_the_label(data_root):
+    c = corpus.benchmark_corpus("sick-e", "test")
+    assert len(c) == 2 * 4927 and c.pairs[0] == (c.texts[0], c.texts[1])
+    assert set(c.labels) == {"entailment", "neutral", "contradiction"}
+
+
+# ---------------------------------------------------------------- counterfactuals
+
+def test_edits_and_their_alignment():
+    tokens = ["the", "glass", "bottle", "is", "big"]
+    assert cf.edit(tokens, "delete", 1) == ["the", "bottle", "is", "big"]
+    assert cf.edit(tokens, "mask", 1) == ["the", UNK, "bottle", "is", "big"]
+    assert cf.edit(tokens, "replace", 4, "very small") == ["the", "glass", "bottle", "is", "very", "small"]
+    with pytest.raises(ValueError):
+        cf.edit(["one"], "delete", 0)
+    with pytest.raises(ValueError):
+        cf.edit(tokens, "replace", 0, "  ")
+    assert cf.align(tokens, cf.edit(tokens, "delete", 1)) == ([0, 2, 3, 4], [0, 1, 2, 3])
+    assert cf.align(tokens, cf.edit(tokens, "replace", 4, "very small")) == ([0, 1, 2, 3], [0, 1, 2, 3])
+
+
+def test_an_edit_predicts_as_the_edited_sentence_does():
+    pipe = pipeline()
+    s = pipe.trace(TEXT).sentence
+    edited = cf.edit(s.tokens, "replace", 2, "tea")
+    result = cf.compare_edit(pipe, [s], 0, edited)
+    expected = pipe.predict([" ".join(edited)])[0].probs
+    assert result.prediction_after.probs == pytest.approx(expected, abs=1e-6)
+    assert result.prediction_before.probs == pytest.approx(pipe.predict([TEXT])[0].probs, abs=1e-6)
+    shared, attention = cf.aligned_attention(result.before, result.after)
+    assert shared == ["the", "glass", "is", "big"]
+    before, after = attention["forward"]
+    # forward attention of the queries before the edit cannot change: they never see the edited token
+    np.testing.assert_array_equal(before[:2], after[:2])
+
+
+def test_occlusion_drops_each_token_and_sorts_by_change():
+    pipe = pipeline()
+    s = pipe.trace(TEXT).sentence
+    table = cf.occlusion(pipe, [s], 0)
+    label = pipe.predict([TEXT])[0].label
+    base = pipe.predict([TEXT])[0].probs[label]
+    assert sorted(table.position) == list(range(5)) and table.change.is_monotonic_increasing
+    for row in table.itertuples():
+        without = " ".join(t for k, t in enumerate(s.tokens) if k != row.position)
+        assert row.without == pytest.approx(pipe.predict([without])[0].probs[label], abs=1e-6)
+        assert row.change == pytest.approx(row.without - base, abs=1e-6)
+
+
+def test_occlusion_of_a_hypothesis_keeps_the_premise():
+    pipe = pipeline("pair")
+    result = pipe.trace(PAIR)
+    table = cf.occlusion(pipe, result.sentences, 1)
+    label = result.prediction.label
+    first = table.iloc[0]
+    hypothesis = " ".join(t for k, t in enumerate(result.hypothesis.tokens) if k != first.position)
+    assert first.without == pytest.approx(pipe.predict([(PAIR[0], hypothesis)])[0].probs[label], abs=1e-6)
+
+
+def test_a_knockout_zeroes_the_chosen_edges_of_the_chosen_blocks():
+    pipe = pipeline()
+    s = pipe.trace(TEXT).sentence
+    result = cf.knockout(pipe, [s], 0, ["forward"], keys=[1], queries=[3, 4])
+    fw, bw = result.after.trace.forward, result.after.trace.backward
+    assert torch.count_nonzero(fw.probs[[3, 4], 1]) == 0 and fw.probs[2, 1].min() > 0
+    torch.testing.assert_close(fw.probs[3].sum(0), torch.ones(fw.probs.shape[-1]))
+    assert torch.equal(bw.probs, s.trace.backward.probs)
+    assert result.prediction_after.probs != result.prediction_before.probs
+    everything = cf.knockout(pipe, [s], 0, ["forward", "backward"], keys=[2])
+    assert torch.count_nonzero(everything.after.trace.forward.probs[:, 2]) == 0
+    assert torch.count_nonzero(everything.after.trace.backward.probs[:, 2]) == 0
+    with pytest.raises(ValueError):
+        cf.knockout(pipe, [s], 0, ["forward"], keys=[])
+
+
+# ---------------------------------------------------------------- attribution
+
+def baseline_output(pipe, sentences, label: str | None) -> float:
+    """The followed output with every word vector zero, computed here from the model's parts."""
+    model = pipe.model
+    with torch.no_grad():
+        encodings = []
+        for s in sentences:
+            ids = pipe.ids([s.tokens])
+            encodings.append(model.encoder(torch.zeros_like(model.embed(ids)), ids != 0))
+        logits = model.head(*encodings)[0]
+    if label is None:
+        return float(logits.softmax(-1) @ torch.arange(1.0, len(logits) + 1))
+    return float(logits.softmax(-1)[pipe.labels.index(label)])
+
+
+@pytest.mark.parametrize("kind,text", [("classify", TEXT), ("pair", PAIR), ("relatedness", PAIR)])
+def test_integrated_gradients_are_complete_within_five_percent(kind, text):
+    pipe = pipeline(kind, seed=3)
+    result = pipe.trace(text)
+    attr = attribution.attribute(pipe, result.sentences)
+    pred = pipe.predict([text])[0]
+    label = None if kind == "relatedness" else pred.label
+    f_x = pred.score if label is None else pred.probs[label]
+    delta = f_x - baseline_output(pipe, result.sentences, label)
+    assert abs(delta) > 1e-3  # the check below means something
+    total = sum(a.sum() for a in attr.integrated)
+    assert abs(total - delta) <= 0.05 * abs(delta)
+    assert [len(a) for a in attr.integrated] == [len(s.tokens) for s in result.sentences]
+
+
+def test_integrated_gradients_are_complete_on_a_trained_checkpoint():
+    import disan
+    pipe = disan.load("checkpoints/sst5")
+    result = pipe.trace("Families have some dogs in front of a carousel")
+    attr = attribution.attribute(pipe, result.sentences)
+    delta = result.prediction.probs[result.prediction.label] - baseline_output(pipe, result.sentences,
+                                                                                result.prediction.label)
+    assert abs(delta) > 1e-3 and abs(attr.integrated[0].sum() - delta) <= 0.05 * abs(delta)
+
+
+def test_gradient_times_input_sums_to_the_derivative_along_the_input():
+    model, vocab = make_model()
+    model.double()
+    pipe = Pipeline(model, vocab, {"labels": LABELS["classify"]}, {})
+    s = pipe.trace(TEXT).sentence
+    attr = attribution.attribute(pipe, [s])
+    target = pipe.labels.index(attr.target)
+    ids = pipe.ids([s.tokens])
+
+    def f(scale):
+        with torch.no_grad():
+            return float(model.head(model.encoder(scale * model.embed(ids), ids != 0)).softmax(-1)[0, target])
+    eps = 1e-5
+    derivative = (f(1 + eps) - f(1 - eps)) / (2 * eps)  # d/dt f(t x) at t = 1 is the sum of (df/dx_i) . x_i
+    assert attr.gradient_input[0].sum() == pytest.approx(derivative, rel=1e-4, abs=1e-9)
+
+
+def test_agreement_is_kendall_tau_of_the_magnitudes():
+    measures = pd.DataFrame({"up": [0.5, 0.3, 0.1], "down": [0.1, 0.3, 0.5]})
+    table = attribution.agreement({"signed": np.array([3.0, -2.0, 1.0])}, measures)
+    assert table.loc["signed", "up"] == pytest.approx(1.0) and table.loc["signed", "down"] == pytest.approx(-1.0)
+
+
+def test_attention_measures_of_a_trace():
+    s = pipeline().trace(TEXT).sentence
+    m = attribution.attention_measures(s)
+    assert list(m.columns) == ["source2token", "received · forward", "received · backward"]
+    assert m["source2token"].sum() == pytest.approx(1.0)
+    assert np.isnan(m["received · forward"].iloc[-1]) and np.isnan(m["received · backward"].iloc[0])
+
+
+def test_corpus_agreement_has_a_row_per_sentence():
+    frame = attribution.corpus_agreement(pipeline("pair"), [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
+    assert len(frame) == 4  # the pair with an empty hypothesis cannot be traced
+    assert list(frame.sentence[:2]) == list(PAIR)
+    assert {f"{m} | source2token" for m in attribution.METHODS} <= set(frame.columns)
+
+
+# ---------------------------------------------------------------- comparison
+
+def side(encoder, text=TEXT, name=None):
+    pipe = pipeline(encoder=encoder)
+    r = pipe.trace(text)
+    return compare.Side(name or encoder, encoder, r.prediction, r.sentence)
+
+
+def test_what_an_encoder_lacks():
+    assert compare.lacks(side("disan")) == []
+    assert "directional masks" in compare.statement(side("disan-nodir"))
+    text = compare.statement(side("bilstm"))
+    assert "no token2token attention" in text and "no fusion gates" in text and "source2token" not in text
+    assert "has every part" in compare.statement(side("disan")) and "has every part" not in text
+
+
+def test_differences_only_where_both_models_have_the_view():
+    a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
+    both = compare.drawing(a, b)
+    assert {"compare-diff-forward", "compare-diff-backward", "compare-s2t-diff"} <= set(both)
+    heatmaps = [both[k].data[0] for k in both if k.startswith("compare-attention-")]
+    assert len(heatmaps) == 4 and len({h.zmax for h in heatmaps}) == 1  # one colour scale for both models
+    peak = max(np.nanmax(np.asarray(h.z, dtype=float)) for h in heatmaps)
+    assert heatmaps[0].zmax == pytest.approx(peak)
+    nodir = compare.drawing(a, side("disan-nodir"))
+    assert not any(k.startswith("compare-diff-") for k in nodir)
+    baseline = compare.drawing(a, side("bilstm"))
+    assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
+    with pytest.raises(ValueError):
+        compare.drawing(a, side("disan", text="the glass"))
+
+
+def _other_trace():
+    pipe = pipeline(seed=5)
+    r = pipe.trace(TEXT)
+    return r.prediction, r.sentence
+
+
+# ---------------------------------------------------------------- case study
+
+def test_case_study_measures_every_token_of_every_sentence():
+    pipe = pipeline()
+    token_lists = [s.split() for s in (TEXT, "a man is pouring tea of the restaurant", "tea", "the man")]
+    study = casestudy.measure(pipe, token_lists, "tiny")
+    assert len(study.tokens) == sum(map(len, token_lists)) and study.blocks == ["forward", "backward"]
+    assert list(study.sentences.sentence) == [0, 1, 2, 3]
+    for s, group in study.tokens.groupby("sentence"):
+        n = len(token_lists[s])
+        assert list(group.token) == token_lists[s]
+        # every query with a key spreads one unit of attention: n - 1 of them in each direction
+        assert group["forward received"].sum() == pytest.approx(max(n - 1, 0), abs=1e-5)
+        assert group["backward received"].sum() == pytest.approx(max(n - 1, 0), abs=1e-5)
+    row = study.sentences.iloc[3]  # "the man": the only reachable token receives all, uniform or not
+    assert np.isnan(row["forward gini"])
+    three = casestudy.measure(pipe, [["a", "man", "is"]])
+    # forward, 3 tokens: uniform attention gives token 0 one key's worth plus half, token 1 half: Gini of (1.5, 0.5)
+    assert three.sentences["forward gini uniform"][0] == pytest.approx(0.25)
+
+
+def synthetic_study(stop_relative: float, content_relative: float, tau: float) -> casestudy.CaseStudy:
+    """Two blocks, 40 sentences of two stop and two content words with the given measures (plus noise)."""
+    rng = np.random.default_rng(0)
+    rows, sentences = [], []
+    for s in range(40):
+        words = [("the", "stop", stop_relative), ("dogs", "content", content_relative),
+                 ("of", "stop", stop_relative), ("carousel", "content", content_relative)]
+        for p, (token, cls, rel) in enumerate(words):
+            value = rel + rng.normal(scale=0.01)
+            rows.append({"sentence": s, "position": p, "token": token, "class": cls,
+                         **{f"{b} {m}": value for b in ("forward", "backward") for m in ("relative", "gate")}})
+        sentences.append({"sentence": s, "length": 4, "tau": tau + rng.normal(scale=0.01),
+                          **{f"{b} gini{x}": g for b in ("forward", "backward")
+                             for x, g in (("", 0.4), (" features", 0.5), (" uniform", 0.3))}})
+    return casestudy.CaseStudy("synthetic", ["forward", "backward"], pd.DataFrame(rows), pd.DataFrame(sentences), 0.0)
+
+
+def test_the_claims_table_says_whether_each_claim_holds():
+    holds = casestudy.claims(synthetic_study(0.5, 1.5, 0.1), resamples=200)
+    assert list(holds.columns) == ["paper claim", "measured", "holds?", "n"]
+    assert list(holds["holds?"]) == ["yes"] * len(holds)
+    fails = casestudy.claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
+    verdicts = dict(zip(fails["paper claim"], fails["holds?"]))
+    assert verdicts["stop words get little attention (forward)"] == "no"
+    assert verdicts["the fusion gate F is smaller for stop words (backward)"] == "no"
+    assert verdicts["forward and backward attend to different words"] == "no"
+    small = casestudy.claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
+    assert small["holds?"][0].startswith("yes, small")
+    assert list(holds.n) == [40] * len(holds)  # sentences: the unit the bootstrap resamples
+
+
+def test_the_case_study_drawing_shows_the_paper_sentences():
+    pipe = pipeline()
+    study = casestudy.measure(pipe, [TEXT.split(), "a man is pouring tea".split()])
+    paper = casestudy.measure(pipe, [s.split() for s in casestudy.PAPER_SENTENCES])
+    drawing = casestudy.drawing(study, paper, resamples=50)
+    assert {"case-claims", "case-received", "case-gates", "case-gini", "case-tau"} <= set(drawing)
+    assert {"case-paper-0-received", "case-paper-1-gates"} <= set(drawing)
+    ticks = drawing["case-paper-0-received"].layout.yaxis.ticktext
+    assert "some · stop" in ticks and "dogs" in ticks
+    with pytest.raises(ValueError, match="no DiSA blocks"):
+        casestudy.measure(pipeline(encoder="bilstm"), [TEXT.split()])
+
+
+def test_the_word_senses_page_offers_the_attention_outputs_too():
+    from disan.explore import senses
+    s = pipeline().trace(TEXT).sentence
+    vector = senses.word_vector(s.tokens, s.trace, "bottle", "s")
+    np.testing.assert_array_equal(vector, torch.cat([s.trace.forward.s[2], s.trace.backward.s[2]]).numpy())
+
+
+def test_the_corpus_summary_counts_the_sentences_with_a_tau():
+    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
+                          "integrated gradients | source2token": [0.5, -0.2, np.nan],
+                          "gradient × input | source2token": [0.1, 0.3, np.nan]})
+    drawing = attribution.corpus_drawing(frame)
+    summary = drawing["attr-corpus-summary"].set_index("attribution | attention")
+    row = summary.loc["integrated gradients | source2token"]
+    assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2
+    assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
+    assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure

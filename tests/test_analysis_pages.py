@@ -1,0 +1,122 @@
+"""The five analysis pages through Streamlit's AppTest, on tiny checkpoints made by the tests."""
+import pytest
+
+import disan
+from disan.explore.analyses import corpus
+from disan.nn import checkpoint
+
+from .conftest import LABELS, make_model
+from .test_app import app, assert_page_draws, charts, texts, visit
+
+PAGES = {"corpus": "pages/corpus_senses.py", "counterfactuals": "pages/counterfactuals.py",
+         "attribution": "pages/attribution.py", "compare": "pages/compare_models.py", "case": "pages/case_study.py"}
+PAIR_KINDS = {"sick-e": "pair", "sick": "relatedness"}
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    """Tiny checkpoints named for benchmarks, so that their test split is the pages' corpus; returns a
+    function that adds one: (name, task, encoder)."""
+    def add(name, task="trec", encoder="disan", seed=0):
+        kind = PAIR_KINDS.get(task, "classify")
+        model, vocab = make_model(kind, encoder, seed)
+        checkpoint.save(tmp_path / name, model, vocab, {"task": task, "kind": kind, "labels": LABELS[kind]},
+                        {"test": {"accuracy": 0.5}}, "# tiny\n")
+        return tmp_path / name
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    add("a-trec")
+    return add
+
+
+@pytest.mark.usefixtures("data_root")
+def test_every_analysis_page_draws_with_its_defaults(models):
+    models("b-trec-nodir", encoder="disan-nodir")
+    at = app()
+    assert at.session_state["checkpoint"] == "a-trec"
+    expected = {
+        "corpus": {"corpus-scatter"},
+        "counterfactuals": {"cf-edit-prediction", "cf-edit-forward", "cf-edit-backward", "cf-occlusion-bars",
+                            "cf-knockout-prediction", "cf-knockout-forward", "cf-knockout-backward-change"},
+        "attribution": {"attr-measures-0", "attr-corpus-0", "attr-corpus-1"},
+        "compare": {"compare-prediction-a", "compare-attention-b-diag_1", "compare-gates", "compare-s2t-diff"},
+        "case": {"case-received", "case-gates", "case-gini", "case-tau", "case-paper-0-received"},
+    }
+    for name, keys in expected.items():
+        visit(at, PAGES[name])
+        drawn = set(charts(at))
+        assert keys <= drawn, (name, keys - drawn)
+    claims = at.dataframe[0].value
+    assert list(claims.columns) == ["paper claim", "measured", "holds?", "n"] and len(claims) == 9
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_corpus_page_draws_the_library_view_and_opens_a_sentence(models, tmp_path):
+    at = visit(app(), PAGES["corpus"])
+    trec = corpus.benchmark_corpus("trec", "test")
+    word = at.selectbox(key="corpus-word").value
+    assert word == corpus.frequent_words(trec)[0]
+    pipe = disan.load(tmp_path / "a-trec")
+    result = corpus.analyse(pipe, trec, word, "source2token")
+    assert_page_draws(at, corpus.drawing(result, "cluster", 0))
+    at.selectbox(key="corpus-selected").set_value(2).run()
+    at.button(key="corpus-open").click().run()
+    assert at.session_state["text"] == trec.texts[int(result.table.sentence[2])]
+    assert "Token2token attention" in texts(at.header)
+
+
+def test_without_benchmark_data_the_pages_say_how_to_get_it(models, monkeypatch, tmp_path):
+    monkeypatch.setenv("DISAN_DATA_DIR", str(tmp_path / "no-data"))
+    at = visit(app(), PAGES["corpus"])
+    assert "python -m disan download" in texts(at.info)
+    at.file_uploader(key="corpus-upload").set_value(
+        ("mine.txt", b"the glass bottle is big\na man is pouring a glass of tea\nthe glass\n", "text/plain")).run()
+    assert not at.exception and at.selectbox(key="corpus-word").value == "glass"
+    assert "corpus-scatter" in charts(at)
+    visit(at, PAGES["case"])
+    assert "python -m disan download" in texts(at.info) and "case-paper-1-gates" in charts(at)
+    visit(at, PAGES["attribution"])
+    assert "python -m disan download" in texts(at.info) and "attr-measures-0" in charts(at)
+
+
+def test_counterfactual_widgets_change_what_is_drawn(models):
+    at = visit(app(text="the glass bottle is big"), PAGES["counterfactuals"])
+    at.radio(key="cf-op").set_value("replace").run()
+    at.selectbox(key="cf-position").set_value(1).run()
+    at.text_input(key="cf-replacement").input("tea").run()
+    assert "After: the tea bottle is big" in texts(at.text)
+    at.multiselect(key="cf-keys").set_value([0, 2]).run()
+    at.multiselect(key="cf-blocks").set_value(["backward"]).run()
+    drawn = charts(at)
+    assert "cf-knockout-backward" in drawn and "cf-knockout-forward" not in drawn
+    at.multiselect(key="cf-keys").set_value([]).run()
+    assert "choose at least one attended token" in texts(at.info)
+
+
+def test_pair_models_edit_the_chosen_sentence(models):
+    models("c-sick-e", task="sick-e")
+    at = visit(app(checkpoint="c-sick-e"), PAGES["counterfactuals"])
+    at.radio(key="cf-sentence").set_value("hypothesis").run()
+    assert not at.exception
+    occlusion = next(df.value for df in at.dataframe)
+    assert sorted(occlusion.token) == sorted(at.session_state["hypothesis"].split())
+
+
+def test_compare_says_what_an_encoder_lacks(models):
+    at = visit(app(), PAGES["compare"])
+    assert "No other checkpoint takes the same input" in texts(at.info)
+    models("d-bilstm", encoder="bilstm")
+    models("e-sick-e", task="sick-e")  # a pair model is never offered against a sentence model
+    at = visit(app(), PAGES["compare"])
+    assert at.selectbox(key="compare-other").options == ["d-bilstm — trec, bilstm, test accuracy 0.500"]
+    statements = texts(at.text)
+    assert "has every part of DiSAN" in statements and "d-bilstm (bilstm) has no token2token attention" in statements
+    drawn = charts(at)
+    assert "compare-attention-a-forward" in drawn and not any(k.startswith("compare-attention-b") for k in drawn)
+
+
+def test_a_baseline_encoder_gets_a_message_where_it_lacks_the_parts(models):
+    models("f-bilstm", encoder="bilstm")
+    at = visit(app(checkpoint="f-bilstm"), PAGES["case"])
+    assert "cannot be studied" in texts(at.info)
+    visit(at, PAGES["counterfactuals"])
+    assert "has no token2token attention to knock out" in texts(at.info)
