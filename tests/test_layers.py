@@ -9,6 +9,7 @@ Floors, lowest first (a subpackage may use the floors below it, never its neighb
     5  disan (the public API in __init__) and disan.__main__ (the command line)
 """
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,9 @@ def test_only_the_app_layer_imports_streamlit(name):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         uses = any(isinstance(n, (ast.Import, ast.ImportFrom)) and "streamlit" in ast.dump(n) for n in ast.walk(tree))
         assert name == "app" or not uses, f"{path} imports streamlit"
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_every_module_imports(name):
+    # an import of a module that moved or was removed fails here, not when a user runs that command
+    importlib.import_module(name)

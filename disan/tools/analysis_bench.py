@@ -22,7 +22,7 @@ import torch
 
 from disan.explore.analyses import batched, casestudy, corpus
 from disan.explore.pipeline import load
-from disan.nn.fast import available_kernel
+from disan.nn import kernels
 
 
 def _median_seconds(run, repeats: int) -> float:
@@ -75,7 +75,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the app runs it
     pipe = load(args.checkpoint)
-    print(f"checkpoint {args.checkpoint}; token2token kernel {available_kernel()}; torch threads 1; "
+    print(f"checkpoint {args.checkpoint}; token2token kernel {kernels.resolve()}; torch threads 1; "
           f"{os.cpu_count()} CPUs; median of {args.repeats}; load average before {_load()}")
     start = time.perf_counter()
     train = corpus.benchmark_corpus(args.task, "train")
