@@ -109,6 +109,24 @@ def _forward_kernel(K, Q, V, M, S, LSE, n, d, two_over_c, minus_two_c,
 
 
 @triton.jit
+def _query_rows(Q, S, G, LSE, rows, jk, ACC: tl.constexpr):
+    """What the backward pass needs of a block of queries: q, s, the gradient g and lse, each (BJ, BK)."""
+    q = tl.load(Q + rows, mask=jk, other=0.0).to(ACC)
+    s = tl.load(S + rows, mask=jk, other=0.0).to(ACC)
+    g = tl.load(G + rows, mask=jk, other=0.0).to(ACC)
+    lse = tl.load(LSE + rows, mask=jk, other=float("inf")).to(ACC)
+    return q, s, g, lse
+
+
+@triton.jit
+def _pair_gradients(a, v, q, s, g, lse, valid, two_over_c, minus_two_c):
+    """P g_j and dlogit (1 - t^2) = P g_j (v_i - s_j) 4 r (1 - r), each (BJ, BI, BK), with P recomputed from lse."""
+    r, x = _exponent(a[None, :, :], q[:, None, :], valid[:, :, None], two_over_c, minus_two_c)
+    pg = tl.exp(x - lse[:, None, :]) * g[:, None, :]
+    return pg, pg * (v[None, :, :] - s[:, None, :]) * (4.0 * r * (1.0 - r))
+
+
+@triton.jit
 def _backward_query_kernel(K, Q, V, M, S, LSE, G, DQ, n, d, two_over_c, minus_two_c,
                            ACC: tl.constexpr, BJ: tl.constexpr, BI: tl.constexpr, BK: tl.constexpr):
     """dq for a block of queries: a sum over their keys."""
@@ -118,10 +136,7 @@ def _backward_query_kernel(K, Q, V, M, S, LSE, G, DQ, n, d, two_over_c, minus_tw
     jk = (j[:, None] < n) & (k[None, :] < d)
     base = b * n * d
     rows = base + j[:, None] * d + k[None, :]
-    q = tl.load(Q + rows, mask=jk, other=0.0).to(ACC)
-    s = tl.load(S + rows, mask=jk, other=0.0).to(ACC)
-    g = tl.load(G + rows, mask=jk, other=0.0).to(ACC)
-    lse = tl.load(LSE + rows, mask=jk, other=float("inf")).to(ACC)
+    q, s, g, lse = _query_rows(Q, S, G, LSE, rows, jk, ACC)
     dq = tl.zeros((BJ, BK), dtype=ACC)
     for i0 in range(0, n, BI):
         i = i0 + tl.arange(0, BI)
@@ -131,9 +146,7 @@ def _backward_query_kernel(K, Q, V, M, S, LSE, G, DQ, n, d, two_over_c, minus_tw
             ik = (i[:, None] < n) & (k[None, :] < d)
             a = tl.load(K + base + i[:, None] * d + k[None, :], mask=ik, other=0.0).to(ACC)
             v = tl.load(V + base + i[:, None] * d + k[None, :], mask=ik, other=0.0).to(ACC)
-            r, x = _exponent(a[None, :, :], q[:, None, :], valid[:, :, None], two_over_c, minus_two_c)
-            p = tl.exp(x - lse[:, None, :])                                    # (BJ, BI, BK)
-            dpre = p * g[:, None, :] * (v[None, :, :] - s[:, None, :]) * (4.0 * r * (1.0 - r))
+            _, dpre = _pair_gradients(a, v, q, s, g, lse, valid, two_over_c, minus_two_c)  # (BJ, BI, BK)
             dq += tl.sum(dpre, axis=1)
     tl.store(DQ + rows, dq.to(DQ.dtype.element_ty), mask=jk)
 
@@ -159,14 +172,10 @@ def _backward_key_kernel(K, Q, V, M, S, LSE, G, DK, DV, n, d, two_over_c, minus_
         if tl.max(valid.to(tl.int32)) > 0:
             jk = (j[:, None] < n) & (k[None, :] < d)
             rows = base + j[:, None] * d + k[None, :]
-            q = tl.load(Q + rows, mask=jk, other=0.0).to(ACC)
-            s = tl.load(S + rows, mask=jk, other=0.0).to(ACC)
-            g = tl.load(G + rows, mask=jk, other=0.0).to(ACC)
-            lse = tl.load(LSE + rows, mask=jk, other=float("inf")).to(ACC)
-            r, x = _exponent(a[None, :, :], q[:, None, :], valid[:, :, None], two_over_c, minus_two_c)
-            pg = tl.exp(x - lse[:, None, :]) * g[:, None, :]                     # (BJ, BI, BK)
+            q, s, g, lse = _query_rows(Q, S, G, LSE, rows, jk, ACC)
+            pg, dpre = _pair_gradients(a, v, q, s, g, lse, valid, two_over_c, minus_two_c)  # (BJ, BI, BK)
             dv += tl.sum(pg, axis=0)
-            da += tl.sum(pg * (v[None, :, :] - s[:, None, :]) * (4.0 * r * (1.0 - r)), axis=0)
+            da += tl.sum(dpre, axis=0)
     tl.store(DK + cols, da.to(DK.dtype.element_ty), mask=ik)
     tl.store(DV + cols, dv.to(DV.dtype.element_ty), mask=ik)
 
