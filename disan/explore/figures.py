@@ -13,6 +13,7 @@ labels, because a categorical axis would merge repeated tokens ("the ... the").
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -30,6 +31,11 @@ DIVERGING = "RdBu_r"      # negative blue, 0 white, positive red
 MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels
+MAX_TICKS = 40            # a longer token axis labels every k-th position (hover still names every one)
+FEATURE_TICKS = 25        # the same for an axis of features in a chosen order
+STOP_STYLE = "color:#8c8c8c"  # tick labels of stop words: grey italics
+LIFT_RANGE = (1.1, 64.0)  # the lift colour range spans at least x1/1.1..x1.1 and at most x1/64..x64
+SCALES = ("lift", "probability")  # how attention heatmaps are coloured (see _colouring)
 
 
 def _esc(text) -> str:
@@ -43,6 +49,16 @@ def _short(text, limit: int = TICK_CHARS) -> str:
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return _esc(text)
+
+
+def _wrap(text, width: int = 32, lines: int = 3) -> str:
+    """Escaped text in lines of at most ``width`` characters joined by ``<br>`` (plotly's line break); past
+    ``lines`` lines it is cut with an ellipsis (hover shows it whole)."""
+    chunks = textwrap.wrap(str(text), width) or [""]
+    if len(chunks) > lines:
+        chunks = chunks[:lines]
+        chunks[-1] = chunks[-1][:width - 1] + "…"
+    return "<br>".join(_esc(chunk) for chunk in chunks)
 
 
 def _height(rows: int, per_row: int = 22, base: int = 160, low: int = 320, high: int = 1600) -> int:
@@ -59,55 +75,72 @@ def _peak(*arrays: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class _Axis:
-    """One heatmap axis: its title, the value of each position, and how hover names a position.
+    """One heatmap axis: its title, the value of each position, its ticks, and how hover names a position.
 
     Text axes are categorical with unique values ("query 3: the"), so repeated tokens stay apart
     and the hover reads the escaped value directly; no per-cell strings are built, which keeps a
     tokens x features heatmap cheap to build and to serialise.
     """
     title: str
-    values: list               # one per position: escaped unique labels, or feature ids
-    ticks: list[str] | None    # tick labels; None: plotly's own ticks (numeric feature axes)
-    hover: str = "{ref}"       # how the hover template names a position, given %{x} or %{y}
+    values: list                           # one per position: escaped unique labels, or feature ids
+    ticks: tuple[list, list[str]] | None   # (tick values, tick labels); None: plotly's own (numeric axes)
+    hover: str = "{ref}"                   # how the hover template names a position, given %{x} or %{y}
 
     def layout(self, reverse: bool = False) -> dict:
         axis = dict(title=dict(text=self.title), showgrid=False, zeroline=False)
         if self.ticks is not None:
-            axis.update(type="category", tickmode="array", tickvals=self.values, ticktext=self.ticks)
+            axis.update(type="category", tickmode="array", tickvals=self.ticks[0], ticktext=self.ticks[1])
         if reverse:
             axis["autorange"] = "reversed"   # first row at the top
         return axis
 
 
-def _label_axis(name: str, labels: Sequence[str], title: str | None = None) -> _Axis:
-    """Positions named by text (tokens, class labels): hover "name k: label"."""
-    values = [f"{name} {k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
-    return _Axis(title or name, values, [_short(label) for label in labels])
+def _thinned(values: list, labels: list[str], max_ticks: int) -> tuple[list, list[str]]:
+    """Every k-th tick, so that at most ``max_ticks`` are labelled."""
+    step = max(1, -(-len(values) // max_ticks))
+    return values[::step], labels[::step]
 
 
-def _feature_axis(d: int, features: Sequence[int] | None = None) -> _Axis:
+def _label_axis(name: str, labels: Sequence[str], title: str | None = None, first: int = 0,
+                marked: Sequence[bool] | None = None, max_ticks: int = MAX_TICKS) -> _Axis:
+    """Positions named by text (tokens, class labels): hover "name k: label", k counted from ``first``.
+
+    ``marked`` positions (stop words) get grey italic tick labels.
+    """
+    values = [f"{name} {first + k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
+    ticks = [_short(label) for label in labels]
+    if marked is not None:
+        ticks = [f'<span style="{STOP_STYLE}"><i>{t}</i></span>' if m else t for t, m in zip(ticks, marked)]
+    return _Axis(title or name, values, _thinned(values, ticks, max_ticks))
+
+
+def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "feature k") -> _Axis:
     """Feature positions: numeric 0..d-1, or a chosen subset/order as categories named by feature id."""
     if features is None:
-        return _Axis("feature k", list(range(d)), None, "feature {ref}")
+        return _Axis(title, list(range(d)), None, "feature {ref}")
     ids = [str(int(k)) for k in features]
-    return _Axis("feature k", ids, ids, "feature {ref}")
+    return _Axis(title, ids, _thinned(ids, ids, FEATURE_TICKS), "feature {ref}")
 
 
 def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, zmid=None,
-             colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True) -> go.Heatmap:
+             colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True,
+             colorbar: dict | None = None, customdata: np.ndarray | None = None, value: str | None = None
+             ) -> go.Heatmap:
     """The one heatmap trace every figure uses. Masked (NaN) cells have no hover.
 
-    Hover text comes from the axes' escaped values, never from raw labels.
+    Hover text comes from the axes' escaped values, never from raw labels; ``value`` is how the hover
+    writes a cell (default: its z). ``colorbar`` titles the colour scale.
     """
     z = np.asarray(z, dtype=float)  # (rows, cols)
-    hover = (f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = %{{z:{fmt}}}<extra></extra>")
+    value = value or f"%{{z:{fmt}}}"
+    hover = f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = {value}<extra></extra>"
     values = None
     if text:  # small matrices only (confusion counts)
         values = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
     return go.Heatmap(
-        z=z, x=cols.values, y=rows.values, hovertemplate=hover,
+        z=z, x=cols.values, y=rows.values, hovertemplate=hover, customdata=customdata,
         colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale, hoverongaps=False,
-        text=values, texttemplate="%{text}" if text else None,
+        text=values, texttemplate="%{text}" if text else None, colorbar=colorbar,
     )
 
 
@@ -124,6 +157,15 @@ def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     return fig
 
 
+def describe(fig: go.Figure, source: str) -> go.Figure:
+    """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
+    what it shows; the title above it says what is drawn (mode, feature)."""
+    top = 110 if fig.layout.annotations else 90  # room for subplot titles under the title and subtitle
+    fig.update_layout(title=dict(subtitle=dict(text=_esc(source)), y=0.99, yanchor="top", yref="container"),
+                      margin=dict(t=max(top, fig.layout.margin.t or 0)))
+    return fig
+
+
 def _masked(matrix: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """matrix with NaN where mask is False, so masked cells differ from small values."""
     return np.where(np.asarray(mask, dtype=bool), np.asarray(matrix, dtype=float), np.nan)
@@ -136,38 +178,64 @@ def reduce_features(probs: np.ndarray, mode: str | int) -> np.ndarray:
 
     Multi-dimensional attention has one distribution per feature; a 2-D view needs one number per cell.
     """
-    probs = np.asarray(probs, dtype=float)  # (n, n, d)
+    probs = np.asarray(probs)  # (n, n, d), reduced in its own precision: no float64 copy of n²·d values
     if mode == "mean":
-        return probs.mean(axis=-1)
+        return probs.mean(axis=-1, dtype=float)
     if mode == "max":
-        return probs.max(axis=-1)
+        return probs.max(axis=-1).astype(float)
     if isinstance(mode, (int, np.integer)) and not isinstance(mode, bool):
         if not 0 <= mode < probs.shape[-1]:
             raise ValueError(f"feature {mode} out of range for {probs.shape[-1]} features")
-        return probs[..., int(mode)]
+        return probs[..., int(mode)].astype(float)
     raise ValueError(f"mode must be 'mean', 'max' or a feature index, not {mode!r}")
 
 
-def feature_sharpness(probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def lift(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention relative to uniform: ``values[j, i, ...]`` x the number of keys row j may attend.
+
+    1 is what a row that spreads its attention evenly over its keys gives every key; 2 is twice
+    that. The forward block's row j has j keys, so 1/j is "uniform" there, and the raw
+    probabilities of a long row look small however sharp they are; the lift compares rows fairly.
+    """
+    keys = np.asarray(mask, dtype=bool).sum(axis=1).astype(float)  # (n,)
+    values = np.asarray(values, dtype=float)
+    return values * keys.reshape((-1,) + (1,) * (values.ndim - 1))
+
+
+def query_entropy(probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n, d) entropy (nats) of every query row j's attention, feature by feature, over the keys j may attend.
+
+    0 is a feature that puts all of row j's mass on one token; log(keys) is uniform. NaN for rows
+    without any key (the first token of the forward block). Computed row by row, so that no
+    temporary of n²·d values is made.
+    """
+    probs, mask = np.asarray(probs), np.asarray(mask, dtype=bool)  # (n, n, d), (n, n)
+    out = np.full((probs.shape[0], probs.shape[-1]), np.nan)
+    for j in np.flatnonzero(mask.any(axis=1)):
+        p = probs[j][mask[j]]                                      # (keys, d)
+        out[j] = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=0, dtype=float)
+    return out
+
+
+def feature_sharpness(probs: np.ndarray, mask: np.ndarray, entropy: np.ndarray | None = None) -> np.ndarray:
     """(d,) mean entropy (nats) of each feature's attention over the query rows that have a key.
 
     Lower is sharper: a feature that puts all its mass on one token scores 0. Rows
     without any valid key (the first token of the forward block) carry no
     distribution and are ignored; NaN for a feature when no row is valid.
+    ``entropy``: :func:`query_entropy` of these probabilities, when already computed.
     """
-    mask = np.asarray(mask, dtype=bool)                     # (n, n)
-    p = np.where(mask[..., None], np.asarray(probs, dtype=float), 0.0)  # (n, n, d)
-    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    entropy = -plogp.sum(axis=1)                            # (n, d): per query j and feature k
-    rows = mask.any(axis=1)                                 # (n,)
+    entropy = query_entropy(probs, mask) if entropy is None else entropy  # (n, d)
+    rows = np.asarray(mask, dtype=bool).any(axis=1)
     if not rows.any():
-        return np.full(p.shape[-1], np.nan)
+        return np.full(entropy.shape[-1], np.nan)
     return entropy[rows].mean(axis=0)
 
 
-def rank_features(probs: np.ndarray, mask: np.ndarray, top: int | None = None) -> list[int]:
-    """Feature indices, sharpest (lowest entropy) first; ties keep feature order."""
-    order = np.argsort(feature_sharpness(probs, mask), kind="stable")
+def rank_features(probs: np.ndarray, mask: np.ndarray, top: int | None = None,
+                  entropy: np.ndarray | None = None) -> list[int]:
+    """Feature indices, sharpest (lowest mean entropy) first; ties keep feature order."""
+    order = np.argsort(feature_sharpness(probs, mask, entropy), kind="stable")
     return [int(k) for k in order[:top]]
 
 
@@ -198,77 +266,215 @@ def similarity_matrix(vectors: Sequence[np.ndarray]) -> np.ndarray:
 
 # ---------------------------------------------------------------- attention figures
 
+def _lift_colours(zs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
+    """log2 of lift matrices, for a diverging colour scale centred at x1 whose range is symmetric in
+    ratio (x1/4 is as blue as x4 is red) and fits the data within :data:`LIFT_RANGE`; the colour bar is
+    labelled in lifts. A lift of 0 takes the bluest colour; NaN (masked) stays NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = [np.log2(np.asarray(z, dtype=float)) for z in zs]
+    finite = [np.abs(log[np.isfinite(log)]) for log in logs]
+    top = max((float(f.max()) for f in finite if f.size), default=0.0)
+    r = float(np.clip(top, np.log2(LIFT_RANGE[0]), np.log2(LIFT_RANGE[1])))
+    steps = (2, 4, 8, 16, 32, 64) if r >= 1 else (1.1, 1.25, 1.5, 2)
+    ticks = sorted([1.0] + [t for step in steps if np.log2(step) <= r + 1e-9 for t in (step, 1 / step)])
+    colorbar = dict(title=dict(text="lift ×"), tickvals=[float(np.log2(t)) for t in ticks],
+                    ticktext=[f"×{t:.3g}" for t in ticks])
+    return [np.clip(log, -r, r) for log in logs], dict(zmin=-r, zmax=r, colorscale=DIVERGING, colorbar=colorbar)
+
+
+def _coloured(zs: Sequence[np.ndarray], scale: str) -> tuple[list[np.ndarray], list, dict]:
+    """(what to draw, hover data, heatmap arguments) of matrices that share one colour scale.
+
+    ``scale`` "probability": values from 0 on the sequential scale; "lift": values that are lifts
+    (:func:`lift`) on the diverging log scale of :func:`_lift_colours`, the hover showing the lift itself.
+    """
+    zs = [np.asarray(z, dtype=float) for z in zs]
+    if scale == "probability":
+        return zs, [None] * len(zs), dict(zmin=0.0, zmax=_peak(*zs), colorscale=SEQUENTIAL,
+                                          colorbar=dict(title=dict(text="P")))
+    if scale == "lift":
+        logs, kwargs = _lift_colours(zs)
+        return logs, [z.astype(np.float32) for z in zs], dict(kwargs, value="×%{customdata:.3g}")
+    raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
+
+
+def _span(n: int, window: tuple[int, int] | None) -> slice:
+    """The positions a token window [start, stop) shows; None: all n."""
+    if window is None:
+        return slice(0, n)
+    start, stop = int(window[0]), int(window[1])
+    if not 0 <= start < stop <= n:
+        raise ValueError(f"token window {window} does not fit {n} tokens")
+    return slice(start, stop)
+
+
+def _attention_values(matrix: np.ndarray, mask: np.ndarray, scale: str, window) -> np.ndarray:
+    """(n, n) attention on the chosen scale, masked cells NaN, cut to the window (lift counts every key of
+    the row, inside the window or not)."""
+    mask = np.asarray(mask, dtype=bool)
+    values = lift(matrix, mask) if scale == "lift" else np.asarray(matrix, dtype=float)
+    cut = _span(mask.shape[0], window)
+    return _masked(values, mask)[cut, cut]
+
+
+def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS) -> tuple[_Axis, _Axis]:
+    """(query rows, attended columns) axes of the window's tokens, numbered by their position in the sentence."""
+    cut = _span(len(tokens), window)
+    shown = list(tokens)[cut]
+    return (_label_axis("query", shown, "query token j", cut.start, max_ticks=max_ticks),
+            _label_axis("attended", shown, "attended token i", cut.start, max_ticks=max_ticks))
+
+
 def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray, title: str,
-                      zmax: float | None = None) -> go.Figure:
+                      zmax: float | None = None, *, scale: str = "probability", window=None) -> go.Figure:
     """(n, n) attention: rows = query token j (top to bottom), columns = attended token i.
 
     Masked cells are NaN and show the grey background, so "not allowed" never looks like "near 0".
+    ``scale``: "probability" or "lift" (:func:`lift`, computed here from the mask); ``window``: the
+    [start, stop) of the tokens shown.
     """
-    z = _masked(matrix, mask)  # (n, n)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
-    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z) if zmax is None else zmax)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale)
+    if zmax is not None and scale == "probability":
+        colours["zmax"] = zmax
+    rows, cols = _token_axes(tokens, window)
+    trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
+    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
 
 
 def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mask: np.ndarray,
-                   bw_mask: np.ndarray, titles: tuple[str, str] = ("forward", "backward")) -> go.Figure:
-    """Forward and backward (n, n) attention side by side on one colour scale, so they compare directly."""
-    zs = [_masked(fw, fw_mask), _masked(bw, bw_mask)]  # (n, n) each
-    zmax = _peak(*zs)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
+                   bw_mask: np.ndarray, titles: tuple[str, str] = ("forward", "backward"), *,
+                   scale: str = "probability", window=None, title: str = "") -> go.Figure:
+    """Forward and backward (n, n) attention side by side on one colour scale, so they compare directly.
+
+    ``scale`` and ``window`` as in :func:`attention_heatmap`.
+    """
+    zs, data, colours = _coloured([_attention_values(fw, fw_mask, scale, window),
+                                   _attention_values(bw, bw_mask, scale, window)], scale)
+    rows, cols = _token_axes(tokens, window)
     fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
                         subplot_titles=[_esc(t) for t in titles])
-    for c, z in enumerate(zs, start=1):
-        fig.add_trace(_heatmap(z, rows, cols, zmin=0.0, zmax=zmax, showscale=c == 2), row=1, col=c)
+    for c, (z, custom) in enumerate(zip(zs, data), start=1):
+        fig.add_trace(_heatmap(z, rows, cols, customdata=custom, showscale=c == 2, **colours), row=1, col=c)
         fig.update_xaxes(**cols.layout(), row=1, col=c)
         fig.update_yaxes(**rows.layout(reverse=True), row=1, col=c)
     fig.update_yaxes(title=None, row=1, col=2)
-    return _finish(fig, "", _height(len(tokens)), plot_bgcolor=MASKED_BG)
+    return _finish(fig, title, _height(len(rows.values), high=900), plot_bgcolor=MASKED_BG)
+
+
+def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: Sequence[str], columns: int, *,
+                 scale: str = "lift", window=None, title: str = "") -> go.Figure:
+    """Small multiples: one small (n, n) heatmap per (panel title, matrix, mask), ``columns`` to a row,
+    all on one colour scale (bertviz's model view, with features in place of heads)."""
+    if not panels:
+        raise ValueError("a feature grid needs at least one panel")
+    zs, data, colours = _coloured([_attention_values(m, mask, scale, window) for _, m, mask in panels], scale)
+    rows_n = -(-len(panels) // columns)
+    rows, cols = _token_axes(tokens, window, max_ticks=10)
+    # 50 px between rows leaves the panel titles clear of the row above
+    fig = make_subplots(rows=rows_n, cols=columns, horizontal_spacing=0.015, vertical_spacing=50 / (240 * rows_n),
+                        subplot_titles=[_esc(name) for name, _, _ in panels])
+    for k, (z, custom) in enumerate(zip(zs, data)):
+        r, c = divmod(k, columns)
+        fig.add_trace(_heatmap(z, rows, cols, customdata=custom, showscale=k == 0, **colours), row=r + 1, col=c + 1)
+        # token labels on the outer axes only: the panels share their tokens
+        fig.update_xaxes(**{**cols.layout(), "title": None}, showticklabels=r == rows_n - 1, row=r + 1, col=c + 1)
+        fig.update_yaxes(**{**rows.layout(reverse=True), "title": None}, showticklabels=c == 0, row=r + 1, col=c + 1)
+    fig.update_annotations(font_size=12)
+    return _finish(fig, title, 140 + 240 * rows_n, plot_bgcolor=MASKED_BG)
 
 
 def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarray,
-               features: Sequence[int] | None = None) -> go.Figure:
+               features: Sequence[int] | None = None, *, scale: str = "probability", window=None,
+               title: str | None = None) -> go.Figure:
     """What query token j attends to, feature by feature: P[j, i, k] as features (y) x tokens (x).
 
-    ``features`` restricts and orders the rows (e.g. :func:`rank_features`); columns j may not attend are NaN.
+    ``features`` restricts and orders the rows (e.g. by entropy); columns j may not attend are NaN;
+    ``window`` cuts the columns. Lift multiplies by the number of keys of row j.
     """
-    probs = np.asarray(probs, dtype=float)                     # (n, n, d)
+    probs = np.asarray(probs)                                  # (n, n, d)
     ids = list(range(probs.shape[-1])) if features is None else [int(k) for k in features]
     row_mask = np.asarray(mask, dtype=bool)[j]                 # (n,): keys of query j
-    z = np.where(row_mask[None, :], probs[j][:, ids].T, np.nan)  # (len(ids), n)
+    values = probs[j][:, ids].T.astype(float)                  # (len(ids), n)
+    if scale == "lift":
+        values = values * row_mask.sum()
+    cut = _span(len(tokens), window)
+    (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale)
     rows = _feature_axis(probs.shape[-1], features)
-    cols = _label_axis("attended", tokens, "attended token i")
-    title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
-    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z))
+    cols = _label_axis("attended", list(tokens)[cut], "attended token i", cut.start)
+    if title is None:
+        title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
+    trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
     return _heatmap_figure(trace, rows, cols, title, _height(len(ids), per_row=14))
 
 
-def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str],
-                       title: str = "forward − backward") -> go.Figure:
-    """fw − bw on a diverging scale centred at 0: red where forward attends more, blue where backward does."""
+def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], title: str = "forward − backward",
+                       *, masks: tuple[np.ndarray, np.ndarray] | None = None, scale: str = "probability",
+                       window=None) -> go.Figure:
+    """fw − bw on a diverging scale centred at 0: red where forward attends more, blue where backward does.
+
+    With ``masks`` (the two blocks' masks), cells that either block may not attend are NaN: only
+    attention both blocks could pay is compared. With ``scale`` "lift" each side is a lift
+    (:func:`lift`), which needs the masks.
+    """
+    if scale == "lift":
+        if masks is None:
+            raise ValueError("the difference of lifts needs both blocks' masks")
+        fw, bw = lift(fw, masks[0]), lift(bw, masks[1])
+    elif scale != "probability":
+        raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
     z = np.asarray(fw, dtype=float) - np.asarray(bw, dtype=float)  # (n, n)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
-    trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    if masks is not None:
+        z = _masked(z, np.asarray(masks[0], dtype=bool) & np.asarray(masks[1], dtype=bool))
+    cut = _span(len(tokens), window)
+    rows, cols = _token_axes(tokens, window)
+    bar = dict(title=dict(text="Δ lift" if scale == "lift" else "Δ P"))
+    trace = _heatmap(z[cut, cut], rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=bar)
+    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
 
 
 # ---------------------------------------------------------------- gates and source2token
 
-def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
-    """(n, d) fusion gate F: tokens (y) x features (x); F near 1 keeps h, near 0 takes the attention output s."""
+def gate_order(gate: np.ndarray) -> list[int]:
+    """Features by their mean gate over tokens, highest first: the features that keep h, then those
+    that take the attention output s. Ties keep feature order."""
+    return [int(k) for k in np.argsort(-np.asarray(gate, dtype=float).mean(axis=0), kind="stable")]
+
+
+def _gate_range(*values: np.ndarray, least: float = 0.02) -> float:
+    """Half-width of a colour or axis range centred at F = 0.5 that holds every value (at most 0.5)."""
+    spread = max((float(np.nanmax(np.abs(np.asarray(v, dtype=float) - 0.5))) for v in values if np.size(v)),
+                 default=0.0)
+    return float(np.clip(spread, least, 0.5))
+
+
+def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: bool = True,
+                 stop: Sequence[bool] | None = None) -> go.Figure:
+    """(n, d) fusion gate F: tokens (y) x features (x); F near 1 keeps h, near 0 takes the attention output s.
+
+    Diverging colours centred at F = 0.5 (white), the range fitted to the data so that small
+    deviations show; ``sort`` orders the features by :func:`gate_order`; ``stop`` marks stop words.
+    """
     gate = np.asarray(gate, dtype=float)  # (n, d)
-    rows, cols = _label_axis("token", tokens, "token j"), _feature_axis(gate.shape[1])
-    trace = _heatmap(gate, rows, cols, zmin=0.0, zmax=1.0)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    order = gate_order(gate) if sort else None
+    rows = _label_axis("token", tokens, "token j", marked=stop)
+    cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k")
+    m = _gate_range(gate)
+    trace = _heatmap(gate if order is None else gate[:, order], rows, cols, zmin=0.5 - m, zmax=0.5 + m,
+                     colorscale=DIVERGING, fmt=".3f", colorbar=dict(title=dict(text="F")))
+    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens), high=900))
 
 
 def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
-                value_range: tuple[float, float] | None = None) -> go.Figure:
-    """Horizontal bars, one group per token (first token at the top), one bar per series."""
-    axis = _label_axis("token", tokens)
+                value_range: tuple[float, float] | None = None, base: float = 0.0,
+                stop: Sequence[bool] | None = None) -> go.Figure:
+    """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
+    ``stop`` tokens get hatched bars and grey labels."""
+    axis = _label_axis("token", tokens, marked=stop)
+    pattern = None if stop is None else dict(shape=["/" if m else "" for m in stop])
     fig = go.Figure([
-        go.Bar(x=np.asarray(values, dtype=float), y=axis.values, orientation="h", name=_esc(name),
-               hovertemplate="%{y} = %{x:.4f}")
+        go.Bar(x=np.asarray(values, dtype=float) - base, base=base or None, y=axis.values, orientation="h",
+               name=_esc(name), customdata=np.asarray(values, dtype=float), marker=dict(pattern=pattern),
+               hovertemplate="%{y} = %{customdata:.4f}")
         for name, values in series.items()
     ])
     fig.update_yaxes(**axis.layout(reverse=True))
@@ -276,42 +482,76 @@ def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: 
     return _finish(fig, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group")
 
 
-def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go.Figure:
-    """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5)."""
+def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
+                   stop: Sequence[bool] | None = None) -> go.Figure:
+    """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5).
+
+    Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
+    fits the deviations. ``stop`` words are hatched.
+    """
     means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
-    return _token_bars(means, tokens, "mean fusion gate per token", "mean gate F", (0.0, 1.0))
+    m = 1.15 * _gate_range(*means.values())
+    title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
+    return _token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
 
 
-def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str]) -> go.Figure:
-    """(n, D) source2token probabilities: tokens (y) x features (x); each column is a distribution over tokens."""
+def _mark_halves(fig: go.Figure, halves: Sequence[str], d: int) -> None:
+    """Dashed lines between equal halves (thirds, ...) of a feature axis of d positions, each named at the top:
+    the blocks whose outputs a 2·d_h vector concatenates."""
+    width = d / len(halves)
+    for k, name in enumerate(halves):
+        if k:
+            fig.add_vline(x=k * width - 0.5, line=dict(color="black", width=2, dash="dash"))
+        fig.add_annotation(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                           text=f"{_esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+
+
+def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Sequence[str] = ()) -> go.Figure:
+    """(n, D) source2token probabilities: tokens (y) x features (x); each column is a distribution over tokens.
+
+    ``halves``: the names of the blocks whose outputs make up the features, in order (DiSAN: forward,
+    backward), marked on the feature axis.
+    """
     probs = np.asarray(probs, dtype=float)  # (n, D)
     rows, cols = _label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
-    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs))
-    return _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens)))
+    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs), colorbar=dict(title=dict(text="P")))
+    fig = _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens), high=900))
+    if halves:
+        _mark_halves(fig, halves, probs.shape[1])
+        fig.update_layout(margin=dict(t=110))
+    return fig
 
 
 def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
-    """(n,) token importance (:func:`token_importance`) as bars."""
-    return _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
-                       "mean probability")
+    """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
+    fig = _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
+                      "mean probability")
+    fig.add_vline(x=1 / max(1, len(tokens)), line=dict(color="grey", dash="dot"), annotation_text="uniform 1/n",
+                  annotation_position="bottom right")
+    return fig
 
 
 # ---------------------------------------------------------------- sentence encodings
 
 def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
-                        title: str = "attention vectors") -> go.Figure:
+                        title: str = "attention vectors", halves: Sequence[str] = ()) -> go.Figure:
     """Vectors as 1 x D strips one above the other on one scale (the paper's Fig. 6).
 
     Non-negative vectors (probabilities) use the sequential scale from 0; signed ones a diverging scale at 0.
+    Row labels are the whole sentences, wrapped (hover shows them uncut); ``halves`` as in
+    :func:`source2token_heatmap`.
     """
     z = np.stack([np.ravel(np.asarray(v, dtype=float)) for v in vectors])  # (m, D)
-    rows, cols = _label_axis("", labels, "sentence"), _feature_axis(z.shape[1])
+    values = [_esc(label) for label in labels]  # the hover names a row by its whole label
+    rows, cols = _Axis("sentence", values, (values, [_wrap(label) for label in labels])), _feature_axis(z.shape[1])
     if np.nanmin(z) >= 0:
-        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z))
+        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), colorbar=dict(title=dict(text="P")))
     else:
-        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
-    fig = _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=60, low=240))
+        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=dict(title=dict(text="value")))
+    fig = _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=70, low=260))
     fig.update_traces(ygap=4)
+    if halves:
+        _mark_halves(fig, halves, z.shape[1])
     return fig
 
 
@@ -351,11 +591,24 @@ def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[
 
 
 def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Figure:
-    """One line per metric in ``keys`` over epochs (an entry's ``epoch``, else its position from 1)."""
+    """One line per metric in ``keys`` over epochs (an entry's ``epoch``, else its position from 1).
+
+    Losses and the other metrics (accuracy, Pearson r, ...) live on different scales, so they get
+    separate panels, losses on top. Epochs are whole numbers on the axis, and a single epoch is a
+    point in the middle of the axis, not a line on a 0-2 range.
+    """
     epochs = [entry.get("epoch", k + 1) for k, entry in enumerate(history)]
-    fig = go.Figure([
-        go.Scatter(x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers", name=_esc(key))
-        for key in keys
-    ])
-    fig.update_xaxes(title=dict(text="epoch"))
-    return _finish(fig, "training curves", 380)
+    groups = [group for group in ([k for k in keys if "loss" in k], [k for k in keys if "loss" not in k]) if group]
+    titles = ["loss" if "loss" in group[0] else "metrics" for group in groups]
+    fig = make_subplots(rows=max(1, len(groups)), cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=titles)
+    for row, group in enumerate(groups, start=1):
+        for key in group:
+            fig.add_trace(go.Scatter(x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
+                                     name=_esc(key), marker=dict(size=8)), row=row, col=1)
+        fig.update_yaxes(title=dict(text=titles[row - 1]), row=row, col=1)
+    if epochs:
+        step = max(1, -(-len(epochs) // 10))
+        fig.update_xaxes(range=[min(epochs) - 0.5, max(epochs) + 0.5], tick0=1, dtick=step)
+    fig.update_xaxes(title=dict(text="epoch"), row=max(1, len(groups)), col=1)
+    return _finish(fig, "training curves", 260 + 200 * len(groups))

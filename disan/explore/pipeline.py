@@ -26,6 +26,7 @@ class SentenceTrace:
     tokens: list[str]           # as typed (original spelling)
     ids: list[int]              # vocabulary ids; 1 = unknown word
     trace: EncoderTrace         # one sentence: probs (n, n, d_h) [j, i, k], gates (n, d_h), ...
+    model: str = ""             # the name of the model that traced it (its checkpoint directory)
 
     @property
     def unknown(self) -> list[str]:
@@ -57,6 +58,8 @@ class Pipeline:
         self.kind: str = model.cfg.kind
         self.labels: list[str] = list(config.get("labels") or [str(i) for i in range(model.cfg.n_classes)])
         self.task: str = config.get("task", "?")
+        # what figures name the model by: the checkpoint directory (an interrupted save's ".prev" left out)
+        self.name: str = path.name.removesuffix(".prev") if path is not None else self.task
 
     @property
     def is_pair(self) -> bool:
@@ -102,7 +105,7 @@ class Pipeline:
         tokens = check_text(text)
         ids = self._ids([tokens])
         _, tr = self.model.encode(ids, trace=True)
-        return SentenceTrace(text, tokens, ids[0].tolist(), tr[0])
+        return SentenceTrace(text, tokens, ids[0].tolist(), tr[0], self.name)
 
     @torch.no_grad()
     def trace(self, text) -> TraceResult:

@@ -33,14 +33,13 @@ def shared_words(token_lists: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def position(tokens: Sequence[str], word: str) -> int:
-    """Index of the first occurrence of a normalised word."""
-    return [normalize(t) for t in tokens].index(word)
+def positions(tokens: Sequence[str], word: str) -> list[int]:
+    """Every index at which a normalised word occurs, in order."""
+    return [i for i, t in enumerate(tokens) if normalize(t) == word]
 
 
-def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
-    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``: the blocks' u in block order)."""
-    i = position(tokens, word)
+def word_vector(trace, i: int, kind: str = "source2token") -> np.ndarray:
+    """The (2 d_h,) vector of token ``i`` in one sentence's trace (``output``: the blocks' u in block order)."""
     if kind == "source2token":
         return np.asarray(trace.source2token.probs)[i]
     if kind == "output":
