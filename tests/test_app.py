@@ -2,6 +2,7 @@
 import base64
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -306,3 +307,57 @@ def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder
     pipe = disan.load(path)
     preset = [pipe.trace_sentence(t) for t in senses.PRESETS["glass (paper, Fig. 6)"]]
     assert_page_draws(visit(at, "pages/word_senses.py"), views.word_senses(preset))
+
+
+def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(checkpoints, make_checkpoint):
+    make_checkpoint("classify", name="trec")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model="trec", text="What is the big glass bottle made of ?")
+    at.run()
+    assert not at.exception and at.session_state["checkpoint"] == "trec"
+    assert at.pills(key="attention-query-sentence").options[:3] == ["What", "is", "the"]
+    # the URL follows the session's model and text (AppTest reruns only the page script, so a fresh
+    # session stands for a changed one; the browser test types into the sidebar)
+    assert app(checkpoint="trec", text="the tea").query_params == {"model": "trec", "text": "the tea"}
+    pair = AppTest.from_file(APP, default_timeout=60)
+    pair.query_params.update(model="b-entailment", text="A man is pouring tea", hypothesis="A man drinks")
+    pair.run()
+    assert (pair.session_state["premise"], pair.session_state["hypothesis"]) == ("A man is pouring tea", "A man drinks")
+    assert len(pair.pills(key="attention-query-hypothesis").options) == 3
+
+
+@pytest.mark.parametrize("params,message", [({"model": "nonexistent"}, "not a working checkpoint"),
+                                            ({"text": "word " * (MAX_TOKENS + 1)}, f"the limit is {MAX_TOKENS}")])
+def test_a_bad_link_gives_a_message_and_the_defaults(checkpoints, params, message):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception and message in texts(at.warning)
+    assert at.session_state["checkpoint"] == "a-sentiment" and at.session_state["text"] == views.PRESET_SENTENCE
+    assert len(charts(at)) == 4  # the default sentence is drawn
+
+
+def test_a_truncated_checkpoint_sorted_first_is_never_the_default(checkpoints, make_checkpoint):
+    path = make_checkpoint("classify", name="0-truncated")
+    weights = path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    at = app()
+    assert at.session_state["checkpoint"] == "a-sentiment"
+    assert "0-truncated" not in " ".join(at.sidebar.selectbox[0].options)
+    listed = texts(at.sidebar.expander[0].text)
+    assert "0-truncated: " in listed and "corrupt or truncated" in listed
+    visit(at, "pages/models.py")
+    broken = [e for e in at.expander if e.label.startswith("0-truncated")]
+    assert len(broken) == 1 and "corrupt or truncated" in texts(broken[0].error)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["model"] = "0-truncated"
+    at.run()
+    assert at.session_state["checkpoint"] == "a-sentiment" and "not a working checkpoint" in texts(at.warning)
+
+
+def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
+    config = (Path(APP).parent / ".streamlit" / "config.toml").read_text()
+    assert tomllib.loads(config)["client"]["toolbarMode"] == "minimal"
+    source = Path(APP).read_text()
+    pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
+    assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))
