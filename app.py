@@ -76,9 +76,12 @@ def sidebar() -> list[str]:
     return messages
 
 
-link_messages = sidebar()
-page = st.navigation(PAGES)
-st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=page.icon, layout="wide")
-for message in link_messages:
-    st.warning(markup.markdown_label(message))
-page.run()
+# Streamlit runs this file as __main__; a training process started with multiprocessing's spawn imports
+# it as __mp_main__ and must not draw anything.
+if __name__ == "__main__":
+    link_messages = sidebar()
+    page = st.navigation(PAGES)
+    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=page.icon, layout="wide")
+    for message in link_messages:
+        st.warning(markup.markdown_label(message))
+    page.run()

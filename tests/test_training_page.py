@@ -52,6 +52,8 @@ def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job tiny-trec: done", texts(at.error)
     assert "Attention timeline" in texts(at.subheader) and "Evaluation on the test split" in texts(at.subheader)
+    metrics = at.dataframe[0].value  # the test figures as a table, not a JSON widget
+    assert list(metrics.columns) == ["metric", "value", "examples"] and "accuracy" in list(metrics["metric"])
     runs = at.dataframe[-1].value
     assert list(runs["checkpoint"]) == ["tiny-trec"] and runs["test"][0] > 0
     fresh = app()
@@ -67,6 +69,23 @@ def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
     cfg = parse_command_line(command)
     assert cfg.out == str(ckdir / "where") and (cfg.task, cfg.d_h, cfg.epochs, cfg.max_train) == ("trec", 6, 1, 40)
     assert command in (ckdir / "where" / "README.md").read_text()
+
+
+def test_the_form_starts_with_a_quick_trec_run(ckdir):
+    at = visit(app(), "pages/training.py")
+    assert at.selectbox(key="train-task").value == "trec" and at.number_input(key="train-epochs").value == 5
+    assert at.selectbox(key="train-optimizer").value == "adam" and at.number_input(key="train-lr").value == 0.001
+
+
+def test_the_timeline_grows_and_the_whole_run_has_an_eta_while_it_runs(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "live", epochs=200, cap=300)
+    wait(at, lambda a: len(a.get("plotly_chart")) >= 2 and "running" in status(a))  # curves and a timeline
+    assert "Attention timeline" in texts(at.subheader)
+    bar = at.get("progress")[0].text
+    assert "/200" in bar and "left in the run" in bar, bar
+    at.button(key="train-stop").click().run()
+    wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
 
 
 def test_stop_keeps_the_best_checkpoint(ckdir):
