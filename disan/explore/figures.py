@@ -9,6 +9,11 @@ Tokens and labels are untrusted user text, and plotly renders a subset of HTML i
 tick labels, titles, legends and hover text, so every string that reaches a figure
 goes through :func:`_esc` first. Token axes are numeric (0..n-1) with tick
 labels, because a categorical axis would merge repeated tokens ("the ... the").
+
+Figures are built from plain trace and layout dicts in one step (:func:`_figure`),
+without plotly's per-property validation: validating costs 30 times more than
+building, about 0.3 s on every rerun of the Attention page at 200 tokens, and
+the dicts are written here, not taken from users.
 """
 from __future__ import annotations
 
@@ -19,8 +24,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.colors import make_colorscale, sequential
-from plotly.subplots import make_subplots
 
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
 
@@ -124,37 +129,61 @@ def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "f
 
 def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, zmid=None,
              colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True,
-             colorbar: dict | None = None, customdata: np.ndarray | None = None, value: str | None = None
-             ) -> go.Heatmap:
-    """The one heatmap trace every figure uses. Masked (NaN) cells have no hover.
+             colorbar: dict | None = None, customdata: np.ndarray | None = None, value: str | None = None,
+             **extra) -> dict:
+    """The one heatmap trace every figure uses (a dict for :func:`_figure`). Masked (NaN) cells have no hover.
 
     Hover text comes from the axes' escaped values, never from raw labels; ``value`` is how the hover
-    writes a cell (default: its z). ``colorbar`` titles the colour scale.
+    writes a cell (default: its z). ``colorbar`` titles the colour scale; ``extra`` goes into the trace
+    (its subplot axes, gaps).
     """
     z = np.asarray(z, dtype=float)  # (rows, cols)
     value = value or f"%{{z:{fmt}}}"
     hover = f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = {value}<extra></extra>"
-    values = None
+    trace = dict(type="heatmap", z=z, x=cols.values, y=rows.values, hovertemplate=hover, colorscale=colorscale,
+                 showscale=showscale, hoverongaps=False, **extra)
+    optional = dict(zmin=zmin, zmax=zmax, zmid=zmid, colorbar=colorbar, customdata=customdata)
+    trace.update({k: v for k, v in optional.items() if v is not None})
     if text:  # small matrices only (confusion counts)
-        values = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
-    return go.Heatmap(
-        z=z, x=cols.values, y=rows.values, hovertemplate=hover, customdata=customdata,
-        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale, hoverongaps=False,
-        text=values, texttemplate="%{text}" if text else None, colorbar=colorbar,
-    )
+        trace["text"] = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
+        trace["texttemplate"] = "%{text}"
+    return trace
 
 
-def _heatmap_figure(trace: go.Heatmap, rows: _Axis, cols: _Axis, title: str, height: int) -> go.Figure:
+def _figure(traces: Sequence[dict], title: str, height: int, **layout) -> go.Figure:
+    """A figure from trace dicts and layout entries, titled (escaped) and in the app's template, built
+    without validation (see the module's docstring)."""
+    layout = {"template": pio.templates[TEMPLATE], "title": {"text": _esc(title)}, "height": height, **layout}
+    return go.Figure(data=list(traces), layout=layout, _validate=False)
+
+
+def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, **layout) -> go.Figure:
     """A single heatmap with the first row at the top and masked cells showing the grey background."""
-    fig = go.Figure(trace)
-    fig.update_xaxes(**cols.layout())
-    fig.update_yaxes(**rows.layout(reverse=True))
-    return _finish(fig, title, height, plot_bgcolor=MASKED_BG)
+    return _figure([trace], title, height, xaxis=cols.layout(), yaxis=rows.layout(reverse=True),
+                   plot_bgcolor=MASKED_BG, **layout)
 
 
-def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
-    fig.update_layout(title=dict(text=_esc(title)), template=TEMPLATE, height=height, **layout)
-    return fig
+def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04, vspace: float = 0.1,
+          **axes) -> tuple[dict, list[dict]]:
+    """Subplots: (layout entries, the axis references of each panel in row-major order).
+
+    The layout holds every panel's x and y axis (their domains, anchored to each other, with ``axes``
+    applied to all) and the panels' titles above them (escaped here).
+    """
+    layout, panels, annotations = {}, [], []
+    width, height = (1 - hspace * (cols - 1)) / cols, (1 - vspace * (rows - 1)) / rows
+    for k in range(rows * cols):
+        r, c = divmod(k, cols)
+        x0, y1 = c * (width + hspace), 1 - r * (height + vspace)
+        suffix = "" if k == 0 else str(k + 1)
+        # clipped: the last panel's edge may miss 0 or 1 by a rounding error
+        layout[f"xaxis{suffix}"] = dict(domain=[max(0.0, x0), min(1.0, x0 + width)], anchor=f"y{suffix}", **axes)
+        layout[f"yaxis{suffix}"] = dict(domain=[max(0.0, y1 - height), min(1.0, y1)], anchor=f"x{suffix}", **axes)
+        panels.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+        if k < len(titles):
+            annotations.append(dict(text=_esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
+                                    xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
+    return {**layout, "annotations": annotations}, panels
 
 
 def describe(fig: go.Figure, source: str) -> go.Figure:
@@ -351,14 +380,14 @@ def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mas
     zs, data, colours = _coloured([_attention_values(fw, fw_mask, scale, window),
                                    _attention_values(bw, bw_mask, scale, window)], scale)
     rows, cols = _token_axes(tokens, window)
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[_esc(t) for t in titles])
-    for c, (z, custom) in enumerate(zip(zs, data), start=1):
-        fig.add_trace(_heatmap(z, rows, cols, customdata=custom, showscale=c == 2, **colours), row=1, col=c)
-        fig.update_xaxes(**cols.layout(), row=1, col=c)
-        fig.update_yaxes(**rows.layout(reverse=True), row=1, col=c)
-    fig.update_yaxes(title=None, row=1, col=2)
-    return _finish(fig, title, _height(len(rows.values), high=900), plot_bgcolor=MASKED_BG)
+    layout, panels = _grid(1, 2, titles)
+    traces = [_heatmap(z, rows, cols, customdata=custom, showscale=c == 1, **colours, **panel)
+              for c, (z, custom, panel) in enumerate(zip(zs, data, panels))]
+    layout["xaxis"].update(cols.layout())
+    layout["xaxis2"].update(cols.layout())
+    layout["yaxis"].update(rows.layout(reverse=True))
+    layout["yaxis2"].update(rows.layout(reverse=True), matches="y", showticklabels=False, title=None)
+    return _figure(traces, title, _height(len(rows.values), high=900), plot_bgcolor=MASKED_BG, **layout)
 
 
 def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: Sequence[str], columns: int, *,
@@ -371,16 +400,18 @@ def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: S
     rows_n = -(-len(panels) // columns)
     rows, cols = _token_axes(tokens, window, max_ticks=10)
     # 50 px between rows leaves the panel titles clear of the row above
-    fig = make_subplots(rows=rows_n, cols=columns, horizontal_spacing=0.015, vertical_spacing=50 / (240 * rows_n),
-                        subplot_titles=[_esc(name) for name, _, _ in panels])
-    for k, (z, custom) in enumerate(zip(zs, data)):
+    layout, refs = _grid(rows_n, columns, [name for name, _, _ in panels], hspace=0.015, vspace=50 / (240 * rows_n))
+    for annotation in layout["annotations"]:
+        annotation["font"] = dict(size=12)
+    traces = []
+    for k, (z, custom, ref) in enumerate(zip(zs, data, refs)):
         r, c = divmod(k, columns)
-        fig.add_trace(_heatmap(z, rows, cols, customdata=custom, showscale=k == 0, **colours), row=r + 1, col=c + 1)
+        traces.append(_heatmap(z, rows, cols, customdata=custom, showscale=k == 0, **colours, **ref))
         # token labels on the outer axes only: the panels share their tokens
-        fig.update_xaxes(**{**cols.layout(), "title": None}, showticklabels=r == rows_n - 1, row=r + 1, col=c + 1)
-        fig.update_yaxes(**{**rows.layout(reverse=True), "title": None}, showticklabels=c == 0, row=r + 1, col=c + 1)
-    fig.update_annotations(font_size=12)
-    return _finish(fig, title, 140 + 240 * rows_n, plot_bgcolor=MASKED_BG)
+        suffix = ref["xaxis"][1:]
+        layout[f"xaxis{suffix}"].update(cols.layout(), title=None, showticklabels=r == rows_n - 1)
+        layout[f"yaxis{suffix}"].update(rows.layout(reverse=True), title=None, showticklabels=c == 0)
+    return _figure(traces, title, 140 + 240 * rows_n, plot_bgcolor=MASKED_BG, **layout)
 
 
 def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarray,
@@ -470,16 +501,18 @@ def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: 
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
     ``stop`` tokens get hatched bars and grey labels."""
     axis = _label_axis("token", tokens, marked=stop)
-    pattern = None if stop is None else dict(shape=["/" if m else "" for m in stop])
-    fig = go.Figure([
-        go.Bar(x=np.asarray(values, dtype=float) - base, base=base or None, y=axis.values, orientation="h",
-               name=_esc(name), customdata=np.asarray(values, dtype=float), marker=dict(pattern=pattern),
-               hovertemplate="%{y} = %{customdata:.4f}")
-        for name, values in series.items()
-    ])
-    fig.update_yaxes(**axis.layout(reverse=True))
-    fig.update_xaxes(title=dict(text=_esc(value_title)), range=value_range)
-    return _finish(fig, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group")
+    marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
+    bars = []
+    for name, values in series.items():
+        values = np.asarray(values, dtype=float)
+        bar = dict(type="bar", x=values - base, y=axis.values, orientation="h", name=_esc(name), customdata=values,
+                   marker=marker, hovertemplate="%{y} = %{customdata:.4f}")
+        if base:
+            bar["base"] = base
+        bars.append(bar)
+    xaxis = dict(title=dict(text=_esc(value_title)), **({"range": list(value_range)} if value_range else {}))
+    return _figure(bars, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group",
+                   xaxis=xaxis, yaxis=axis.layout(reverse=True))
 
 
 def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
@@ -495,15 +528,20 @@ def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
     return _token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
 
 
-def _mark_halves(fig: go.Figure, halves: Sequence[str], d: int) -> None:
-    """Dashed lines between equal halves (thirds, ...) of a feature axis of d positions, each named at the top:
-    the blocks whose outputs a 2·d_h vector concatenates."""
+def _vline(x: float, **line) -> dict:
+    """A vertical line across the plot at data position x (a layout shape)."""
+    return dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="paper", line=line)
+
+
+def _halves(halves: Sequence[str], d: int) -> dict:
+    """Layout entries that mark equal halves (thirds, ...) of a feature axis of d positions, each named at the
+    top, with dashed lines between them: the blocks whose outputs a 2·d_h vector concatenates."""
     width = d / len(halves)
-    for k, name in enumerate(halves):
-        if k:
-            fig.add_vline(x=k * width - 0.5, line=dict(color="black", width=2, dash="dash"))
-        fig.add_annotation(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                           text=f"{_esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+    shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
+    annotations = [dict(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                        text=f"{_esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+                   for k, name in enumerate(halves)]
+    return dict(shapes=shapes, annotations=annotations)
 
 
 def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Sequence[str] = ()) -> go.Figure:
@@ -515,19 +553,18 @@ def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Seque
     probs = np.asarray(probs, dtype=float)  # (n, D)
     rows, cols = _label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
     trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs), colorbar=dict(title=dict(text="P")))
-    fig = _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens), high=900))
-    if halves:
-        _mark_halves(fig, halves, probs.shape[1])
-        fig.update_layout(margin=dict(t=110))
-    return fig
+    marks = dict(_halves(halves, probs.shape[1]), margin=dict(t=110)) if halves else {}
+    return _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens), high=900), **marks)
 
 
 def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
     """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
     fig = _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
                       "mean probability")
-    fig.add_vline(x=1 / max(1, len(tokens)), line=dict(color="grey", dash="dot"), annotation_text="uniform 1/n",
-                  annotation_position="bottom right")
+    uniform = 1 / max(1, len(tokens))
+    fig.update_layout(shapes=[_vline(uniform, color="grey", dash="dot")],
+                      annotations=[dict(x=uniform, y=0, yref="paper", yanchor="bottom", xanchor="left",
+                                        showarrow=False, text="uniform 1/n")])
     return fig
 
 
@@ -545,14 +582,12 @@ def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
     values = [_esc(label) for label in labels]  # the hover names a row by its whole label
     rows, cols = _Axis("sentence", values, (values, [_wrap(label) for label in labels])), _feature_axis(z.shape[1])
     if np.nanmin(z) >= 0:
-        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), colorbar=dict(title=dict(text="P")))
+        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), colorbar=dict(title=dict(text="P")), ygap=4)
     else:
-        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=dict(title=dict(text="value")))
-    fig = _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=70, low=260))
-    fig.update_traces(ygap=4)
-    if halves:
-        _mark_halves(fig, halves, z.shape[1])
-    return fig
+        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=dict(title=dict(text="value")),
+                         ygap=4)
+    marks = _halves(halves, z.shape[1]) if halves else {}
+    return _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=70, low=260), **marks)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -561,13 +596,10 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
     labels = list(probs)
     colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
-    fig = go.Figure(go.Bar(x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
-                           marker_color=colors, hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(range=[0, 1], title=dict(text="probability"))
-    fig = _finish(fig, "", 60 + 26 * len(labels))
-    fig.update_layout(margin=dict(l=10, r=10, t=10, b=40))
-    return fig
+    bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
+               marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
+    return _figure([bar], "", 60 + 26 * len(labels), yaxis=dict(type="category", autorange="reversed"),
+                   xaxis=dict(range=[0, 1], title=dict(text="probability")), margin=dict(l=10, r=10, t=10, b=40))
 
 
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
@@ -581,13 +613,11 @@ def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
 def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[int] = LENGTH_BINS) -> go.Figure:
     """Accuracy per sentence-length bin (:func:`disan.tables.accuracy_by_length_table`), n on each bar."""
     table = accuracy_by_length_table(lengths, correct, bins)
-    fig = go.Figure(go.Bar(
-        x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float), text=[f"n={n}" for n in table["n"]],
-        hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>",
-    ))
-    fig.update_xaxes(title=dict(text="sentence length (tokens)"), type="category")
-    fig.update_yaxes(title=dict(text="accuracy"), range=[0.0, 1.0])
-    return _finish(fig, "accuracy by sentence length", 380)
+    bar = dict(type="bar", x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float),
+               text=[f"n={n}" for n in table["n"]], hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>")
+    return _figure([bar], "accuracy by sentence length", 380,
+                   xaxis=dict(title=dict(text="sentence length (tokens)"), type="category"),
+                   yaxis=dict(title=dict(text="accuracy"), range=[0.0, 1.0]))
 
 
 def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Figure:
@@ -600,15 +630,18 @@ def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Fi
     epochs = [entry.get("epoch", k + 1) for k, entry in enumerate(history)]
     groups = [group for group in ([k for k in keys if "loss" in k], [k for k in keys if "loss" not in k]) if group]
     titles = ["loss" if "loss" in group[0] else "metrics" for group in groups]
-    fig = make_subplots(rows=max(1, len(groups)), cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=titles)
-    for row, group in enumerate(groups, start=1):
-        for key in group:
-            fig.add_trace(go.Scatter(x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
-                                     name=_esc(key), marker=dict(size=8)), row=row, col=1)
-        fig.update_yaxes(title=dict(text=titles[row - 1]), row=row, col=1)
+    layout, refs = _grid(max(1, len(groups)), 1, titles, vspace=0.12)
+    traces = [dict(type="scatter", x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
+                   name=_esc(key), marker=dict(size=8), **ref)
+              for group, ref in zip(groups, refs) for key in group]
+    ticks = {}
     if epochs:
-        step = max(1, -(-len(epochs) // 10))
-        fig.update_xaxes(range=[min(epochs) - 0.5, max(epochs) + 0.5], tick0=1, dtick=step)
-    fig.update_xaxes(title=dict(text="epoch"), row=max(1, len(groups)), col=1)
-    return _finish(fig, "training curves", 260 + 200 * len(groups))
+        ticks = dict(range=[min(epochs) - 0.5, max(epochs) + 0.5], tick0=1, dtick=max(1, -(-len(epochs) // 10)))
+    for row, (ref, name) in enumerate(zip(refs, titles)):
+        suffix = ref["xaxis"][1:]
+        layout[f"xaxis{suffix}"].update(ticks, showticklabels=row == len(refs) - 1)
+        if suffix:
+            layout[f"xaxis{suffix}"]["matches"] = "x"  # one epoch axis for both panels
+        layout[f"yaxis{suffix}"]["title"] = dict(text=name)
+    layout[f"xaxis{refs[-1]['xaxis'][1:]}"]["title"] = dict(text="epoch")
+    return _figure(traces, "training curves", 260 + 200 * len(groups), **layout)

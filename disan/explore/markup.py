@@ -73,14 +73,14 @@ def shaded_sentence(tokens: Sequence[str], shading: Shading) -> str:
     positions = shading.positions()
     if len(positions) != len(tokens):
         raise ValueError(f"{len(positions)} values for {len(tokens)} tokens")
+    colours = sample_colorscale(DIVERGING, list((np.nan_to_num(positions) + 1) / 2))  # one call: it is slow
     spans = []
-    for token, value, pos in zip(tokens, np.asarray(shading.values, dtype=float), positions):
+    for token, value, pos, colour in zip(tokens, np.asarray(shading.values, dtype=float), positions, colours):
         label = html.escape(f"{token}: {shading.text(value)}", quote=True)
         if np.isnan(pos):
             style = "border:1px dashed #b0b0b0"
         else:
-            background = sample_colorscale(DIVERGING, [(pos + 1) / 2])[0]
-            style = f"background:{background};color:{'white' if abs(pos) > 0.6 else 'black'}"
+            style = f"background:{colour};color:{'white' if abs(pos) > 0.6 else 'black'}"
         spans.append(f'<span title="{label}" style="{style};padding:1px 4px;margin:2px 1px;border-radius:4px;'
                      f'display:inline-block">{html.escape(str(token))}</span>')
     centre = shading.text(shading.centre)
