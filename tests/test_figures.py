@@ -189,6 +189,15 @@ def test_untrusted_text_is_escaped_everywhere(name):
     assert fig.layout.height >= 240
 
 
+@pytest.mark.parametrize("name", sorted(EVIL_FIGURES))
+def test_colour_scales_are_colours_not_names(name):
+    # the figures skip plotly's validation, which is what turns a name such as "RdBu_r" into colours;
+    # plotly.js knows no reversed names and would draw another scale
+    for trace in EVIL_FIGURES[name]().data:
+        scale = getattr(trace, "colorscale", None)
+        assert scale is None or not isinstance(scale, str), (name, scale)
+
+
 def test_attention_pair_shares_one_scale():
     a = np.full((N, N), 0.2)
     b = np.full((N, N), 0.9)

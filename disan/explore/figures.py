@@ -25,14 +25,16 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.colors import make_colorscale, sequential
+from plotly.colors import get_colorscale, make_colorscale, sequential
 
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.
 SEQUENTIAL = make_colorscale(["#ffffff"] + sequential.Blues[1:])
-DIVERGING = "RdBu_r"      # negative blue, 0 white, positive red
+# negative blue, 0 white, positive red; resolved here, since the figures skip the validation that would
+# turn a name like "RdBu_r" into colours (plotly.js knows no reversed names)
+DIVERGING = get_colorscale("RdBu_r")
 MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels

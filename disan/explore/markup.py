@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from plotly.colors import get_colorscale, sample_colorscale
+from plotly.colors import sample_colorscale
 from spacy.lang.en.stop_words import STOP_WORDS
 
-DIVERGING = get_colorscale("RdBu_r")  # as the figures: blue below the centre, white at it, red above
+from disan.explore.figures import DIVERGING  # as the figures: blue below the centre, white at it, red above
+
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation mark, which CommonMark lets us escape
 
 
