@@ -45,8 +45,8 @@ def test_the_cache_keeps_the_most_recent_values_within_its_bound():
     c.get("d", make("d", 400))                   # so c is dropped, not b
     assert ("b" in c, "c" in c, "d" in c) == (True, False, True)
     assert calls == ["a", "b", "c", "d"]
-    big = c.get("huge", make("huge", 5_000))     # returned, never kept
-    assert big.nbytes == 5_000 and "huge" not in c and c.bytes == 800 and len(c) == 2
+    big = c.get("huge", make("huge", 5_000))     # returned, never kept (b made room for it first)
+    assert big.nbytes == 5_000 and "huge" not in c and list(c._items) == ["d"] and c.bytes == 400
 
 
 def test_a_failing_computation_keeps_nothing():
@@ -65,7 +65,27 @@ def test_the_bound_comes_from_the_environment(monkeypatch):
     assert cache.budget() == cache.DEFAULT_MB * 2**20
     monkeypatch.setenv(cache.CACHE_ENV, "1.5")
     assert cache.budget() == 3 * 2**19
+    # the traces get the bound less the working memory of drawing them, never less than nothing
+    assert cache.cache_bytes(1024 * 2**20) == (1024 - cache.WORKING_MB) * 2**20 and cache.cache_bytes(2**20) == 0
     for bad in ("lots", "-1"):
         monkeypatch.setenv(cache.CACHE_ENV, bad)
         with pytest.raises(ValueError, match=cache.CACHE_ENV):
             cache.budget()
+
+
+def test_the_cache_makes_room_for_the_value_it_is_about_to_compute():
+    c = cache.ByteCache(1_000)
+    held = []
+
+    def compute(n):
+        def make():
+            held.append(c.bytes)  # what the cache holds while the value is being made
+            return sized(n)
+        return make
+
+    for key in "abcd":
+        c.get(key, compute(300))
+    # three 300-byte values fit; before a fourth is made, one is dropped, so the kept ones and the one
+    # being made never exceed 1,000
+    assert held == [0, 300, 600, 600] and len(c) == 3 and c.bytes == 900
+    assert all(before + 300 <= 1_000 for before in held)

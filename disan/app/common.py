@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from disan.explore import catalog, markup, views
-from disan.explore.cache import ByteCache, budget
+from disan.explore.cache import ByteCache, budget, cache_bytes
 from disan.explore.pipeline import SentenceTrace, TraceResult, load
 from disan.explore.tables import trace_csv, trace_npz
 from disan.nn.checkpoint import CONFIG, resolve
@@ -30,9 +30,10 @@ def load_pipeline(path: str, mtime: float):
 
 @st.cache_resource
 def trace_cache() -> ByteCache:
-    """The server's traces, bounded in bytes (``DISAN_TRACE_CACHE_MB``). Held as a resource, so a rerun
-    reads a trace in place instead of unpickling a copy of it as ``st.cache_data`` would."""
-    return ByteCache(budget())
+    """The server's traces, bounded in bytes (``DISAN_TRACE_CACHE_MB``, less the working memory of drawing
+    them). Held as a resource, so a rerun reads a trace in place instead of unpickling a copy of it as
+    ``st.cache_data`` would."""
+    return ByteCache(cache_bytes(budget()))
 
 
 def cached_trace(path: str, mtime: float, text) -> TraceResult:

@@ -20,10 +20,15 @@ import numpy as np
 
 CACHE_ENV = "DISAN_TRACE_CACHE_MB"
 DEFAULT_MB = 1024
+# Of the bound, what drawing traces takes besides the traces themselves (figures and their JSON,
+# Streamlit's messages, the allocator): about 85 MB with 200-token sentences, measured with
+# ``python -m disan latency --browser --sentences 50``. The traces get the rest.
+WORKING_MB = 128
 
 
 def budget(default_mb: int = DEFAULT_MB) -> int:
-    """The trace cache's bound in bytes: ``DISAN_TRACE_CACHE_MB`` (megabytes), else ``default_mb``."""
+    """The server's memory bound for traces in bytes, beyond the model: ``DISAN_TRACE_CACHE_MB``
+    (megabytes), else ``default_mb``. The cache itself gets :func:`cache_bytes` of it."""
     text = os.environ.get(CACHE_ENV, "").strip()
     try:
         mb = float(text) if text else default_mb
@@ -32,6 +37,11 @@ def budget(default_mb: int = DEFAULT_MB) -> int:
     if mb < 0:
         raise ValueError(f"{CACHE_ENV} must not be negative")
     return int(mb * 2**20)
+
+
+def cache_bytes(bound: int) -> int:
+    """What the trace cache may hold of a memory bound: the bound less the working memory of drawing."""
+    return max(0, bound - WORKING_MB * 2**20)
 
 
 def nbytes(value, _seen: set | None = None) -> int:
@@ -85,7 +95,10 @@ def release_freed_memory() -> None:
 
 
 class ByteCache:
-    """A least-recently-used cache whose values hold at most ``max_bytes`` together (:func:`nbytes`).
+    """A least-recently-used cache whose values hold at most ``max_bytes`` together (:func:`nbytes`),
+    counting the value being computed: before computing a missing value, it drops values until one as
+    large as the largest it has seen would fit. So the bound covers what a trace takes while it is
+    made, not only what is kept afterwards.
 
     A value larger than the bound is returned but not kept. Safe to use from several threads (Streamlit
     runs each session's script in its own thread); two threads asking for the same missing key may both
@@ -96,6 +109,7 @@ class ByteCache:
         self.max_bytes, self._size = int(max_bytes), size
         self._items: OrderedDict[Hashable, tuple[object, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._largest = 0  # the largest value seen: the room kept for the next one
         self.bytes = 0
 
     def __len__(self) -> int:
@@ -103,6 +117,12 @@ class ByteCache:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._items
+
+    def _shrink(self, room: int) -> None:
+        """Drop the least recently used values until ``room`` more bytes fit under the bound (lock held)."""
+        while self._items and self.bytes + room > self.max_bytes:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.bytes -= dropped
 
     def get(self, key: Hashable, compute: Callable[[], object]):
         """The value cached under ``key``, else ``compute()``, kept while the bound allows.
@@ -113,17 +133,18 @@ class ByteCache:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key][0]
+            self._shrink(min(self._largest, self.max_bytes))
+        release_freed_memory()  # what was dropped, before the new value's memory is taken
         value = compute()
         size = self._size(value)
         with self._lock:
+            self._largest = max(self._largest, size)
             if key in self._items or size > self.max_bytes:
                 return value
+            self._shrink(size)
             self._items[key] = (value, size)
             self.bytes += size
-            while self.bytes > self.max_bytes:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self.bytes -= dropped
-        # computing the value freed its temporaries, and evicting freed other values: give them back
+        # computing the value freed its temporaries: give them back too
         release_freed_memory()
         return value
 

@@ -169,12 +169,12 @@ def choose(page, option: str) -> None:
     page.locator('[data-testid="stRadio"]').get_by_text(option, exact=True).first.click()
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of a process in MB (Linux)."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of a process in MB (Linux): now (VmRSS), or its high-water mark (VmHWM)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc")
+    raise RuntimeError(f"no {field} in /proc")
 
 
 def browser_latency(checkpoint: str, n_tokens: int, repeats: int) -> list[tuple[str, list[float]]]:
@@ -213,8 +213,8 @@ def browser_latency(checkpoint: str, n_tokens: int, repeats: int) -> list[tuple[
 
 
 def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: float | None) -> dict:
-    """The server's resident memory (MB) with the model loaded, and after each of ``sentences`` different
-    sentences of ``n_tokens`` tokens typed in Chromium; the trace cache's bound in MB."""
+    """The server's resident memory (MB) with the model loaded, after each of ``sentences`` different
+    sentences of ``n_tokens`` tokens typed in Chromium, and its high-water mark; the trace memory bound in MB."""
     env = {} if cache_mb is None else {CACHE_ENV: str(cache_mb)}
     bound = (budget() if cache_mb is None else cache_mb * 2**20) / 2**20
     middle = n_tokens // 2
@@ -228,7 +228,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
             text = sentence(n_tokens, seed=1000 + k, marks={middle: f"okapi{k}"})
             timed(page, lambda: type_sentence(page, text), f"query {middle}: okapi{k}")
             after.append(rss_mb(proc.pid))
-    return {"model_mb": base, "bound_mb": bound, "after_mb": after}
+        high = rss_mb(proc.pid, "VmHWM")
+    return {"model_mb": base, "bound_mb": bound, "after_mb": after, "high_mb": high}
 
 
 def main(argv=None) -> None:
@@ -262,10 +263,11 @@ def main(argv=None) -> None:
     if args.sentences:
         memory = browser_memory(name, tokens, args.sentences, args.cache_mb)
         peak = max(memory["after_mb"])
-        print(f"\nserver RSS with the model loaded: {memory['model_mb']:.0f} MB; trace cache bound "
+        print(f"\nserver RSS with the model loaded: {memory['model_mb']:.0f} MB; trace memory bound "
               f"{memory['bound_mb']:.0f} MB; after {args.sentences} sentences of {tokens} tokens: peak {peak:.0f} MB, "
               f"last {memory['after_mb'][-1]:.0f} MB; peak - model = {peak - memory['model_mb']:.0f} MB "
-              f"({'under' if peak - memory['model_mb'] <= memory['bound_mb'] else 'OVER'} the bound)")
+              f"({'under' if peak - memory['model_mb'] <= memory['bound_mb'] else 'OVER'} the bound); high-water mark "
+              f"{memory['high_mb']:.0f} MB, with a trace's temporaries")
         print("RSS after each sentence (MB): " + ", ".join(f"{mb:.0f}" for mb in memory["after_mb"]))
 
 
