@@ -16,4 +16,5 @@ for e in items:
         st.markdown(catalog.card(e) or "_no model card_")
         history = e.metrics.get("history") or []
         if history:
-            chart(st, figures.curves(history, progress.curve_keys(history)), key=f"models-curves-{e.name}")
+            curves = figures.curves(history, progress.curve_keys(history))
+            chart(st, figures.describe(curves, f"model {e.name}"), key=f"models-curves-{e.name}")

@@ -90,7 +90,8 @@ def job_view() -> None:
     if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):
         job.stop()
     if job.history:
-        chart(st, figures.curves(job.history, progress.curve_keys(job.history)), key="train-curves")
+        curves = figures.curves(job.history, progress.curve_keys(job.history))
+        chart(st, figures.describe(curves, f"model {job.name}"), key="train-curves")
     timeline(job)
     if job.error:
         st.error(f"The job failed: {job.error}")
@@ -116,9 +117,9 @@ def timeline(job) -> None:
     i = st.slider("Epoch", 1, n, key="train-timeline") - 1 if n > 1 else 0
     s = snaps[i]
     (a, b), (mask_a, mask_b), (name_a, name_b) = s.attention, s.masks, s.names
-    chart(st, figures.attention_pair(a, b, s.tokens, mask_a, mask_b, titles=(name_a, name_b), scale="lift",
-                                     title=f"epoch {s.epoch}: mean over features, lift over uniform"),
-          key="train-timeline-fig")
+    fig = figures.attention_pair(a, b, s.tokens, mask_a, mask_b, titles=(name_a, name_b), scale="lift",
+                                 title=f"epoch {s.epoch}: mean over features, lift over uniform")
+    chart(st, figures.describe(fig, f"model {job.name} · “{job.probe}”"), key="train-timeline-fig")
 
 
 def summary() -> None:
@@ -135,9 +136,10 @@ def summary() -> None:
         st.dataframe(worst.head(50), hide_index=True)
         return
     c1, c2 = st.columns(2)
-    chart(c1, figures.confusion_heatmap(ev.confusion, ev.labels), key="train-confusion")
-    chart(c2, figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy()),
-                    key="train-by-length")
+    about = f"model {job.name} · test split"
+    chart(c1, figures.describe(figures.confusion_heatmap(ev.confusion, ev.labels), about), key="train-confusion")
+    by_length = figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy())
+    chart(c2, figures.describe(by_length, about), key="train-by-length")
     wrong = table[~table["correct"]].reset_index(drop=True)
     st.write(f"{len(wrong)} misclassified test examples")
     if len(wrong):

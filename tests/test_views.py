@@ -268,6 +268,8 @@ def test_every_figure_says_which_model_sentence_mode_and_feature(make_checkpoint
     assert ranked.layout.title.text.startswith(f"feature k = {k} (the sharpest in backward), lift over uniform")
     for drawing in (views.gates(s), views.source2token(s)):
         assert all("my-model" in fig.layout.title.subtitle.text for fig in drawing.figures.values())
+    probs = views.prediction(pipe.trace("the glass bottle is big"))
+    assert probs.layout.title.subtitle.text == "model my-model · “the glass bottle is big”"
 
 
 def test_word_senses_say_why_they_cannot_draw():

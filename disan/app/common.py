@@ -127,7 +127,7 @@ def show_prediction(pipe, result: TraceResult) -> None:
         cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
     else:
         cols[0].metric("prediction", pred.label)
-    chart(cols[1], views.prediction(pred), "prediction-probs")
+    chart(cols[1], views.prediction(result), "prediction-probs")
     if result.unknown:
         st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "
                                          + ", ".join(repr(t) for t in result.unknown)))

@@ -600,8 +600,9 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
     bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
                marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
-    return _figure([bar], "", 60 + 26 * len(labels), yaxis=dict(type="category", autorange="reversed"),
-                   xaxis=dict(range=[0, 1], title=dict(text="probability")), margin=dict(l=10, r=10, t=10, b=40))
+    return _figure([bar], "class probabilities", 130 + 26 * len(labels),
+                   yaxis=dict(type="category", autorange="reversed"),
+                   xaxis=dict(range=[0, 1], title=dict(text="probability")), margin=dict(l=10, r=10, t=60, b=40))
 
 
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:

@@ -25,7 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from disan.explore import figures, markup, senses
-from disan.explore.pipeline import Prediction, SentenceTrace
+from disan.explore.pipeline import SentenceTrace, TraceResult
 from disan.explore.tables import differing_features, file_name
 
 # What the app shows before the user types anything: the paper's case-study sentence (Fig. 4 and 5)
@@ -382,9 +382,14 @@ def source2token(sentence: SentenceTrace, options: Source2TokenOptions = Source2
     ])
 
 
-def prediction(pred: Prediction) -> go.Figure:
-    """A prediction's class probabilities, the predicted class marked (none for a relatedness score)."""
-    return figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label)
+def prediction(result: TraceResult) -> go.Figure:
+    """An input's class probabilities, the predicted class marked (none for a relatedness score), titled
+    with the model and the input."""
+    pred = result.prediction
+    fig = figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label)
+    first = result.sentences[0]
+    text = " / ".join(shorten(s.text, 40) for s in result.sentences)
+    return figures.describe(fig, f"model {first.model or '?'} · “{text}”")
 
 
 @dataclass(frozen=True)
