@@ -8,6 +8,13 @@ st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
            "(forward: j attends only to earlier tokens; backward: only to later ones).")
 
+
+
+def recentre(role: str) -> None:
+    """A new query token moves the token window around it (the window slider starts again from its default)."""
+    st.session_state.pop(f"attention-window-{role}", None)
+
+
 sentences = page_sentences(views.VIEWS["attention"])
 if sentences is not None:
     trace = sentences[0][1].trace
@@ -29,16 +36,17 @@ if sentences is not None:
         tokens, n = sentence.tokens, len(sentence.tokens)
         for key in (f"attention-query-{role}", f"attention-window-{role}"):
             fresh(key, tokens)  # a new sentence starts from the default query and window
+        labels = markup.token_labels(tokens)
         query = where.pills("Query token j: click a token", range(n), default=views.default_query(n),
-                            required=True, key=f"attention-query-{role}",
-                            format_func=lambda j, tokens=tokens: markup.markdown_label(tokens[j]))
+                            required=True, key=f"attention-query-{role}", format_func=labels.__getitem__,
+                            on_change=recentre, args=(role,))
         window = None
         if n > views.WINDOW:
             start, stop = views.default_window(n, query)
             first, last = where.slider("Tokens shown in the heatmaps", 0, n - 1, (start, stop - 1),
                                        key=f"attention-window-{role}",
                                        help=f"Sentences over {views.WINDOW} tokens are shown a window at a time.")
-            window = (min(first, n - 1), max(last, first) + 1)
+            window = (first, last + 1)  # the slider's ends are tokens; a window's stop is past its last token
         if mode == "sharpest features":
             feature = where.selectbox(
                 "Feature (sharpest first)", views.sharpest_features(sentence.trace, rank_by),

@@ -104,6 +104,25 @@ def test_the_default_query_is_the_middle_token_and_a_click_on_a_token_picks_anot
     assert at.pills(key="attention-query-sentence").value == 4  # a new sentence starts in its middle again
 
 
+def test_a_click_on_a_repeated_token_picks_that_one(checkpoints):
+    at = visit(app(text="the cat saw the dog near the tea"), "pages/attention.py")
+    at.pills(key="attention-query-sentence").set_value(3).run()  # the second "the"
+    assert "backward · query 3: the" in charts(at)["attention-query-backward"].proto.spec
+    at.pills(key="attention-query-sentence").set_value(0).run()  # the first
+    assert "backward · query 0: the" in charts(at)["attention-query-backward"].proto.spec
+
+
+def test_a_long_sentence_shows_a_window_that_follows_the_query(checkpoints):
+    words = ("the glass bottle is big a man pouring of tea restaurant about to close biker fountain " * 5).split()
+    at = app(text=" ".join(words[:75]))
+    pair = lambda: json.loads(charts(at)["attention-pair"].proto.spec)["layout"]["title"]["text"]  # noqa: E731
+    assert "tokens 7–66 of 75" in pair() and at.slider(key="attention-window-sentence").value == (7, 66)
+    at.slider(key="attention-window-sentence").set_value((0, 29)).run()
+    assert "tokens 0–29 of 75" in pair()
+    at.pills(key="attention-query-sentence").set_value(70).run()  # a click on a token outside the window
+    assert "tokens 15–74 of 75" in pair() and "query 70:" in charts(at)["attention-query-forward"].proto.spec
+
+
 def test_a_one_token_sentence_is_explained_in_words(checkpoints):
     at = app(text="tea")
     assert not charts(at) and "has 1 token, and no token may attend another" in texts(at.info)
@@ -171,7 +190,8 @@ def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints)
     assert spec["data"][0]["y"][1] == f"2: {long}"  # hover: the whole sentence
     assert "<br>" in spec["layout"]["yaxis"]["ticktext"][1]  # the label wraps instead of being cut
     occurrence = at.radio(key="senses-occurrence-1")
-    assert occurrence.options == ["… pouring a \\[glass\\] of tea …", "… the big \\[glass\\] bottle is …"]
+    assert occurrence.options == ["token 5\\: … pouring a \\[glass\\] of tea …",
+                                  "token 11\\: … the big \\[glass\\] bottle is …"]
     before = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]
     occurrence.set_value(1).run()
     after = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]

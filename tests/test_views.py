@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import disan
-from disan.explore import figures, views
+from disan.explore import figures, markup, views
 from disan.explore.pipeline import Pipeline
 from disan.tools import latency
 
@@ -290,7 +290,7 @@ def test_word_senses_say_why_they_cannot_draw():
 def test_word_senses_use_the_chosen_occurrence_of_a_repeated_word():
     glass = sentence(text="The glass bottle is big")
     twice = sentence(text="a glass of tea in the glass bottle")
-    assert views.occurrence_label(twice.tokens, 6) == "… in the [glass] bottle"
+    assert views.occurrence_label(twice.tokens, 6) == "token 6: … in the [glass] bottle"
     second = views.word_senses([glass, twice], views.SensesOptions("glass", "source2token", (0, 1)))
     z = np.asarray(second["senses-heatmaps"].data[0].z, dtype=float)
     np.testing.assert_allclose(z[1], twice.trace.source2token.probs.numpy()[6], rtol=1e-6)
@@ -299,3 +299,9 @@ def test_word_senses_use_the_chosen_occurrence_of_a_repeated_word():
                                twice.trace.source2token.probs.numpy()[1], rtol=1e-6)
     with pytest.raises(ValueError, match="occurrences"):
         views.word_senses([glass, twice], views.SensesOptions("glass", "source2token", (1, 0)))
+
+
+def test_token_labels_keep_repeated_tokens_apart_and_show_them_literally():
+    labels = markup.token_labels(["the", "*cat*", "saw", "the", "the"])
+    assert len(set(labels)) == 5  # Streamlit maps a click back by its label: each must be unique
+    assert [label.replace("\u200b", "") for label in labels] == ["the", "\\*cat\\*", "saw", "the", "the"]

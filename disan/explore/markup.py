@@ -26,6 +26,22 @@ def markdown_label(text: str) -> str:
     return _PUNCTUATION.sub(r"\\\1", str(text))
 
 
+def token_labels(tokens: Sequence[str]) -> list[str]:
+    """Widget labels for a sentence's tokens, one per position: :func:`markdown_label` of each token, a
+    repeated token made distinct by zero-width spaces ("the", "the\u200b", ...), which show nothing.
+
+    Streamlit sends a choice back as its label and takes the last option with that label, so a click
+    on the first "the" of "the cat saw the dog" would otherwise select the second.
+    """
+    seen: dict[str, int] = {}
+    labels = []
+    for token in tokens:
+        label = markdown_label(token)
+        labels.append(label + "\u200b" * seen.get(label, 0))
+        seen[label] = seen.get(label, 0) + 1
+    return labels
+
+
 def is_stop_word(token: str) -> bool:
     """Whether a token is on spaCy's English stop-word list (compared in lower case: "The" is one)."""
     return str(token).lower() in STOP_WORDS

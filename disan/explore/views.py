@@ -154,13 +154,13 @@ def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RAN
     """The ``top`` features of a block (None: the first) with the sharpest attention (lowest mean entropy
     over the query rows), sharpest first."""
     b = _block(trace, block)
-    return figures.rank_features(None, np.asarray(b.mask), top=top, entropy=entropy(b))
+    return figures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
 
 
 def feature_label(trace, block: str | None, k: int) -> str:
     """How a feature is offered in the sharpest-features picker: its index and mean entropy."""
     b = _block(trace, block)
-    sharpness = figures.feature_sharpness(None, np.asarray(b.mask), entropy(b))[k]
+    sharpness = figures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
     return f"k = {k} · mean entropy {sharpness:.2f} nats"
 
 
@@ -447,10 +447,11 @@ def default_word(words: Sequence[str]) -> int:
 
 
 def occurrence_label(tokens: Sequence[str], i: int, context: int = 2) -> str:
-    """An occurrence of a word with a little context: "… pouring a [glass] of tea …" (token i bracketed)."""
+    """An occurrence of a word by its position, with a little context: "token 5: … pouring a [glass] of tea …"
+    (the position keeps two occurrences in the same context apart)."""
     start, stop = max(0, i - context), min(len(tokens), i + context + 1)
     words = [f"[{t}]" if k == i else t for k, t in zip(range(start, stop), tokens[start:stop])]
-    return ("… " if start else "") + " ".join(words) + (" …" if stop < len(tokens) else "")
+    return f"token {i}: " + ("… " if start else "") + " ".join(words) + (" …" if stop < len(tokens) else "")
 
 
 def sentence_labels(sentences: Sequence[SentenceTrace]) -> list[str]:
