@@ -14,7 +14,7 @@ from disan.tools.latency import VIEWPORT, chromium, server, wait_drawn  # noqa: 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 # (file, path of the page, a figure title to wait for, the element to scroll to the top)
 SHOTS = [
-    ("attention.png", "/", "· query ", "[data-testid='stRadio']"),
+    ("attention.png", "/", "· query ", "[data-testid='stMain'] [data-testid='stRadio']"),
     ("attention-features.png", "/", "· query ", "h3:has-text('Sharpest features')"),
     ("gates.png", "/gates", "fusion gate F", "[data-testid='stHtml']"),
     ("word-senses.png", "/word_senses", "“glass”", "h2"),

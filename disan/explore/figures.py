@@ -183,8 +183,10 @@ def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04
         layout[f"yaxis{suffix}"] = dict(domain=[max(0.0, y1 - height), min(1.0, y1)], anchor=f"x{suffix}", **axes)
         panels.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         if k < len(titles):
+            # 6 px above the panel, so that the title does not touch it
             annotations.append(dict(text=_esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
-                                    xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=14)))
+                                    xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
+                                    font=dict(size=14)))
     return {**layout, "annotations": annotations}, panels
 
 
