@@ -47,18 +47,18 @@ if pipe is not None:
     if st.session_state.get("senses-word") not in words:
         st.session_state["senses-word"] = words[views.default_word(words)]
     word = persistent(st.selectbox, "Word", "senses-word", options=words)
-    occurrences = []
+    # a picker per sentence that has the word more than once, side by side
     places = [senses.positions(s.tokens, word) for s in traces]
-    repeated = [(i, p) for i, p in enumerate(places) if len(p) > 1]
-    columns = st.columns(len(repeated)) if repeated else []
+    repeated = [i for i, p in enumerate(places) if len(p) > 1]
+    columns = dict(zip(repeated, st.columns(len(repeated)))) if repeated else {}
+    occurrences = []
     for i, p in enumerate(places):
-        if len(p) == 1:
+        if i not in columns:
             occurrences.append(0)
             continue
         key = f"senses-occurrence-{i}"
         fresh(key, [word, *traces[i].tokens])  # another word or sentence starts from the first occurrence
-        column = columns[[r for r, _ in repeated].index(i)]
-        occurrences.append(column.radio(
-            f"Which “{markup.markdown_label(word)}” in sentence {i + 1}", range(len(p)), key=key,
-            format_func=lambda c, tokens=traces[i].tokens, p=p: markup.markdown_label(views.occurrence_label(tokens, p[c]))))
+        labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
+        occurrences.append(columns[i].radio(f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
+                                            range(len(p)), key=key, format_func=labels.__getitem__))
     draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))

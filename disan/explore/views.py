@@ -1,8 +1,8 @@
 """What each page of the app draws, defined once.
 
 A view is a function from traced sentence(s) and an options dataclass (the page's widget choices;
-its defaults are the page's defaults) to a :class:`Drawing`: the page's figures (and tables) by key,
-in drawing order, laid out in rows. The pages only turn widgets into options and draw the result;
+its defaults are the page's defaults) to a :class:`Drawing`: the page's figures, tables, notes (why
+there is nothing to draw) and HTML (the shaded sentence) by key, in drawing order, laid out in rows. The pages only turn widgets into options and draw the result;
 ``python -m disan latency`` and the robustness tests call the same functions, so what they time and
 check is what the app shows. The choice lists the widgets offer (modes, block names, ranked features,
 words) come from here too.
