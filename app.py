@@ -1,16 +1,15 @@
 """DiSAN Explorer: ``streamlit run app.py``. Navigation and the sidebar shared by every page."""
 import streamlit as st
 import torch
-from disan.app.common import entries
+from disan.app.common import entries, persistent
 
+from disan.explore import links, markup
 from disan.explore.pipeline import MAX_TOKENS
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.
 torch.set_num_threads(1)
-
-st.set_page_config(page_title="DiSAN Explorer", page_icon=":material/explore:", layout="wide")
 
 PAGES = [
     st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
@@ -27,21 +26,20 @@ PAGES = [
 ]
 
 
-def persistent(widget, label: str, key: str, **kwargs):
-    """A widget whose value lives in ``st.session_state[key]`` across pages.
-
-    Streamlit forgets the state of a widget that a run does not draw, so the widget works on a
-    shadow key and copies its value to the plain key that the pages read.
-    """
-    shadow = f"_{key}"
-    st.session_state[shadow] = st.session_state[key]
-
-    def keep():
-        st.session_state[key] = st.session_state[shadow]
-    return widget(label, key=shadow, on_change=keep, **kwargs)
+def follow_link(good, default: str) -> list[str]:
+    """On a session's first run, take the model and sentence from the URL (``?model=…&text=…``); the
+    messages say what was not used and why."""
+    if st.session_state.get("link-read"):
+        return []
+    st.session_state["link-read"] = True
+    values, messages = links.read(st.query_params.to_dict(), {e.name: e.kind for e in good}, default)
+    st.session_state.update(values)
+    return messages
 
 
-def sidebar() -> None:
+def sidebar() -> list[str]:
+    """The model, its input and the download format; returns the messages about the link followed."""
+    messages = []
     with st.sidebar:
         st.title("DiSAN Explorer")
         all_entries = entries()
@@ -49,13 +47,15 @@ def sidebar() -> None:
         broken = [e for e in all_entries if not e.ok]
         if good:
             names = [e.name for e in good]
+            # a single-sentence model first: the paper's case study is about one sentence
+            default = next((e.name for e in good if e.kind == "classify"), names[0])
+            messages = follow_link(good, default)
             if st.session_state.get("checkpoint") not in names:
-                # a single-sentence model first: the paper's case study is about one sentence
-                st.session_state["checkpoint"] = next((e.name for e in good if e.kind == "classify"), names[0])
+                st.session_state["checkpoint"] = default
             labels = {e.name: e.label for e in good}
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get)
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
-            if entry.kind in ("pair", "relatedness"):
+            if entry.kind in links.PAIR_KINDS:
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
                 persistent(st.text_area, "Premise", "premise", height=80)
@@ -63,7 +63,11 @@ def sidebar() -> None:
             else:
                 st.session_state.setdefault("text", PRESET_SENTENCE)
                 persistent(st.text_area, "Sentence", "text", height=100,
-                             help=f"Up to {MAX_TOKENS} tokens; attention memory grows with the square of the length.")
+                           help=f"Up to {MAX_TOKENS} tokens; attention memory grows with the square of the length.")
+            # the URL follows the model and the input, so that it can be shared
+            params = links.write(entry.name, entry.kind, st.session_state)
+            if st.query_params.to_dict() != params:
+                st.query_params.from_dict(params)
         else:
             st.info("No checkpoint yet. Train one on the Training page or with "
                     "`python -m disan train --task trec --out checkpoints/trec`.")
@@ -74,7 +78,15 @@ def sidebar() -> None:
             with st.expander(f"{len(broken)} broken checkpoint(s)"):
                 for e in broken:
                     st.text(f"{e.name}: {e.error}")
+    return messages
 
 
-sidebar()
-st.navigation(PAGES).run()
+# Streamlit runs this file as __main__; a training process started with multiprocessing's spawn imports
+# it as __mp_main__ and must not draw anything.
+if __name__ == "__main__":
+    link_messages = sidebar()
+    page = st.navigation(PAGES)
+    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=page.icon, layout="wide")
+    for message in link_messages:
+        st.warning(markup.markdown_label(message))
+    page.run()

@@ -55,12 +55,17 @@ def _needs_blocks(s: SentenceTrace) -> None:
         raise ValueError("this encoder has no DiSA blocks (no token2token attention, no gates)")
 
 
-def attention(trace, mode: str | int = "mean", sentence: str = "premise") -> go.Figure:
+def attention(trace, mode: str | int = "mean", sentence: str = "premise", scale: str = "probability") -> go.Figure:
     """Both DiSA blocks' token2token attention side by side, on one scale: rows the query token j,
-    columns the attended token i; ``mode`` is "mean" or "max" over features, or a feature index k."""
+    columns the attended token i; ``mode`` is "mean" or "max" over features, or a feature index k;
+    ``scale`` is "probability" or "lift" (the probability times the number of tokens the row may attend,
+    the app's default)."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    options = views.AttentionOptions("one feature", mode) if isinstance(mode, int) else views.AttentionOptions(mode)
+    if isinstance(mode, int):
+        options = views.AttentionOptions("one feature", mode, scale=scale)
+    else:
+        options = views.AttentionOptions(mode, scale=scale)
     return views.attention(s, options)["attention-pair"]
 
 
@@ -77,10 +82,14 @@ def query(trace, j: int | None = None, block: str | None = None, sentence: str =
 
 
 def difference(trace, sentence: str = "premise") -> go.Figure:
-    """The first block's attention minus the second's (forward − backward), mean over features."""
+    """The first block's attention minus the second's, mean over features, on the cells both may attend;
+    ValueError when they share none (DiSAN's forward and backward blocks: i < j against i > j)."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    return views.attention(s)["attention-diff"]
+    diff = views.attention(s)["attention-diff"]
+    if isinstance(diff, views.Note):  # e.g. forward and backward blocks never attend the same cell
+        raise ValueError(diff.text)
+    return diff
 
 
 def gates(trace, sentence: str = "premise") -> go.Figure:

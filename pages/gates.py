@@ -1,13 +1,14 @@
 """Fusion gates F of both DiSA blocks (the paper's Fig. 5): how much of h each token keeps."""
 import streamlit as st
-from disan.app.common import downloads, draw, page_sentence
+from disan.app.common import downloads, draw, page_sentences, side_by_side
 
 from disan.explore import views
 
 st.header("Fusion gates")
 st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")
 
-sentence = page_sentence("gates-sentence", views.VIEWS["gates"])
-if sentence is not None:
-    draw(views.gates(sentence, views.GatesOptions()))
-    downloads(sentence, "gates")
+sentences = page_sentences(views.VIEWS["gates"])
+if sentences is not None:
+    for role, sentence, where in side_by_side(sentences):
+        draw(views.gates(sentence, views.GatesOptions()), where, prefix=f"{role}-" if len(sentences) > 1 else "")
+        downloads(sentence, f"gates-{role}", where)

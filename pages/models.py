@@ -2,8 +2,7 @@
 import streamlit as st
 from disan.app.common import chart, entries
 
-from disan.explore import figures
-from disan.nn import checkpoint
+from disan.explore import catalog, figures, progress
 
 st.header("Models")
 items = entries()
@@ -12,11 +11,10 @@ if not items:
 for e in items:
     with st.expander(e.label, expanded=False):
         if not e.ok:
-            st.error(e.error)
+            st.error(f"{e.name} cannot be used: {e.error}")
             continue
-        st.markdown(checkpoint.card(e.path) or "_no model card_")
-        metrics = checkpoint.read_json(checkpoint.resolve(e.path) / checkpoint.METRICS, "metrics.json")
-        history = metrics.get("history") or []
+        st.markdown(catalog.card(e) or "_no model card_")
+        history = e.metrics.get("history") or []
         if history:
-            keys = [k for k in history[0] if k.startswith(("dev_", "train_")) and k != "dev_n"]
-            chart(st, figures.curves(history, keys), key=f"models-curves-{e.name}")
+            curves = figures.curves(history, progress.curve_keys(history))
+            chart(st, figures.describe(curves, f"model {e.name}"), key=f"models-curves-{e.name}")

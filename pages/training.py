@@ -6,7 +6,7 @@ from disan.app.common import chart, entries, stamp
 
 from disan.data.loaders import TASKS
 from disan.data.text import split_pair
-from disan.explore import catalog, figures
+from disan.explore import catalog, figures, progress
 from disan.nn.baselines import ENCODERS
 from disan.training.config import OPTIMIZERS, TrainConfig
 from disan.training.evaluate import examples_table
@@ -27,19 +27,24 @@ def evaluation(path: str, mtime: float):
 
 
 def start_form() -> None:
+    # The defaults are a quick run (TREC, 5 epochs of Adam: a few minutes on two cores); the paper's
+    # settings are Adadelta with lr 0.5 and many more epochs.
     with st.form("train-form"):
         c1, c2, c3 = st.columns(3)
-        task = c1.selectbox("Benchmark", TRAINABLE, format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
+        task = c1.selectbox("Benchmark", TRAINABLE, index=TRAINABLE.index("trec"),
+                            format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
         encoder = c2.selectbox("Encoder", list(ENCODERS), key="train-encoder")
         name = c3.text_input("Checkpoint name", "", key="train-name", help="default: task-encoder-time")
         c1, c2, c3, c4 = st.columns(4)
-        epochs = c1.number_input("Epochs", 1, 500, 10, key="train-epochs")
-        lr = c2.number_input("Learning rate", 0.0001, 10.0, 0.5, format="%.4f", key="train-lr")
+        epochs = c1.number_input("Epochs", 1, 500, 5, key="train-epochs")
+        lr = c2.number_input("Learning rate", 0.0001, 10.0, 0.001, format="%.4f", key="train-lr",
+                             help="0.001 suits Adam; the paper's Adadelta uses 0.5")
         dropout = c3.number_input("Dropout", 0.0, 0.9, 0.25, key="train-dropout")
         d_h = c4.number_input("d_h", 4, 600, 300, key="train-dh")
         c1, c2, c3, c4 = st.columns(4)
-        optimizer = c4.selectbox("Optimizer", list(OPTIMIZERS), key="train-optimizer",
-                                 help="Adadelta is the paper's; Adam (lr 0.001) needs fewer epochs on a CPU")
+        optimizer = c4.selectbox("Optimizer", list(OPTIMIZERS), index=list(OPTIMIZERS).index("adam"),
+                                 key="train-optimizer",
+                                 help="Adam (lr 0.001) needs few epochs on a CPU; Adadelta (lr 0.5) is the paper's")
         vectors = c1.text_input("Word vectors", "", key="train-vectors",
                                 help="a GloVe-format text file; empty: GloVe 6B 50d")
         seed = c2.number_input("Seed", 0, 10_000, 0, key="train-seed")
@@ -65,7 +70,8 @@ def start_form() -> None:
 
 
 def job_view() -> None:
-    """Progress of the current job; re-run every second by the fragment while the job is active."""
+    """Progress of the current job and the probe's attention so far; re-run every second by the fragment
+    while the job is active, so the curves and the attention timeline grow during the run."""
     job = registry().current
     if job is None:
         return
@@ -73,7 +79,9 @@ def job_view() -> None:
     st.subheader(f"Job {job.name}: {job.status}")
     p = job.progress
     if p:
-        eta = f", about {p['eta']:.0f} s left in this epoch" if job.active else ""
+        left = progress.remaining_seconds(p, job.config.epochs, job.history) if job.active else None
+        eta = (f"; about {progress.duration(left)} left in the run (less if it stops early)"
+               if left is not None else "")
         acc = f", accuracy {p['accuracy']:.3f}" if p.get("accuracy") is not None else ""
         st.progress(job.fraction(), text=f"epoch {p['epoch']}/{job.config.epochs}, step {p['step']}/{p['steps']}, "
                                          f"loss {p['loss']:.4f}{acc}{eta}")
@@ -82,8 +90,9 @@ def job_view() -> None:
     if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):
         job.stop()
     if job.history:
-        keys = [k for k in job.history[0] if k.startswith(("dev_", "train_")) and k != "dev_n"]
-        chart(st, figures.curves(job.history, keys), key="train-curves")
+        curves = figures.curves(job.history, progress.curve_keys(job.history))
+        chart(st, figures.describe(curves, f"model {job.name}"), key="train-curves")
+    timeline(job)
     if job.error:
         st.error(f"The job failed: {job.error}")
     if not job.active and st.session_state.get("train-seen") != (job.name, job.status):
@@ -92,19 +101,25 @@ def job_view() -> None:
         st.rerun()
 
 
-def timeline() -> None:
-    """The probe sentence's attention after each epoch of the current job, with an epoch slider."""
-    job = registry().current
-    if job is None or not job.timeline:
+def timeline(job) -> None:
+    """The probe sentence's attention after each epoch so far, with an epoch slider that follows the
+    latest epoch until the user moves it."""
+    snaps = job.timeline
+    if not snaps:
         return
     st.subheader("Attention timeline")
     st.caption("The probe sentence's attention in both DiSA blocks (mean over features) after each epoch.")
-    snaps = job.timeline
-    i = st.slider("Epoch", 1, len(snaps), len(snaps), key="train-timeline") - 1 if len(snaps) > 1 else 0
+    n, seen = len(snaps), st.session_state.get("train-timeline-n")
+    if n != seen:
+        if st.session_state.get("train-timeline") in (None, seen):  # on the latest epoch: follow it
+            st.session_state["train-timeline"] = n
+        st.session_state["train-timeline-n"] = n
+    i = st.slider("Epoch", 1, n, key="train-timeline") - 1 if n > 1 else 0
     s = snaps[i]
     (a, b), (mask_a, mask_b), (name_a, name_b) = s.attention, s.masks, s.names
-    chart(st, figures.attention_pair(a, b, s.tokens, mask_a, mask_b, titles=(f"epoch {s.epoch}: {name_a}", name_b)),
-          key="train-timeline-fig")
+    fig = figures.attention_pair(a, b, s.tokens, mask_a, mask_b, titles=(name_a, name_b), scale="lift",
+                                 title=f"epoch {s.epoch}: mean over features, lift over uniform")
+    chart(st, figures.describe(fig, f"model {job.name} · “{job.probe}”"), key="train-timeline-fig")
 
 
 def summary() -> None:
@@ -115,15 +130,16 @@ def summary() -> None:
     ev = evaluation(path, stamp(path))
     table = ev.table
     st.subheader("Evaluation on the test split")
-    st.write({k: round(v, 4) for k, v in ev.metrics.items() if isinstance(v, float)})
+    st.dataframe(progress.metrics_table(ev.metrics), hide_index=True)
     if ev.confusion is None:
         worst = table.reindex(table["error"].abs().sort_values(ascending=False).index)
         st.dataframe(worst.head(50), hide_index=True)
         return
     c1, c2 = st.columns(2)
-    chart(c1, figures.confusion_heatmap(ev.confusion, ev.labels), key="train-confusion")
-    chart(c2, figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy()),
-                    key="train-by-length")
+    about = f"model {job.name} · test split"
+    chart(c1, figures.describe(figures.confusion_heatmap(ev.confusion, ev.labels), about), key="train-confusion")
+    by_length = figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy())
+    chart(c2, figures.describe(by_length, about), key="train-by-length")
     wrong = table[~table["correct"]].reset_index(drop=True)
     st.write(f"{len(wrong)} misclassified test examples")
     if len(wrong):
@@ -146,7 +162,6 @@ st.caption("Batch 64, L2 on weight matrices, Glorot init, GloVe init with OOV ~ 
 start_form()
 current = registry().current
 st.fragment(run_every=1.0 if current is not None and current.active else None)(job_view)()
-timeline()
 summary()
 st.subheader("Runs")
 runs = catalog.runs_table(entries())

@@ -1,31 +1,64 @@
 """The same word in two or more contexts: its attention vectors one above the other (the paper's Fig. 6)."""
 import streamlit as st
-from disan.app.common import cached_sentence, current_pipeline, draw, stamp
+from disan.app.common import cached_sentence, current_pipeline, draw, fresh, persistent, stamp
 
-from disan.explore import senses, views
+from disan.explore import markup, senses, views
+
+OWN = "(your own sentences)"
+FIRST = "glass (paper, Fig. 6)"
 
 st.header("Word senses")
 st.caption("DiSAN's attention is a vector per token: the same word gets a different vector in a different context.")
 
+
+def load_preset() -> None:
+    if st.session_state["senses-preset"] in senses.PRESETS:
+        st.session_state["senses-text"] = "\n".join(senses.PRESETS[st.session_state["senses-preset"]])
+
+
+def edited() -> None:
+    st.session_state["senses-preset"] = OWN  # the text is no longer the preset's
+
+
 entry, pipe = current_pipeline()
 if pipe is not None:
-    preset = st.selectbox("Preset", ["(your own sentences)"] + list(senses.PRESETS), key="senses-preset")
-    if preset in senses.PRESETS and st.session_state.get("senses-loaded") != preset:
-        st.session_state["senses-text"] = "\n".join(senses.PRESETS[preset])
-        st.session_state["senses-loaded"] = preset
-    st.session_state.setdefault("senses-text", "\n".join(senses.PRESETS["glass (paper, Fig. 6)"]))
-    text = st.text_area("Sentences, one per line", key="senses-text", height=110)
+    st.session_state.setdefault("senses-preset", FIRST)
+    st.session_state.setdefault("senses-text", "\n".join(senses.PRESETS[FIRST]))
+    persistent(st.selectbox, "Preset", "senses-preset", after=load_preset, options=[OWN, *senses.PRESETS])
+    text = persistent(st.text_area, "Sentences, one per line", "senses-text", after=edited, height=110)
     traces = []
     for line in filter(str.strip, text.splitlines()):
         try:
             traces.append(cached_sentence(str(entry.path), stamp(entry.path), line))
         except ValueError as e:
-            st.warning(f"{line[:60]!r}: {e}")
+            st.warning(markup.markdown_label(f"{views.shorten(line, 60)!r}: {e}"))
+    # The vector choice is drawn whatever the sentences, so that it never leaves the page and comes
+    # back showing a choice other than the one the chart uses.
+    kinds = views.vector_kinds(traces[0].trace) if traces else list(senses.VECTORS)
+    if st.session_state.get("senses-kind") not in kinds:
+        st.session_state["senses-kind"] = kinds[0]
+    kind = persistent(st.radio, "Vector", "senses-kind", options=kinds, format_func=senses.VECTORS.get,
+                      horizontal=True, disabled=not traces)
     try:
-        words, kinds = views.senses_choices(traces)
+        words, _ = views.senses_choices(traces)
     except views.Unavailable as e:
-        st.info(str(e))
+        st.info(markup.markdown_label(str(e)))
         st.stop()
-    word = st.selectbox("Word", words, index=views.default_word(words), key="senses-word")
-    kind = st.radio("Vector", kinds, format_func=senses.VECTORS.get, horizontal=True, key="senses-kind")
-    draw(views.word_senses(traces, views.SensesOptions(word, kind)))
+    if st.session_state.get("senses-word") not in words:
+        st.session_state["senses-word"] = words[views.default_word(words)]
+    word = persistent(st.selectbox, "Word", "senses-word", options=words)
+    # a picker per sentence that has the word more than once, side by side
+    places = [senses.positions(s.tokens, word) for s in traces]
+    repeated = [i for i, p in enumerate(places) if len(p) > 1]
+    columns = dict(zip(repeated, st.columns(len(repeated)))) if repeated else {}
+    occurrences = []
+    for i, p in enumerate(places):
+        if i not in columns:
+            occurrences.append(0)
+            continue
+        key = f"senses-occurrence-{i}"
+        fresh(key, [word, *traces[i].tokens])  # another word or sentence starts from the first occurrence
+        labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
+        occurrences.append(columns[i].radio(f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
+                                            range(len(p)), key=key, format_func=labels.__getitem__))
+    draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))

@@ -475,7 +475,7 @@ def test_the_case_study_drawing_shows_the_paper_sentences():
 def test_the_word_senses_page_offers_the_attention_outputs_too():
     from disan.explore import senses
     s = pipeline().trace(TEXT).sentence
-    vector = senses.word_vector(s.tokens, s.trace, "bottle", "s")
+    vector = senses.word_vector(s.trace, s.tokens.index("bottle"), "s")
     np.testing.assert_array_equal(vector, torch.cat([s.trace.forward.s[2], s.trace.backward.s[2]]).numpy())
 
 

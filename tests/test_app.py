@@ -1,6 +1,8 @@
 """Every page of the app through Streamlit's AppTest, on tiny checkpoints made by the tests."""
 import base64
 import json
+import re
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +51,8 @@ def charts(at: AppTest) -> dict:
 
 
 def texts(elements) -> str:
-    return " ".join(str(e.value) for e in elements)
+    """The elements' text as the browser shows it: Markdown's backslash escapes removed."""
+    return " ".join(re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", str(e.value)) for e in elements)
 
 
 def test_without_checkpoints_every_page_says_so(tmp_path, monkeypatch):
@@ -80,30 +83,122 @@ def test_feature_and_token_controls(checkpoints):
     at.radio(key="attention-mode").set_value("one feature").run()
     at.number_input(key="attention-k").set_value(3).run()
     assert not at.exception and len(charts(at)) == 4
+    assert "never attend the same cell" in texts(at.info)  # forward and backward: no difference to draw
     at.radio(key="attention-mode").set_value("sharpest features").run()
-    ranked = at.selectbox(key="attention-ranked").options
-    assert len(ranked) == 5  # d_h = 5 features, all ranked
-    at.selectbox(key="attention-query").set_value(0).run()
-    assert not at.exception and "attends to no token" in charts(at)["attention-query-forward"].proto.spec
+    ranked = at.selectbox(key="attention-ranked-sentence").options
+    assert len(ranked) == 5 and all(label.startswith("k = ") and "mean entropy" in label for label in ranked)
+    at.pills(key="attention-query-sentence").set_value(0).run()
+    assert not at.exception and "attention-query-forward" not in charts(at)
+    assert "query 0 “Families” attends to no token: it has no earlier token" in texts(at.info)
 
 
-def test_pair_models_trace_premise_and_hypothesis(checkpoints):
+def test_the_default_query_is_the_middle_token_and_a_click_on_a_token_picks_another(checkpoints):
+    at = visit(app(text="the glass bottle is big"), "pages/attention.py")
+    query = at.pills(key="attention-query-sentence")
+    assert query.options == ["the", "glass", "bottle", "is", "big"] and query.value == 2
+    assert "query 2: bottle" in charts(at)["attention-query-backward"].proto.spec
+    query.set_value(1).run()
+    assert "query 1: glass" in charts(at)["attention-query-forward"].proto.spec
+    at.session_state["text"] = "a man is pouring tea of the restaurant"  # as the sidebar's text box does
+    at.run()
+    assert at.pills(key="attention-query-sentence").value == 4  # a new sentence starts in its middle again
+
+
+def test_a_click_on_a_repeated_token_picks_that_one(checkpoints):
+    at = visit(app(text="the cat saw the dog near the tea"), "pages/attention.py")
+    at.pills(key="attention-query-sentence").set_value(3).run()  # the second "the"
+    assert "backward · query 3: the" in charts(at)["attention-query-backward"].proto.spec
+    at.pills(key="attention-query-sentence").set_value(0).run()  # the first
+    assert "backward · query 0: the" in charts(at)["attention-query-backward"].proto.spec
+
+
+def test_a_long_sentence_shows_a_window_that_follows_the_query(checkpoints):
+    words = ("the glass bottle is big a man pouring of tea restaurant about to close biker fountain " * 5).split()
+    at = app(text=" ".join(words[:75]))
+    pair = lambda: json.loads(charts(at)["attention-pair"].proto.spec)["layout"]["title"]["text"]  # noqa: E731
+    assert "tokens 7–66 of 75" in pair() and at.slider(key="attention-window-sentence").value == (7, 66)
+    at.slider(key="attention-window-sentence").set_value((0, 29)).run()
+    assert "tokens 0–29 of 75" in pair()
+    at.pills(key="attention-query-sentence").set_value(70).run()  # a click on a token outside the window
+    assert "tokens 15–74 of 75" in pair() and "query 70:" in charts(at)["attention-query-forward"].proto.spec
+
+
+def test_a_one_token_sentence_is_explained_in_words(checkpoints):
+    at = app(text="tea")
+    assert not charts(at) and "has 1 token, and no token may attend another" in texts(at.info)
+    visit(at, "pages/gates.py")
+    assert len(charts(at)) == 3
+
+
+def test_pair_models_show_premise_and_hypothesis_side_by_side(checkpoints):
     at = app(checkpoint="b-entailment")
     assert [t.label for t in at.sidebar.text_area] == ["Premise", "Hypothesis"]
+    expected = {"pages/attention.py": 4, "pages/gates.py": 3, "pages/source2token.py": 2}
+    for page, count in expected.items():
+        visit(at, page)
+        sides = [c for c in at.columns if len(c.subheader) and c.subheader[0].value in ("Premise", "Hypothesis")]
+        assert [c.subheader[0].value for c in sides] == ["Premise", "Hypothesis"]
+        assert [c.weight for c in sides] == [0.5, 0.5]  # two columns of one row: side by side
+        drawn = list(charts(at))
+        assert len(drawn) == 2 * count and sum(k.startswith("premise-") for k in drawn) == count, drawn
     visit(at, "pages/attention.py")
-    at.radio(key="attention-sentence").set_value("hypothesis").run()
-    assert not at.exception and len(charts(at)) == 4
     assert at.metric[0].value in ("entailment", "neutral", "contradiction")
+    premise, hypothesis = at.pills(key="attention-query-premise"), at.pills(key="attention-query-hypothesis")
+    assert len(premise.options) == 8 and len(hypothesis.options) == 5
+    hypothesis.set_value(4).run()
+    assert "query 4: tea" in charts(at)["hypothesis-attention-query-forward"].proto.spec
+    assert "query 4: a ·" in charts(at)["premise-attention-query-forward"].proto.spec  # the premise keeps its middle
+
+
+def senses_title(at) -> str:
+    """The title of the Word senses chart: it names the word and the vector kind drawn."""
+    return json.loads(charts(at)["senses-heatmaps"].proto.spec)["layout"]["title"]["text"]
 
 
 def test_word_sense_presets_pick_the_shared_word(checkpoints):
     at = visit(app(), "pages/word_senses.py")
-    assert at.selectbox(key="senses-word").value == "glass"
-    at.selectbox(key="senses-preset").set_value("close (paper, Fig. 6)").run()
-    assert at.selectbox(key="senses-word").value == "close"
+    assert at.selectbox(key="_senses-word").value == "glass"
+    at.selectbox(key="_senses-preset").set_value("close (paper, Fig. 6)").run()
+    assert at.selectbox(key="_senses-word").value == "close"
     assert len(at.dataframe) == 2 and len(charts(at)) == 1
-    at.text_area(key="senses-text").input("one cat\ntwo dogs").run()
+    at.text_area(key="_senses-text").input("one cat\ntwo dogs").run()
     assert "share no word" in texts(at.info)
+    assert at.selectbox(key="_senses-preset").value == "(your own sentences)"  # edited: no longer the preset
+
+
+def test_word_senses_control_and_chart_agree_after_sentences_without_a_shared_word(checkpoints):
+    at = visit(app(), "pages/word_senses.py")
+    at.radio(key="_senses-kind").set_value("output").run()
+    assert senses.VECTORS["output"] in senses_title(at)
+    at.text_area(key="_senses-text").input("one cat\ntwo dogs").run()
+    assert "share no word" in texts(at.info) and not charts(at)
+    assert at.radio(key="_senses-kind").value == "output"  # still drawn, still the user's choice
+    at.text_area(key="_senses-text").input("the glass bottle\nglass of tea").run()
+    radio = at.radio(key="_senses-kind")
+    # the widget is sent with the value the chart uses, so the browser cannot show another one
+    assert radio.value == "output" and radio.proto.set_value and radio.proto.raw_value == senses.VECTORS["output"]
+    assert senses.VECTORS["output"] in senses_title(at)
+    radio.set_value("source2token").run()
+    assert senses.VECTORS["source2token"] in senses_title(at)
+
+
+def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints):
+    long = "A man is pouring a glass of tea while the big glass bottle is near the restaurant"
+    at = visit(app(), "pages/word_senses.py")
+    at.text_area(key="_senses-text").input(f"The glass bottle is big\n{long}").run()
+    spec = json.loads(charts(at)["senses-heatmaps"].proto.spec)
+    assert spec["data"][0]["y"][1] == f"2: {long}"  # hover: the whole sentence
+    assert "<br>" in spec["layout"]["yaxis"]["ticktext"][1]  # the label wraps instead of being cut
+    occurrence = at.radio(key="senses-occurrence-1")
+    assert occurrence.options == ["token 5\\: … pouring a \\[glass\\] of tea …",
+                                  "token 11\\: … the big \\[glass\\] bottle is …"]
+    before = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]
+    occurrence.set_value(1).run()
+    after = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]
+    assert before != after
+    table = at.dataframe[1].value
+    assert list(table.columns) == ["feature k", "block", "sentence 1", "sentence 2", "|1 − 2|"]
+    assert "absolute difference" in texts(at.caption)
 
 
 @pytest.mark.parametrize("text,message", [("", "empty"), ("word " * (MAX_TOKENS + 5), str(MAX_TOKENS))])
@@ -131,7 +226,7 @@ def test_two_sessions_see_their_own_sentences(checkpoints):
     second.sidebar.text_area[0].input("a man is pouring tea of the restaurant").run()
     for at, n in ((first, 3), (second, 8)):
         visit(at, "pages/attention.py")
-        assert len(at.selectbox(key="attention-query").options) == n
+        assert len(at.pills(key="attention-query-sentence").options) == n
 
 
 def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
@@ -215,15 +310,74 @@ def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder
     visit(at, "pages/attention.py")
     at.radio(key="attention-mode").set_value("one feature").run()
     at.number_input(key="attention-k").set_value(3).run()
-    at.selectbox(key="attention-query").set_value(1).run()
-    assert_page_draws(at, views.attention(sentence, views.AttentionOptions("one feature", 3, None, 1)))
+    at.pills(key="attention-query-sentence").set_value(1).run()
+    at.radio(key="attention-scale").set_value("probability").run()
+    assert_page_draws(at, views.attention(sentence, views.AttentionOptions("one feature", 3, None, 1, "probability")))
     second = views.block_names(sentence.trace)[1]
     at.radio(key="attention-mode").set_value("sharpest features").run()
     at.radio(key="attention-rank").set_value(second).run()
-    ranked = at.selectbox(key="attention-ranked")
-    assert ranked.options == [f"k = {k}" for k in views.sharpest_features(sentence.trace, second)]
-    options = views.AttentionOptions("sharpest features", ranked.value, second, 1)
+    ranked = at.selectbox(key="attention-ranked-sentence")
+    assert ranked.options == [views.feature_label(sentence.trace, second, k)
+                              for k in views.sharpest_features(sentence.trace, second)]
+    shade = list(views.shade_choices(sentence.trace))[-1]
+    at.selectbox(key="attention-shade").set_value(shade).run()
+    options = views.AttentionOptions("sharpest features", ranked.value, second, 1, "probability", shade=shade)
     assert_page_draws(at, views.attention(sentence, options))
+    assert at.html[0].value == views.attention(sentence, options)["attention-sentence"].body
     pipe = disan.load(path)
     preset = [pipe.trace_sentence(t) for t in senses.PRESETS["glass (paper, Fig. 6)"]]
     assert_page_draws(visit(at, "pages/word_senses.py"), views.word_senses(preset))
+
+
+def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(checkpoints, make_checkpoint):
+    make_checkpoint("classify", name="trec")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model="trec", text="What is the big glass bottle made of ?")
+    at.run()
+    assert not at.exception and at.session_state["checkpoint"] == "trec"
+    assert at.pills(key="attention-query-sentence").options[:3] == ["What", "is", "the"]
+    # the URL follows the session's model and text (AppTest reruns only the page script, so a fresh
+    # session stands for a changed one; the browser test types into the sidebar)
+    assert app(checkpoint="trec", text="the tea").query_params == {"model": "trec", "text": "the tea"}
+    pair = AppTest.from_file(APP, default_timeout=60)
+    pair.query_params.update(model="b-entailment", text="A man is pouring tea", hypothesis="A man drinks")
+    pair.run()
+    assert (pair.session_state["premise"], pair.session_state["hypothesis"]) == ("A man is pouring tea", "A man drinks")
+    assert len(pair.pills(key="attention-query-hypothesis").options) == 3
+
+
+@pytest.mark.parametrize("params,message", [({"model": "nonexistent"}, "not a working checkpoint"),
+                                            ({"text": "word " * (MAX_TOKENS + 1)}, f"the limit is {MAX_TOKENS}")])
+def test_a_bad_link_gives_a_message_and_the_defaults(checkpoints, params, message):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception and message in texts(at.warning)
+    assert at.session_state["checkpoint"] == "a-sentiment" and at.session_state["text"] == views.PRESET_SENTENCE
+    assert len(charts(at)) == 4  # the default sentence is drawn
+
+
+def test_a_truncated_checkpoint_sorted_first_is_never_the_default(checkpoints, make_checkpoint):
+    path = make_checkpoint("classify", name="0-truncated")
+    weights = path / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])
+    at = app()
+    assert at.session_state["checkpoint"] == "a-sentiment"
+    assert "0-truncated" not in " ".join(at.sidebar.selectbox[0].options)
+    listed = texts(at.sidebar.expander[0].text)
+    assert "0-truncated: " in listed and "corrupt or truncated" in listed
+    visit(at, "pages/models.py")
+    broken = [e for e in at.expander if e.label.startswith("0-truncated")]
+    assert len(broken) == 1 and "corrupt or truncated" in texts(broken[0].error)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["model"] = "0-truncated"
+    at.run()
+    assert at.session_state["checkpoint"] == "a-sentiment" and "not a working checkpoint" in texts(at.warning)
+
+
+def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
+    config = (Path(APP).parent / ".streamlit" / "config.toml").read_text()
+    assert tomllib.loads(config)["client"]["toolbarMode"] == "minimal"
+    source = Path(APP).read_text()
+    pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
+    assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))

@@ -1,65 +1,53 @@
-"""The explorer in a real browser: Debian's Chromium driven by Playwright against `streamlit run app.py`.
+"""The explorer in a real browser: Debian's Chromium driven by Playwright against `streamlit run app.py`,
+at 1600x1000, on the shipped checkpoints plus a truncated copy sorted before them.
 
 Screenshots of every page are saved under test-artifacts/screenshots/.
 """
-import os
-import socket
-import subprocess
-import sys
-import time
+import re
+import shutil
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import pytest
-from playwright.sync_api import sync_playwright
+
+from disan.explore import figures, views
+from disan.nn import checkpoint
+from disan.tools.latency import VIEWPORT, chromium, navigate, sentence, server, type_sentence, wait_drawn
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium keeps trying hosts that this closed network refuses.
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-NAV = {"": "Attention", "gates": "Fusion gates", "source2token": "Source2token", "word_senses": "Word senses",
-       "training": "Training", "models": "Models"}
-PAGES = [("", "Token2token attention"), ("gates", "Fusion gates"), ("source2token", "Source2token attention"),
-         ("word_senses", "Word senses"), ("training", "Training"), ("models", "Models")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+PAGES = [("Attention", "Token2token attention"), ("Fusion gates", "Fusion gates"),
+         ("Source2token", "Source2token attention"), ("Word senses", "Word senses"), ("Training", "Training"),
+         ("Models", "Models")]
 
 
 @pytest.fixture(scope="module")
-def server():
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "DISAN_CHECKPOINTS"}  # the shipped checkpoints
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-                             "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("streamlit did not start: " + proc.stdout.read().decode(errors="replace")[-2000:])
-    yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=20)
+def url(tmp_path_factory):
+    """The app on the shipped checkpoints and "0-broken", a copy of trec whose weights lost their last bytes."""
+    root = tmp_path_factory.mktemp("checkpoints")
+    for shipped in sorted((ROOT / "checkpoints").iterdir()):
+        (root / shipped.name).symlink_to(shipped, target_is_directory=True)
+    broken = root / "0-broken"
+    shutil.copytree(ROOT / "checkpoints" / "trec", broken)
+    weights = broken / checkpoint.WEIGHTS
+    weights.write_bytes(weights.read_bytes()[:-4096])
+    with server({"DISAN_CHECKPOINTS": str(root)}) as (_, address):
+        yield address
 
 
 @pytest.fixture(scope="module")
 def browser():
     assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install -y chromium"
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+    with chromium(CHROMIUM) as b:
         yield b
-        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    p = browser.new_page(viewport=VIEWPORT)
+    yield p
+    p.close()
 
 
 def no_exception(page) -> None:
@@ -67,84 +55,173 @@ def no_exception(page) -> None:
         '[data-testid="stException"]').first.inner_text()
 
 
-def settle(page) -> None:
+def idle(page) -> None:
     """Wait until Streamlit has finished the script run."""
     page.wait_for_timeout(300)
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=120_000)
+    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
 
 
-def wait_for_tick(page, text: str) -> None:
-    """Wait until a heatmap axis shows ``text`` as a tick label: the page has redrawn for the new input."""
-    page.wait_for_function(
-        "t => [...document.querySelectorAll('.js-plotly-plot .xtick text')].some(e => e.textContent === t)",
-        arg=text, timeout=120_000)
+def texts(page, selector: str) -> list[str]:
+    return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
 
 
-def test_every_page_renders_in_chromium(server, browser):
+def chosen(page, where: str) -> str:
+    """What the first select box in ``where`` (stSidebar, stMain) shows."""
+    return page.locator(f'[data-testid="{where}"] [data-testid="stSelectbox"] input').first.input_value()
+
+
+def test_every_page_renders_and_tokens_stay_text(url, page):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1400, "height": 1100})
-    page.goto(server)
-    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-    sentence = page.locator('[data-testid="stSidebar"] textarea').first
-    sentence.fill("A man is pouring <b>hot</b> tea")
-    sentence.press("Control+Enter")
-    wait_for_tick(page, "pouring")
-    settle(page)
-    assert page.locator(".js-plotly-plot").count() >= 4
-    # the HTML in the sentence is shown as text in the axis labels, never rendered
-    assert page.locator(".js-plotly-plot b").count() == 0
-    ticks = page.eval_on_selector_all(".js-plotly-plot .xtick text", "els => els.map(e => e.textContent)")
-    assert "<" in ticks and "hot</b" in ticks, ticks  # spaCy splits "<b>hot</b>" into <, b, >, hot</b, >
+    page.goto(url)
+    wait_drawn(page, "· query ")
+    assert page.title() == "Attention · DiSAN Explorer"
+    assert page.locator('[data-testid="stAppDeployButton"]').count() == 0  # client.toolbarMode = minimal
+    type_sentence(page, "A man is pouring <b>hot</b> **tea** $x$")  # 16 tokens: "<", "b", ">", "hot</b", ...
+    wait_drawn(page, "query 8: >")
+    # the HTML and Markdown in the sentence are shown as text: in the axis labels, the token buttons and the
+    # shaded sentence, never rendered
+    assert page.locator(".js-plotly-plot b, [data-testid='stHtml'] b, [data-testid='stButtonGroup'] b").count() == 0
+    assert page.locator("[data-testid='stButtonGroup'] strong, [data-testid='stButtonGroup'] .katex").count() == 0
+    pills = texts(page, "[data-testid='stButtonGroup'] button")
+    assert {"<", "hot</b", "*", "x$"} <= set(pills), pills
+    assert "hot</b" in texts(page, "[data-testid='stHtml'] span")
     no_exception(page)
-    for slug, header in PAGES:
-        # through the sidebar, as a user does: the session, and the typed sentence, stay
-        page.locator('[data-testid="stSidebarNav"] a', has_text=NAV[slug]).first.click()
+    for title, header in PAGES:
+        navigate(page, title)  # through the sidebar, as a user does: the session and the sentence stay
         page.get_by_role("heading", name=header).first.wait_for(timeout=120_000)
-        settle(page)
+        idle(page)
         no_exception(page)
-        if slug in ("", "gates", "source2token"):
+        assert page.title() == f"{title} · DiSAN Explorer"
+        if title in ("Attention", "Fusion gates", "Source2token"):
             page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-            ticks = page.eval_on_selector_all(".js-plotly-plot .ytick text", "els => els.map(e => e.textContent)")
-            assert "pouring" in ticks, (slug, ticks)
-        if slug == "word_senses":
+            assert "pouring" in texts(page, ".js-plotly-plot .ytick text"), title
+        if title == "Word senses":
             page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-        page.screenshot(path=str(SHOTS / f"{slug or 'attention'}.png"), full_page=True)
-    page.close()
+        page.screenshot(path=str(SHOTS / f"{title.lower().replace(' ', '-')}.png"))
 
 
-def test_two_browser_contexts_trace_their_own_sentences(server, browser):
-    pages = [browser.new_context(viewport={"width": 1400, "height": 1000}).new_page() for _ in range(2)]
-    for p, text in zip(pages, ["the glass bottle is big", "volleyball match is in progress between ladies"]):
-        p.goto(server)
-        p.wait_for_selector(".js-plotly-plot", timeout=120_000)
-        box = p.locator('[data-testid="stSidebar"] textarea').first
-        box.fill(text)
-        box.press("Control+Enter")
-    for i, (p, last) in enumerate(zip(pages, ["big", "ladies"])):
-        wait_for_tick(p, last)
-        settle(p)
-        p.screenshot(path=str(SHOTS / f"context-{i}.png"), full_page=True)
-        # the query view defaults to the sentence's last token; its title names it
-        titles = p.eval_on_selector_all(".js-plotly-plot .gtitle", "els => els.map(e => e.textContent)")
-        assert any(t.startswith("query ") and t.endswith(f": {last}") for t in titles), titles
+def test_two_browser_contexts_trace_their_own_sentences(url, browser):
+    pages = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(2)]
+    sentences = ["the glass bottle is big", "volleyball match is in progress between ladies"]
+    for p, text in zip(pages, sentences):
+        p.goto(url)
+        wait_drawn(p, "· query ")
+        type_sentence(p, text)
+    for i, (p, text) in enumerate(zip(pages, sentences)):
+        words = text.split()
+        middle = len(words) // 2
+        wait_drawn(p, f"query {middle}: {words[middle]}")  # the middle token is the default query
+        p.screenshot(path=str(SHOTS / f"context-{i}.png"))
         no_exception(p)
+        p.context.close()
 
 
-def test_switching_to_a_pair_model_asks_for_premise_and_hypothesis(server, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    page.goto(server)
-    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-    page.locator('[data-testid="stSidebar"] [data-testid="stSelectbox"]').first.click()
-    page.get_by_role("option").filter(has_text="sick-e").first.click()
-    settle(page)
-    sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("Premise").first.wait_for(timeout=120_000)
-    sidebar.get_by_text("Hypothesis").first.wait_for(timeout=120_000)
-    page.get_by_text("premise").first.wait_for(timeout=120_000)  # the sentence chooser of pair models
-    page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+def test_a_click_on_a_token_picks_the_query(url, page):
+    page.goto(url)
+    wait_drawn(page, "· query 4: in")  # "Families have some dogs in front of a carousel": the middle token
+    page.locator("[data-testid='stButtonGroup'] button", has_text="carousel").first.click()
+    wait_drawn(page, "forward · query 8: carousel")
+    notes = texts(page, "[data-testid='stAlert']")
+    assert any("In the backward block, query 8 “carousel” attends to no token: it has no later token." in n
+               for n in notes), notes
+
+
+def test_pair_models_show_premise_and_hypothesis_side_by_side(url, page):
+    page.goto(f"{url}/?model=sick-e")
+    wait_drawn(page, "· query ")
+    heads = page.eval_on_selector_all("h3", "els => els.map(e => [e.textContent, e.getBoundingClientRect().x, "
+                                            "e.getBoundingClientRect().y])")
+    (premise, hypothesis) = [h for h in heads if h[0] in ("Premise", "Hypothesis")]
+    assert premise[0] == "Premise" and hypothesis[0] == "Hypothesis"
+    assert premise[2] == pytest.approx(hypothesis[2], abs=2) and hypothesis[1] > premise[1] + 400  # one row
+    assert page.locator(".js-plotly-plot .heatmaplayer").count() >= 2 * 4
+    page.screenshot(path=str(SHOTS / "pair-model.png"))
     no_exception(page)
-    page.screenshot(path=str(SHOTS / "pair-model.png"), full_page=True)
-    page.close()
+
+
+def test_a_link_opens_its_model_and_sentence_and_the_url_follows_the_input(url, page):
+    page.goto(f"{url}/?model=trec&text=What+is+the+capital+of+France+%3F")
+    wait_drawn(page, "query 3: capital")
+    assert chosen(page, "stSidebar").startswith("trec — ")
+    assert page.locator('[data-testid="stMetricValue"]').first.inner_text() == "LOC"
+    type_sentence(page, "Who wrote Hamlet ?")
+    wait_drawn(page, "query 2: Hamlet")
+    page.wait_for_function("() => location.search.includes('Hamlet')", timeout=30_000)
+    assert parse_qs(urlparse(page.url).query) == {"model": ["trec"], "text": ["Who wrote Hamlet ?"]}
+    page.goto(f"{url}/?model=nonexistent&text=" + "word+" * 300)
+    wait_drawn(page, "· query ")
+    warnings = " ".join(texts(page, '[data-testid="stAlert"]'))
+    assert "not a working checkpoint" in warnings and "the limit is 200" in warnings
+    no_exception(page)
+
+
+def test_a_broken_checkpoint_sorted_first_is_listed_never_chosen(url, page):
+    page.goto(url)
+    wait_drawn(page, "· query ")
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert chosen(page, "stSidebar").startswith("sst5 — ")  # the first working single-sentence model
+    sidebar.locator('[data-testid="stSelectbox"] input').first.click()
+    options = texts(page, '[role="option"]')
+    assert options and not any("0-broken" in o for o in options), options
+    page.keyboard.press("Escape")
+    assert "1 broken checkpoint" in sidebar.inner_text()
+    navigate(page, "Models")
+    page.get_by_role("heading", name="Models").first.wait_for()
+    idle(page)
+    page.get_by_text(re.compile(r"^0-broken — broken: .*corrupt or truncated")).first.click()
+    assert "0-broken cannot be used" in page.locator('[data-testid="stAlert"]').first.inner_text()
+    no_exception(page)
+
+
+def test_a_200_token_sentence_shows_a_window_with_thinned_ticks(url, page):
+    page.goto(url)
+    wait_drawn(page, "· query ")
+    type_sentence(page, sentence(200, seed=7, marks={100: "zebra", 95: "giraffe"}))
+    wait_drawn(page, "query 100: zebra")
+    start, stop = views.default_window(200, 100)
+    assert any(f"tokens {start}–{stop - 1} of 200" in t for t in texts(page, ".js-plotly-plot .gtitle"))
+    assert page.locator('[data-testid="stSlider"]').count() == 1
+    for axis in ("xtick", "ytick"):
+        labels = page.eval_on_selector(".js-plotly-plot", f"e => [...e.querySelectorAll('.{axis} text')].length")
+        assert 0 < labels <= figures.MAX_TICKS
+    page.locator("[data-testid='stButtonGroup'] button", has_text="giraffe").first.click()
+    wait_drawn(page, "query 95: giraffe")
+    page.screenshot(path=str(SHOTS / "long-sentence.png"))
+    no_exception(page)
+
+
+def test_a_one_token_sentence_is_explained(url, page):
+    page.goto(url)
+    wait_drawn(page, "· query ")
+    type_sentence(page, "tea")
+    page.get_by_text("has 1 token, and no token may attend another").first.wait_for(timeout=120_000)
+    idle(page)
+    assert page.locator(".js-plotly-plot .heatmaplayer").count() == 0  # no blank boxes
+    no_exception(page)
+
+
+def test_word_senses_control_and_chart_agree_after_sentences_without_a_shared_word(url, page):
+    page.goto(f"{url}/word_senses")
+    wait_drawn(page, "“glass”: source2token")
+    radio = page.locator('[data-testid="stRadio"]')
+    radio.get_by_text("outputs u", exact=False).first.click()
+    wait_drawn(page, "“glass”: outputs u")
+    box = page.get_by_label("Sentences, one per line")
+    box.fill("one cat\ntwo dogs")
+    box.press("Control+Enter")
+    page.get_by_text("The sentences share no word").first.wait_for(timeout=120_000)
+    idle(page)
+    assert chosen(page, "stMain") == "(your own sentences)"  # the preset box follows the edited text
+    box.fill("the glass bottle\nglass of tea")
+    box.press("Control+Enter")
+    wait_drawn(page, "“glass”: ")
+    shown = texts(page, '[data-testid="stMain"] [data-testid="stRadio"] label:has(input:checked)')
+    title = next(t for t in texts(page, ".js-plotly-plot .gtitle") if "“glass”" in t)
+    assert len(shown) == 1 and shown[0].split(" (")[0] in title, (shown, title)  # the widget shows what is drawn
+    radio.get_by_text("source2token probabilities", exact=False).first.click()  # and a click changes the chart
+    wait_drawn(page, "“glass”: source2token")
+    page.screenshot(path=str(SHOTS / "word-senses-sequence.png"))
+    no_exception(page)
 
 
 # (sidebar title, screenshot name, the fewest figures the page draws with its defaults)
@@ -152,31 +229,18 @@ ANALYSES = [("Corpus senses", "corpus_senses", 1), ("Counterfactuals", "counterf
             ("Attribution", "attribution", 4), ("Compare models", "compare_models", 8), ("Case study", "case_study", 5)]
 
 
-def finished(page) -> None:
-    """Wait until the script run is over: the app marks it on its root element."""
-    page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'notRunning'",
-        timeout=240_000)
-
-
-def test_the_analysis_pages_render_in_chromium(server, browser):
+def test_the_analysis_pages_render_in_chromium(url, page):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page = browser.new_page(viewport={"width": 1600, "height": 1000})
-    page.goto(server)
-    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
-    sentence = page.locator('[data-testid="stSidebar"] textarea').first
-    sentence.fill("A man is pouring <b>hot</b> tea")
-    sentence.press("Control+Enter")
-    wait_for_tick(page, "pouring")
-    finished(page)
+    page.goto(url)
+    wait_drawn(page, "· query ")
+    type_sentence(page, "A man is pouring <b>hot</b> tea")
+    wait_drawn(page, "A man is pouring")
     for title, slug, figures in ANALYSES:
-        page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+        navigate(page, title)
         page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
-        finished(page)
+        idle(page)
         no_exception(page)
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
         assert page.locator(".js-plotly-plot").count() >= figures, title
         assert page.locator(".js-plotly-plot b").count() == 0, title  # the sentence's HTML is never rendered
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
-    page.close()

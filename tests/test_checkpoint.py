@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from disan.explore import catalog
 from disan.nn import checkpoint
 from disan.nn.checkpoint import CheckpointError
 
@@ -138,3 +139,68 @@ def test_load_overrides_the_kernel(make_checkpoint):
     assert model.cfg.encoder_cfg.kernel == "eager" and model.encoder.bw.kernel == "eager"
     with pytest.raises(ValueError, match="kernel must be one of"):
         checkpoint.load(path, kernel="fast")
+
+
+def listed(path):
+    """The catalog's entry for the checkpoint directory ``path``."""
+    return next(e for e in catalog.list_checkpoints(path.parent) if e.name == path.name)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "pad", "header", "empty"])
+def test_listing_reads_the_weights_header_and_refuses_a_damaged_file(make_checkpoint, damage):
+    path = make_checkpoint()
+    weights = path / checkpoint.WEIGHTS
+    data = weights.read_bytes()
+    damaged = {"truncate": data[:-7], "pad": data + b"\0" * 16, "empty": b"",
+               "header": (20).to_bytes(8, "little") + b"{not a json header} " + data[28:]}[damage]
+    weights.write_bytes(damaged)
+    entry = listed(path)
+    assert not entry.ok and "corrupt or truncated" in entry.error
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        checkpoint.load(path)
+
+
+def test_listing_checks_the_shapes_against_the_config(make_checkpoint):
+    path = make_checkpoint()
+    config = json.loads((path / "config.json").read_text())
+    config["model"]["encoder_cfg"]["d_h"] = 7
+    (path / "config.json").write_text(json.dumps(config))
+    entry = listed(path)
+    assert not entry.ok and "encoder.fw.w1.weight has shape (5, 5), expected (7, 7)" in entry.error
+
+
+def test_listing_and_loading_agree_about_metrics(make_checkpoint):
+    path = make_checkpoint()
+    (path / checkpoint.METRICS).unlink()
+    assert listed(path).ok and listed(path).headline == ""
+    assert checkpoint.load(path)[3] == {}
+    (path / checkpoint.METRICS).write_text("[1, 2")
+    assert "metrics.json is not valid JSON" in listed(path).error
+    with pytest.raises(CheckpointError, match="metrics.json is not valid JSON"):
+        checkpoint.load(path)
+
+
+def test_a_whole_checkpoint_is_listed_with_what_it_is(make_checkpoint):
+    entry = listed(make_checkpoint("pair"))
+    assert entry.ok and (entry.kind, entry.encoder, entry.headline) == ("pair", "disan", "test accuracy 0.500")
+
+
+def test_the_model_card_command_names_where_the_checkpoint_lives(make_checkpoint, tmp_path, monkeypatch):
+    path = make_checkpoint(name="shipped")
+    (path / checkpoint.CARD).write_text("# card\n\nReproduce:\n\n    python -m disan train --out runs/old --task sick "
+                                        "--epochs 3\n\nThe run wrote runs/old.\n")
+    monkeypatch.chdir(tmp_path)
+    card = catalog.card(listed(path))
+    assert "    python -m disan train --out shipped --task sick --epochs 3\n" in card
+    assert card.endswith("The run wrote runs/old.")  # prose is left alone
+    monkeypatch.chdir(tmp_path.parent)
+    assert f"--out {tmp_path.name}/shipped --task" in catalog.card(listed(path))
+
+
+def test_the_fingerprint_changes_when_a_checkpoint_is_rewritten(make_checkpoint):
+    path = make_checkpoint()
+    before = catalog.fingerprint(path.parent)
+    assert catalog.fingerprint(path.parent) == before
+    weights = path / checkpoint.WEIGHTS
+    weights.write_bytes(weights.read_bytes()[:-1])
+    assert catalog.fingerprint(path.parent) != before

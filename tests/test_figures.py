@@ -164,10 +164,13 @@ EVIL_FIGURES = {
     "attention_heatmap": lambda: figures.attention_heatmap(M, EVIL, FW_MASK, EVIL[0]),
     "attention_pair": lambda: figures.attention_pair(M, M.T, EVIL, FW_MASK, BW_MASK, titles=(EVIL[0], EVIL[1])),
     "query_view": lambda: figures.query_view(P, 1, EVIL, FW_MASK, features=[2, 0]),
+    "feature_grid": lambda: figures.feature_grid([(EVIL[0], M, FW_MASK)], EVIL, 1, title=EVIL[1]),
+    "lift_pair": lambda: figures.attention_pair(M, M.T, EVIL, FW_MASK, BW_MASK, scale="lift", title=EVIL[0]),
     "difference_heatmap": lambda: figures.difference_heatmap(M, M.T, EVIL),
-    "gate_heatmap": lambda: figures.gate_heatmap(GATE, EVIL, EVIL[1]),
-    "mean_gate_bars": lambda: figures.mean_gate_bars({EVIL[0]: GATE, "backward": GATE}, EVIL),
-    "source2token_heatmap": lambda: figures.source2token_heatmap(GATE / GATE.sum(axis=0), EVIL),
+    "gate_heatmap": lambda: figures.gate_heatmap(GATE, EVIL, EVIL[1], stop=[True] * N),
+    "mean_gate_bars": lambda: figures.mean_gate_bars({EVIL[0]: GATE, "backward": GATE}, EVIL, stop=[True] * N),
+    "source2token_heatmap": lambda: figures.source2token_heatmap(GATE / GATE.sum(axis=0), EVIL, halves=EVIL[:2]),
+    "described": lambda: figures.describe(figures.importance_bars(GATE.mean(axis=1), EVIL), EVIL[0]),
     "importance_bars": lambda: figures.importance_bars(GATE.mean(axis=1), EVIL),
     "word_sense_heatmaps": lambda: figures.word_sense_heatmaps([GATE[0], GATE[1]], EVIL[:2]),
     "confusion_heatmap": lambda: figures.confusion_heatmap(np.eye(N) * 3, EVIL),
@@ -184,6 +187,15 @@ def test_untrusted_text_is_escaped_everywhere(name):
     assert "&lt;script&gt;" in text or "&lt;b&gt;" in text   # the tokens are there, escaped
     assert fig.layout.template == pio.templates["plotly_white"]
     assert fig.layout.height >= 240
+
+
+@pytest.mark.parametrize("name", sorted(EVIL_FIGURES))
+def test_colour_scales_are_colours_not_names(name):
+    # the figures skip plotly's validation, which is what turns a name such as "RdBu_r" into colours;
+    # plotly.js knows no reversed names and would draw another scale
+    for trace in EVIL_FIGURES[name]().data:
+        scale = getattr(trace, "colorscale", None)
+        assert scale is None or not isinstance(scale, str), (name, scale)
 
 
 def test_attention_pair_shares_one_scale():
@@ -221,19 +233,89 @@ def test_difference_is_forward_minus_backward_centred_at_zero():
 
 def test_gate_heatmap_range_and_orientation():
     gate = np.random.default_rng(4).random((N, D))
-    fig = figures.gate_heatmap(gate, TOKENS, "gate")
-    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    fig = figures.gate_heatmap(gate, TOKENS, "gate", sort=False)
+    spread = np.abs(gate - 0.5).max()
+    assert (fig.data[0].zmin, fig.data[0].zmax) == pytest.approx((0.5 - spread, 0.5 + spread))  # white at 0.5
     np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), gate)   # tokens (y) x features (x)
     assert fig.data[0].y[3] == "token 3: the" and list(fig.data[0].x) == list(range(D))
-    assert "feature %{x}" in fig.data[0].hovertemplate
+    assert "feature %{x}" in fig.data[0].hovertemplate and fig.data[0].colorbar.title.text == "F"
+    near_half = figures.gate_heatmap(0.5 + 0.001 * gate, TOKENS, "gate").data[0]
+    assert near_half.zmax - near_half.zmin == pytest.approx(0.04)  # small deviations still get colour
 
 
-def test_mean_gate_bars_one_group_per_direction():
+def test_gate_order_puts_the_features_that_keep_h_first():
+    gate = np.array([[0.2, 0.9, 0.5], [0.4, 0.7, 0.5]])
+    assert figures.gate_order(gate) == [1, 2, 0]
+    fig = figures.gate_heatmap(gate, ["a", "b"], "gate")
+    assert list(fig.data[0].x) == ["1", "2", "0"] and "by mean F" in fig.layout.xaxis.title.text
+
+
+def test_mean_gate_bars_start_at_one_half():
     g_fw, g_bw = np.full((N, D), 0.25), np.full((N, D), 0.75)
-    fig = figures.mean_gate_bars({"forward": g_fw, "backward": g_bw}, TOKENS)
+    fig = figures.mean_gate_bars({"forward": g_fw, "backward": g_bw}, TOKENS, stop=[True, False, False, True])
     assert [t.name for t in fig.data] == ["forward", "backward"]
-    np.testing.assert_allclose(np.asarray(fig.data[1].x, dtype=float), np.full(N, 0.75))
-    assert fig.layout.barmode == "group"
+    np.testing.assert_allclose(np.asarray(fig.data[1].x, dtype=float), np.full(N, 0.25))  # 0.5 + 0.25 = 0.75
+    assert fig.data[1].base == 0.5 and list(fig.data[1].customdata) == [0.75] * N
+    assert fig.layout.barmode == "group" and list(fig.data[0].marker.pattern.shape) == ["/", "", "", "/"]
+    assert fig.layout.xaxis.range[0] + fig.layout.xaxis.range[1] == pytest.approx(1.0)
+    assert "stop words" in fig.layout.title.text
+
+
+def test_lift_is_the_probability_times_the_keys_of_the_row():
+    p = masked_probs(FW_MASK)
+    lifted = figures.lift(p, FW_MASK)
+    np.testing.assert_allclose(lifted[3], p[3] * 3)
+    np.testing.assert_allclose(lifted[1], p[1])
+    uniform = np.where(FW_MASK, 1.0 / np.maximum(FW_MASK.sum(axis=1, keepdims=True), 1), 0.0)
+    np.testing.assert_allclose(figures.lift(uniform, FW_MASK)[FW_MASK], 1.0)
+
+
+def test_lift_colours_are_symmetric_in_ratio_and_labelled_as_lifts():
+    mask = np.array([[False, False], [True, True]])
+    probability = figures.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], mask, "t", scale="probability").data[0]
+    assert probability.zmin == 0 and probability.colorbar.title.text == "P"
+    z = np.array([[0.0, 0.0], [0.125, 2.0]])  # lifts (x2 keys): 0.25 and 4
+    trace = figures.attention_heatmap(z, ["a", "b"], mask, "t", scale="lift").data[0]
+    np.testing.assert_allclose(np.asarray(trace.z, dtype=float)[1], [-2.0, 2.0])
+    assert (trace.zmin, trace.zmax) == (-2.0, 2.0)
+    assert dict(zip(trace.colorbar.tickvals, trace.colorbar.ticktext)) == {-2.0: "×0.25", -1.0: "×0.5", 0.0: "×1",
+                                                                           1.0: "×2", 2.0: "×4"}
+    assert np.isnan(np.asarray(trace.z, dtype=float)[0]).all() and "customdata" in trace.hovertemplate
+    flat = figures.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], mask, "t", scale="lift").data[0]
+    assert flat.zmax == pytest.approx(np.log2(figures.LIFT_RANGE[0]))  # uniform stays pale, not noise-amplified
+
+
+def test_query_entropy_is_per_row_and_feature():
+    p = masked_probs(FW_MASK)
+    entropy = figures.query_entropy(p, FW_MASK)
+    assert np.isnan(entropy[0]).all()
+    np.testing.assert_allclose(entropy[2], -(p[2, :2] * np.log(p[2, :2])).sum(axis=0))
+    np.testing.assert_allclose(entropy[1], 0.0, atol=1e-12)  # one key: all the mass on it
+
+
+def test_long_axes_label_every_kth_token():
+    n = 95
+    tokens = [f"w{i}" for i in range(n)]
+    fig = figures.attention_heatmap(np.zeros((n, n)), tokens, np.ones((n, n), bool), "t")
+    ticks = fig.layout.xaxis.ticktext
+    assert len(ticks) == 32 and list(ticks[:2]) == ["w0", "w3"]  # every 3rd: at most MAX_TICKS
+    assert len(fig.data[0].x) == n
+
+
+def test_feature_grid_titles_each_panel_and_shares_one_scale():
+    p = masked_probs(FW_MASK)
+    panels = [(f"forward · k = {k}", p[..., k], FW_MASK) for k in (2, 0)] + [("backward · k = 1", p[..., 1].T, BW_MASK)]
+    fig = figures.feature_grid(panels, TOKENS, 2)
+    assert [a.text for a in fig.layout.annotations] == ["forward · k = 2", "forward · k = 0", "backward · k = 1"]
+    assert len({(t.zmin, t.zmax) for t in fig.data}) == 1 and [t.showscale for t in fig.data] == [True, False, False]
+    assert fig.layout.xaxis3.showticklabels and not fig.layout.xaxis.showticklabels  # labels on the bottom row
+
+
+def test_curves_put_losses_and_metrics_on_separate_axes():
+    history = [{"epoch": 1, "train_loss": 1.2, "dev_accuracy": 0.4}]
+    fig = figures.curves(history, ["train_loss", "dev_accuracy"])
+    assert [t.yaxis for t in fig.data] == ["y", "y2"]
+    assert list(fig.layout.xaxis2.range) == [0.5, 1.5] and fig.layout.xaxis2.dtick == 1  # one epoch: a point
 
 
 def test_heights_grow_with_tokens():

@@ -82,7 +82,8 @@ def test_viz_figures_of_one_token_and_of_the_gates(sst5):
     with pytest.raises(ValueError, match="out of range"):
         viz.query(result, j=9)
     gates = viz.gates(result)
-    np.testing.assert_allclose(np.asarray(gates.data[1].x, dtype=float),
+    bars = gates.data[1]  # drawn from 0.5, so that a gate's deviation from 0.5 is the bar
+    np.testing.assert_allclose(np.asarray(bars.x, dtype=float) + (bars.base or 0.0),
                                result.sentence.trace.backward.gate.numpy().mean(1), rtol=1e-6)
     importance = viz.source2token(result)
     assert np.asarray(importance.data[0].x, dtype=float).sum() == pytest.approx(1.0, abs=1e-5)

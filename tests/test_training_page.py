@@ -20,7 +20,12 @@ def ckdir(tmp_path, monkeypatch):
     st.cache_resource.clear()
 
 
-def fill(at, name, epochs=1, cap=40, d_h=8, vectors=""):
+def fill(at, name, epochs=1, cap=40, d_h=8, vectors="", long=False):
+    """Fill the form and start. ``long``: the paper's Adadelta (lr 0.5), whose dev score keeps rising long
+    enough that early stopping does not end the run before the test stops it."""
+    if long:
+        at.selectbox(key="train-optimizer").set_value("adadelta")
+        at.number_input(key="train-lr").set_value(0.5)
     at.selectbox(key="train-task").set_value("trec")
     at.number_input(key="train-epochs").set_value(epochs)
     at.number_input(key="train-dh").set_value(d_h)
@@ -52,6 +57,8 @@ def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job tiny-trec: done", texts(at.error)
     assert "Attention timeline" in texts(at.subheader) and "Evaluation on the test split" in texts(at.subheader)
+    metrics = at.dataframe[0].value  # the test figures as a table, not a JSON widget
+    assert list(metrics.columns) == ["metric", "value", "examples"] and "accuracy" in list(metrics["metric"])
     runs = at.dataframe[-1].value
     assert list(runs["checkpoint"]) == ["tiny-trec"] and runs["test"][0] > 0
     fresh = app()
@@ -69,9 +76,26 @@ def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
     assert command in (ckdir / "where" / "README.md").read_text()
 
 
+def test_the_form_starts_with_a_quick_trec_run(ckdir):
+    at = visit(app(), "pages/training.py")
+    assert at.selectbox(key="train-task").value == "trec" and at.number_input(key="train-epochs").value == 5
+    assert at.selectbox(key="train-optimizer").value == "adam" and at.number_input(key="train-lr").value == 0.001
+
+
+def test_the_timeline_grows_and_the_whole_run_has_an_eta_while_it_runs(ckdir):
+    at = visit(app(), "pages/training.py")
+    fill(at, "live", epochs=200, cap=300, long=True)
+    wait(at, lambda a: len(a.get("plotly_chart")) >= 2 and "running" in status(a))  # curves and a timeline
+    assert "Attention timeline" in texts(at.subheader)
+    bar = at.get("progress")[0].text
+    assert "/200" in bar and "left in the run" in bar, bar
+    at.button(key="train-stop").click().run()
+    wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
+
+
 def test_stop_keeps_the_best_checkpoint(ckdir):
     at = visit(app(), "pages/training.py")
-    fill(at, "stop-me", epochs=200, cap=300)
+    fill(at, "stop-me", epochs=200, cap=300, long=True)
     wait(at, lambda a: len(a.get("plotly_chart")) > 0 and "running" in status(a))  # an epoch has ended
     at.button(key="train-stop").click().run()
     wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
@@ -81,7 +105,7 @@ def test_stop_keeps_the_best_checkpoint(ckdir):
 
 def test_one_job_per_server(ckdir):
     first = visit(app(), "pages/training.py")
-    fill(first, "first", epochs=200, cap=300)
+    fill(first, "first", epochs=200, cap=300, long=True)
     second = visit(app(), "pages/training.py")
     fill(second, "second")
     assert "is running" in texts(second.warning)

@@ -1,11 +1,14 @@
 """The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
 from dataclasses import replace
+from html.parser import HTMLParser
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 import torch
 
-from disan.explore import views
+import disan
+from disan.explore import figures, markup, views
 from disan.explore.pipeline import Pipeline
 from disan.tools import latency
 
@@ -17,6 +20,24 @@ TEXT = "the glass bottle is big"
 def sentence(encoder="disan", text=TEXT):
     model, vocab = make_model("classify", encoder)
     return Pipeline(model, vocab, {}, {}).trace_sentence(text)
+
+
+def parse(body: str) -> tuple[set[str], list[str]]:
+    """(the tags of an HTML fragment, the text of each of its spans)."""
+    tags, spans = set(), []
+
+    class Parser(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.add(tag)
+            if tag == "span":
+                spans.append("")
+
+        def handle_data(self, data):
+            if self.get_starttag_text() and self.get_starttag_text().startswith("<span"):
+                spans[-1] += data
+
+    Parser(convert_charrefs=True).feed(body)
+    return tags, spans
 
 
 def test_the_registry_holds_the_functions_the_pages_call():
@@ -49,14 +70,30 @@ def test_keys_and_titles_follow_the_block_names():
     s = sentence("disan-nodir")
     assert views.block_names(s.trace) == ["diag 1", "diag 2"]
     attention = views.attention(s)
-    assert list(attention) == ["attention-pair", "attention-query-diag_1", "attention-query-diag_2", "attention-diff"]
-    assert [a.text for a in attention["attention-pair"].layout.annotations] == ["diag 1 DiSA", "diag 2 DiSA"]
-    assert attention["attention-diff"].layout.title.text == "diag 1 − diag 2"
-    assert [row.title for row in attention.rows] == [None, "One query token, every feature", "Diag 1 − diag 2"]
+    assert list(attention) == ["attention-sentence", "attention-pair", "attention-grid", "attention-query-diag_1",
+                               "attention-query-diag_2", "attention-diff"]
+    pair_titles = [a.text for a in attention["attention-pair"].layout.annotations]
+    assert pair_titles == ["diag 1 DiSA", "diag 2 DiSA"]
+    assert attention["attention-diff"].layout.title.text.startswith("diag 1 − diag 2: mean over features")
+    assert [row.title for row in attention.rows] == [None, None, "Sharpest features", "One query token, feature by feature",
+                                                      "Diag 1 − diag 2"]
     gates = views.gates(s)
-    assert list(gates) == ["gates-mean", "gates-diag_1", "gates-diag_2"]
+    assert list(gates) == ["gates-sentence-diag_1", "gates-sentence-diag_2", "gates-mean", "gates-diag_1",
+                           "gates-diag_2"]
     assert [bar.name for bar in gates["gates-mean"].data] == ["diag 1", "diag 2"]
-    assert list(views.gates(sentence())) == ["gates-mean", "gates-forward", "gates-backward"]
+    assert list(views.gates(sentence()).figures) == ["gates-mean", "gates-forward", "gates-backward"]
+
+
+def test_the_difference_compares_only_cells_both_blocks_may_attend():
+    s = sentence("disan-nodir")
+    diff = views.attention(s, views.AttentionOptions(scale="probability"))["attention-diff"].data[0]
+    a, b = (block.probs.numpy().mean(axis=-1) for block in s.trace.blocks)
+    z = np.asarray(diff.z, dtype=float)
+    off = ~np.eye(len(s.tokens), dtype=bool)
+    np.testing.assert_allclose(z[off], (a - b)[off], rtol=1e-5, atol=1e-9)
+    assert np.isnan(np.diag(z)).all()  # no block attends a token to itself
+    directional = views.attention(sentence())["attention-diff"]
+    assert isinstance(directional, views.Note) and "never attend the same cell" in directional.text
 
 
 def test_attention_masks_come_from_the_trace():
@@ -76,23 +113,163 @@ def test_default_options_pick_what_the_widgets_start_with():
     s = sentence()
     n = len(s.tokens)
     default = views.attention(s)
-    explicit = views.attention(s, views.AttentionOptions("mean", None, "forward", n - 1))
-    assert default["attention-query-forward"].layout.title.text == f"query {n - 1}: big"
-    for key in default:
+    explicit = views.attention(s, views.AttentionOptions("mean", None, "forward", n // 2, "lift", None,
+                                                         "received forward"))
+    assert default["attention-query-forward"].layout.title.text.startswith("forward · query 2: bottle · 5 sharpest features, lift")
+    for key in default.figures:
         assert default[key].to_json() == explicit[key].to_json()
+    assert default["attention-sentence"] == explicit["attention-sentence"]
     sharpest = views.sharpest_features(s.trace, "backward")
     assert len(sharpest) == min(views.TOP_RANKED, views.feature_count(s.trace))
     by_rank = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))
     by_k = views.attention(s, views.AttentionOptions("one feature", sharpest[0]))
-    assert by_rank["attention-pair"].to_json() == by_k["attention-pair"].to_json()
+    np.testing.assert_array_equal(by_rank["attention-pair"].data[0].z, by_k["attention-pair"].data[0].z)
 
 
 @pytest.mark.parametrize("options", [views.AttentionOptions(mode="median"), views.AttentionOptions(query=5),
                                      views.AttentionOptions("one feature", 5),
-                                     views.AttentionOptions("sharpest features", rank_by="sideways")])
+                                     views.AttentionOptions("sharpest features", rank_by="sideways"),
+                                     views.AttentionOptions(scale="log"), views.AttentionOptions(window=(3, 3)),
+                                     views.AttentionOptions(window=(0, 6)), views.AttentionOptions(shade="colour")])
 def test_bad_options_are_value_errors(options):
     with pytest.raises(ValueError):
         views.attention(sentence(), options)
+
+
+def test_the_default_heatmap_is_lift_over_uniform_centred_at_one():
+    s = sentence()
+    drawing = views.attention(s)
+    forward = s.trace.blocks[0]
+    mask = forward.mask.numpy()
+    expected = forward.probs.numpy().mean(axis=-1) * mask.sum(axis=1)[:, None]  # P x the keys of row j
+    left = drawing["attention-pair"].data[0]
+    np.testing.assert_allclose(np.asarray(left.customdata, dtype=float)[mask], expected[mask], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(left.z, dtype=float)[mask], np.log2(expected[mask]), rtol=1e-4, atol=1e-6)
+    assert left.zmin == -left.zmax and left.colorscale == drawing["attention-pair"].data[1].colorscale
+    ticks = dict(zip(left.colorbar.tickvals, left.colorbar.ticktext))
+    assert ticks[0.0] == "×1" and left.colorbar.title.text == "lift ×"
+    probability = views.attention(s, views.AttentionOptions(scale="probability"))["attention-pair"].data[0]
+    assert probability.zmin == 0 and probability.colorbar.title.text == "P"
+
+
+def test_small_multiples_show_each_blocks_sharpest_features():
+    s = sentence()
+    grid = views.attention(s)["attention-grid"]
+    titles = [a.text for a in grid.layout.annotations]
+    expected = [f"{name} · k = {k}" for name in ("forward", "backward")
+                for k in views.sharpest_features(s.trace, name, views.GRID)]
+    assert titles == expected and len(grid.data) == len(expected)
+    k = views.sharpest_features(s.trace, "backward", 1)[0]
+    backward = s.trace.blocks[1]
+    panel = grid.data[titles.index(f"backward · k = {k}")]
+    mask = backward.mask.numpy()
+    lifted = backward.probs.numpy()[..., k] * mask.sum(axis=1)[:, None]
+    np.testing.assert_allclose(np.asarray(panel.customdata, dtype=float)[mask], lifted[mask], rtol=1e-5)
+
+
+def test_the_query_view_orders_features_by_their_entropy_for_that_query():
+    s = sentence(text="the glass bottle is big and the man is pouring tea")
+    j = 6
+    drawing = views.attention(s, views.AttentionOptions(query=j))
+    forward = s.trace.blocks[0]
+    p = forward.probs.numpy()[j, :j]  # (keys, d): the tokens query j may attend
+    entropy = -(p * np.log(p)).sum(axis=0)
+    rows = [int(k) for k in drawing["attention-query-forward"].data[0].y]
+    assert rows == list(np.argsort(entropy, kind="stable")[:views.QUERY_FEATURES])
+    assert "lowest entropy over the tokens it may attend" in drawing.rows[3].caption
+
+
+def test_a_query_without_keys_and_a_one_token_sentence_get_words():
+    s = sentence()
+    drawing = views.attention(s, views.AttentionOptions(query=0))
+    assert isinstance(drawing["attention-query-forward"], views.Note)
+    assert "no earlier token" in drawing["attention-query-forward"].text
+    assert isinstance(drawing["attention-query-backward"], go.Figure)
+    one = views.attention(sentence(text="glass"))
+    assert list(one) == ["attention-none"] and not one.figures
+    assert "“glass” has 1 token, and no token may attend another" in one["attention-none"].text
+    assert list(views.gates(sentence(text="glass")).figures) == ["gates-mean", "gates-forward", "gates-backward"]
+
+
+def test_a_long_sentence_shows_a_window_around_the_query_with_thinned_ticks():
+    words = ("the glass bottle is big a man pouring of tea restaurant about to close biker fountain " * 5).split()
+    s = sentence(text=" ".join(words[:75]))
+    n = len(s.tokens)
+    assert n == 75 and views.default_window(n, 37) == (7, 67)
+    drawing = views.attention(s)
+    pair = drawing["attention-pair"]
+    assert np.asarray(pair.data[0].z).shape == (views.WINDOW, views.WINDOW)
+    assert pair.data[0].y[0] == f"query 7: {s.tokens[7]}"  # hover keeps the position in the sentence
+    assert len(pair.layout.yaxis.tickvals) <= figures.MAX_TICKS and len(pair.data[0].y) == views.WINDOW
+    assert "tokens 7–66 of 75" in pair.layout.title.text
+    moved = views.attention(s, views.AttentionOptions(window=(0, 10)))["attention-pair"]
+    assert np.asarray(moved.data[0].z).shape == (10, 10)
+    # the lift of a cell counts every key of its row, not only those in the window
+    forward = s.trace.blocks[0]
+    row = 9
+    expected = forward.probs.numpy()[row, :row].mean(axis=-1) * row
+    np.testing.assert_allclose(np.asarray(moved.data[0].customdata, dtype=float)[row, :row], expected, rtol=1e-5)
+
+
+def test_the_sentence_is_shaded_by_what_each_token_receives_from_escaped_text():
+    s = sentence(text="the <b>glass</b> bottle is <script>big")
+    tags, spans = parse(views.attention(s)["attention-sentence"].body)
+    assert tags <= {"div", "span"}  # the tokens' markup is text, not tags
+    assert spans == s.tokens and "<" in spans
+    forward = s.trace.blocks[0]
+    mask = forward.mask.numpy()
+    lifted = forward.probs.numpy().mean(axis=-1) * mask.sum(axis=1)[:, None]
+    received = views.shading(s, "received forward")
+    for i in range(len(s.tokens) - 1):  # the last token is attended by no forward query
+        assert received.values[i] == pytest.approx(lifted[mask[:, i], i].mean(), rel=1e-5)
+    assert np.isnan(received.values[-1])
+    gate = views.shading(s, "gate backward")
+    np.testing.assert_allclose(gate.values, s.trace.blocks[1].gate.numpy().mean(axis=1), rtol=1e-6)
+    assert set(views.shade_choices(s.trace)) == {"received forward", "received backward", "source2token",
+                                                 "gate forward", "gate backward"}
+
+
+def test_gates_sort_features_mark_stop_words_and_start_bars_at_one_half():
+    s = sentence(text="the glass bottle is big")
+    drawing = views.gates(s)
+    heatmap = drawing["gates-forward"].data[0]
+    gate = s.trace.blocks[0].gate.numpy()
+    order = [int(k) for k in heatmap.x]
+    assert order == list(np.argsort(-gate.mean(axis=0), kind="stable"))
+    np.testing.assert_allclose(np.asarray(heatmap.z, dtype=float), gate[:, order], rtol=1e-6)
+    assert heatmap.zmin + heatmap.zmax == pytest.approx(1.0)  # white at F = 0.5
+    ticks = drawing["gates-forward"].layout.yaxis.ticktext
+    assert "<i>the</i>" in ticks[0] and "<i>" in ticks[3] and "<i>" not in ticks[1]  # "the", "is": stop words
+    bars = drawing["gates-mean"].data[0]
+    assert bars.base == 0.5
+    np.testing.assert_allclose(np.asarray(bars.x, dtype=float) + 0.5, gate.mean(axis=1), rtol=1e-6)
+    assert list(bars.marker.pattern.shape) == ["/", "", "", "/", ""]
+
+
+def test_source2token_marks_where_the_backward_features_start():
+    s = sentence()
+    fig = views.source2token(s)["s2t-heatmap"]
+    d = views.feature_count(s.trace)
+    assert [shape.x0 for shape in fig.layout.shapes] == [d - 0.5]
+    assert [a.text for a in fig.layout.annotations] == [f"forward: features 0–{d - 1}",
+                                                        f"backward: features {d}–{2 * d - 1}"]
+
+
+def test_every_figure_says_which_model_sentence_mode_and_feature(make_checkpoint):
+    pipe = disan.load(make_checkpoint(name="my-model"))
+    s = pipe.trace_sentence("the glass bottle is big and the man is pouring tea into a glass")
+    for options in (views.AttentionOptions(), views.AttentionOptions("one feature", 3, scale="probability")):
+        for key, fig in views.attention(s, options).figures.items():
+            assert fig.layout.title.subtitle.text == "model my-model · “the glass bottle is big and the man is pouring…”"
+    pair = views.attention(s, views.AttentionOptions("one feature", 3, scale="probability"))["attention-pair"]
+    assert pair.layout.title.text.startswith("feature k = 3, probability")
+    ranked = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))["attention-pair"]
+    k = views.sharpest_features(s.trace, "backward")[0]
+    assert ranked.layout.title.text.startswith(f"feature k = {k} (the sharpest in backward), lift over uniform")
+    for drawing in (views.gates(s), views.source2token(s)):
+        assert all("my-model" in fig.layout.title.subtitle.text for fig in drawing.figures.values())
+    probs = views.prediction(pipe.trace("the glass bottle is big"))
+    assert probs.layout.title.subtitle.text == "model my-model · “the glass bottle is big”"
 
 
 def test_word_senses_say_why_they_cannot_draw():
@@ -108,3 +285,23 @@ def test_word_senses_say_why_they_cannot_draw():
             views.word_senses(inputs)
     with pytest.raises(views.Unavailable, match="big"):
         views.word_senses([glass, tea], views.SensesOptions(word="big"))
+
+
+def test_word_senses_use_the_chosen_occurrence_of_a_repeated_word():
+    glass = sentence(text="The glass bottle is big")
+    twice = sentence(text="a glass of tea in the glass bottle")
+    assert views.occurrence_label(twice.tokens, 6) == "token 6: … in the [glass] bottle"
+    second = views.word_senses([glass, twice], views.SensesOptions("glass", "source2token", (0, 1)))
+    z = np.asarray(second["senses-heatmaps"].data[0].z, dtype=float)
+    np.testing.assert_allclose(z[1], twice.trace.source2token.probs.numpy()[6], rtol=1e-6)
+    first = views.word_senses([glass, twice], views.SensesOptions("glass", "source2token"))
+    np.testing.assert_allclose(np.asarray(first["senses-heatmaps"].data[0].z, dtype=float)[1],
+                               twice.trace.source2token.probs.numpy()[1], rtol=1e-6)
+    with pytest.raises(ValueError, match="occurrences"):
+        views.word_senses([glass, twice], views.SensesOptions("glass", "source2token", (1, 0)))
+
+
+def test_token_labels_keep_repeated_tokens_apart_and_show_them_literally():
+    labels = markup.token_labels(["the", "*cat*", "saw", "the", "the"])
+    assert len(set(labels)) == 5  # Streamlit maps a click back by its label: each must be unique
+    assert [label.replace("\u200b", "") for label in labels] == ["the", "\\*cat\\*", "saw", "the", "the"]

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from disan.explore import catalog, views
+from disan.explore import catalog, markup, views
+from disan.explore.cache import ByteCache, budget, cache_bytes
 from disan.explore.pipeline import SentenceTrace, TraceResult, load
 from disan.explore.tables import trace_csv, trace_npz
 from disan.nn.checkpoint import CONFIG, resolve
@@ -27,18 +28,60 @@ def load_pipeline(path: str, mtime: float):
     return load(path)
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
+@st.cache_resource
+def trace_cache() -> ByteCache:
+    """The server's traces, bounded in bytes (``DISAN_TRACE_CACHE_MB``, less the working memory of drawing
+    them). Held as a resource, so a rerun reads a trace in place instead of unpickling a copy of it as
+    ``st.cache_data`` would."""
+    return ByteCache(cache_bytes(budget()))
+
+
 def cached_trace(path: str, mtime: float, text) -> TraceResult:
-    return load_pipeline(path, mtime).trace(text)
+    """The trace of an input (a text, or a (premise, hypothesis) pair) by a checkpoint, from the trace cache."""
+    return trace_cache().get(("input", path, mtime, text), lambda: load_pipeline(path, mtime).trace(text))
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
 def cached_sentence(path: str, mtime: float, text: str) -> SentenceTrace:
-    return load_pipeline(path, mtime).trace_sentence(text)
+    """The encoder's trace of one sentence (any model, pairs included), from the trace cache."""
+    return trace_cache().get(("sentence", path, mtime, text), lambda: load_pipeline(path, mtime).trace_sentence(text))
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _listing(fingerprint: tuple) -> list[catalog.Entry]:
+    return catalog.list_checkpoints(fingerprint[0])
 
 
 def entries() -> list[catalog.Entry]:
-    return catalog.list_checkpoints()
+    """Every checkpoint, checked (:func:`catalog.list_checkpoints`); checked again only when a file changes."""
+    return _listing(catalog.fingerprint())
+
+
+def persistent(widget, label: str, key: str, after=None, **kwargs):
+    """A widget whose value lives in ``st.session_state[key]`` across pages and reruns that do not draw it.
+
+    Streamlit forgets the state of a widget that a run does not draw, so the widget works on a
+    shadow key and copies its value to the plain key that the pages read; ``after`` runs once the
+    value is copied. Setting the shadow key on every run also sends the value to the browser, so the
+    widget never shows a choice other than the one the page uses. ``st.session_state[key]`` must be
+    set before the call.
+    """
+    shadow = f"_{key}"
+    st.session_state[shadow] = st.session_state[key]
+
+    def keep():
+        st.session_state[key] = st.session_state[shadow]
+        if after is not None:
+            after()
+    return widget(label, key=shadow, on_change=keep, **kwargs)
+
+
+def fresh(key: str, tokens) -> None:
+    """Forget the widget ``key`` when the sentence it belongs to changes, so that it starts from its default
+    (the middle query token of the new sentence, not a position of the old one)."""
+    marker = f"{key}@tokens"
+    if st.session_state.get(marker) != list(tokens):
+        st.session_state.pop(key, None)
+        st.session_state[marker] = list(tokens)
 
 
 def current_entry() -> catalog.Entry | None:
@@ -84,17 +127,10 @@ def show_prediction(pipe, result: TraceResult) -> None:
         cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
     else:
         cols[0].metric("prediction", pred.label)
-    chart(cols[1], views.prediction(pred), "prediction-probs")
+    chart(cols[1], views.prediction(result), "prediction-probs")
     if result.unknown:
-        st.caption("Unknown words (embedded as <unk>): " + ", ".join(repr(t) for t in result.unknown))
-
-
-def pick_sentence(result: TraceResult, key: str) -> SentenceTrace:
-    """For a pair, let the user choose the premise or the hypothesis."""
-    if result.sentence is not None:
-        return result.sentence
-    which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key=key)
-    return getattr(result, which)
+        st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "
+                                         + ", ".join(repr(t) for t in result.unknown)))
 
 
 def chart(where, fig, key: str) -> None:
@@ -104,31 +140,46 @@ def chart(where, fig, key: str) -> None:
                                              "toImageButtonOptions": {"format": fmt, "filename": key, "scale": 2}})
 
 
-def draw(drawing: views.Drawing) -> None:
-    """Draw a view's rows: the row's subheader, then its figures and tables side by side."""
+def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
+    """Draw a view's rows in ``where``: the row's subheader and caption, then its panels side by side.
+
+    ``prefix`` keeps the keys of two drawings on one page apart (a premise and a hypothesis).
+    """
     for row in drawing.rows:
         if row.title:
-            st.subheader(row.title)
-        places = st.columns(len(row.panels)) if len(row.panels) > 1 else [st]
-        for where, (key, panel) in zip(places, row.panels.items()):
-            if isinstance(panel, pd.DataFrame):
+            where.subheader(row.title)
+        if row.caption:
+            where.caption(row.caption)
+        places = where.columns(len(row.panels)) if len(row.panels) > 1 else [where]
+        for place, (key, panel) in zip(places, row.panels.items()):
+            if isinstance(panel, views.Note):
+                place.info(markup.markdown_label(panel.text))
+            elif isinstance(panel, views.Html):
+                place.html(panel.body)
+            elif isinstance(panel, pd.DataFrame):
                 # a table keyed by position needs no index column; one labelled by sentence keeps it
-                where.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex))
+                place.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex))
             else:
-                chart(where, panel, key)
+                chart(place, panel, prefix + key)
 
 
-def downloads(sentence: SentenceTrace, key: str) -> None:
-    """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz."""
-    c1, c2 = st.columns(2)
-    c1.download_button("Trace as CSV (zip)", trace_csv(sentence.tokens, sentence.trace), "disan-trace.zip",
-                       "application/zip", key=f"{key}-csv")
-    c2.download_button("Trace as NPZ", trace_npz(sentence.tokens, sentence.trace), "disan-trace.npz",
-                       "application/octet-stream", key=f"{key}-npz")
+def downloads(sentence: SentenceTrace, key: str, where=st) -> None:
+    """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz.
+
+    The files are built only when a button is clicked (a 200-token trace makes a 90 MB CSV zip).
+    """
+    c1, c2 = where.columns(2)
+    tokens, trace = sentence.tokens, sentence.trace
+    c1.download_button("Trace as CSV (zip)", lambda: trace_csv(tokens, trace), "disan-trace.zip",
+                       "application/zip", key=f"{key}-csv", on_click="ignore")
+    c2.download_button("Trace as NPZ", lambda: trace_npz(tokens, trace), "disan-trace.npz",
+                       "application/octet-stream", key=f"{key}-npz", on_click="ignore")
 
 
-def page_sentence(key: str, view: views.View) -> SentenceTrace | None:
-    """The trace of the sentence a page draws, with the prediction shown above it.
+def page_sentences(view: views.View) -> list[tuple[str, SentenceTrace]] | None:
+    """The traced sentences a page draws, as (role, trace): one ("sentence", ...) or, for a pair model,
+    ("premise", ...) and ("hypothesis", ...), which the pages draw side by side. The prediction is shown
+    above them.
 
     None when there is nothing to draw (no model, bad input, or an encoder without what the view
     draws, e.g. DiSA blocks for the token2token pages); the user has been told why.
@@ -140,9 +191,19 @@ def page_sentence(key: str, view: views.View) -> SentenceTrace | None:
     if result is None:
         return None
     show_prediction(pipe, result)
-    sentence = pick_sentence(result, key)
-    if not view.available(sentence.trace):
+    if not view.available(result.sentences[0].trace):
         st.info(f"The {entry.encoder} encoder has no {view.lacking}.")
         return None
-    return sentence
+    if result.sentence is not None:
+        return [("sentence", result.sentence)]
+    return [("premise", result.premise), ("hypothesis", result.hypothesis)]
 
+
+def side_by_side(sentences: list[tuple[str, SentenceTrace]]) -> list[tuple[str, SentenceTrace, object]]:
+    """(role, trace, where to draw it) for each sentence: the page itself for one, a column each for a pair."""
+    if len(sentences) == 1:
+        return [(role, s, st) for role, s in sentences]
+    columns = st.columns(len(sentences), gap="large")
+    for (role, _), column in zip(sentences, columns):
+        column.subheader(role.capitalize())
+    return [(role, s, column) for (role, s), column in zip(sentences, columns)]

@@ -1,8 +1,10 @@
 """The checkpoints a user can pick: every checkpoint directory under a root, with its headline figure,
-and the broken ones with the reason (never loaded beyond their JSON)."""
+and the broken ones with the reason. Listing checks each checkpoint as loading would, short of reading
+the tensors (:func:`disan.nn.checkpoint.check`)."""
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +35,7 @@ class Entry:
 
     @property
     def ok(self) -> bool:
-        """True when the checkpoint's JSON files could be read."""
+        """True when the checkpoint passed :func:`disan.nn.checkpoint.check`: it loads."""
         return self.error is None
 
     @property
@@ -54,32 +56,69 @@ def headline(metrics: dict) -> str:
 
 
 def describe(path: Path) -> Entry:
-    """An :class:`Entry` from the checkpoint's JSON files only (the weights are not read)."""
+    """An :class:`Entry` from :func:`disan.nn.checkpoint.check`: the JSON files, the weights' header and shapes."""
     entry = Entry(path.name, path)
     try:
-        config = checkpoint.read_config(path)
-        metrics = checkpoint.read_json(checkpoint.resolve(path) / checkpoint.METRICS, "metrics.json")
+        config, _, _, metrics = checkpoint.check(path)
     except checkpoint.CheckpointError as e:
         entry.error = str(e)
         return entry
-    entry.config, entry.metrics = config, metrics if isinstance(metrics, dict) else {}
+    entry.config, entry.metrics = config, metrics
     model = config.get("model") or {}
     entry.task, entry.kind, entry.encoder = config.get("task", "?"), config.get("kind", "?"), model.get("encoder", "?")
     entry.headline = headline(entry.metrics)
     return entry
 
 
-def list_checkpoints(root: str | Path | None = None) -> list[Entry]:
-    """Every directory under ``root`` (working and broken), sorted by name.
-
-    Half-written saves (``.tmp``) are skipped; a ``.prev`` left by an interrupted save stands for its checkpoint.
-    """
-    root = Path(root) if root is not None else checkpoints_dir()
+def _directories(root: Path) -> list[str]:
+    """The checkpoint names under root: half-written saves (``.tmp``) are skipped, and a ``.prev`` left by an
+    interrupted save stands for its checkpoint."""
     if not root.is_dir():
         return []
-    names = sorted({p.name.removesuffix(".prev") for p in root.iterdir()
-                    if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
-    return [describe(root / name) for name in names]
+    return sorted({p.name.removesuffix(".prev") for p in root.iterdir()
+                   if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
+
+
+def fingerprint(root: str | Path | None = None) -> tuple:
+    """What :func:`list_checkpoints` depends on, cheap to read: every checkpoint file's name, size and
+    modification time. The app lists checkpoints again only when this changes."""
+    root = Path(root) if root is not None else checkpoints_dir()
+    files = []
+    for name in _directories(root):
+        for folder in (root / name, root / f"{name}.prev"):
+            if folder.is_dir():
+                files += [(folder.name, f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(folder)]
+    return (str(root), tuple(sorted(files)))
+
+
+def list_checkpoints(root: str | Path | None = None) -> list[Entry]:
+    """Every checkpoint directory under ``root`` (working and broken), sorted by name."""
+    root = Path(root) if root is not None else checkpoints_dir()
+    return [describe(root / name) for name in _directories(root)]
+
+
+def where(path: Path) -> str:
+    """A checkpoint's directory as a command names it: relative to the working directory when inside it."""
+    path = Path(path).absolute()
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def card(entry: Entry) -> str:
+    """The checkpoint's model card, with the ``--out`` of its training command set to where the checkpoint
+    lives now (a run trained into ``runs/sick`` and shipped as ``checkpoints/sick`` reproduces there)."""
+    lines = checkpoint.card(entry.path).splitlines()
+    for k, line in enumerate(lines):
+        command = line.lstrip()
+        if not command.startswith("python -m disan train"):
+            continue
+        words = shlex.split(command)
+        if "--out" in words[:-1]:
+            words[words.index("--out") + 1] = where(entry.path)
+            lines[k] = line[:len(line) - len(command)] + shlex.join(words)
+    return "\n".join(lines)
 
 
 def runs_table(items: list[Entry]) -> pd.DataFrame:

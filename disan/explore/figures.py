@@ -9,27 +9,40 @@ Tokens and labels are untrusted user text, and plotly renders a subset of HTML i
 tick labels, titles, legends and hover text, so every string that reaches a figure
 goes through :func:`_esc` first. Token axes are numeric (0..n-1) with tick
 labels, because a categorical axis would merge repeated tokens ("the ... the").
+
+Figures are built from plain trace and layout dicts in one step (:func:`_figure`),
+without plotly's per-property validation: validating costs 30 times more than
+building, about 0.3 s on every rerun of the Attention page at 200 tokens, and
+the dicts are written here, not taken from users.
 """
 from __future__ import annotations
 
 import html
+import textwrap
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import make_colorscale, sequential
-from plotly.subplots import make_subplots
+import plotly.io as pio
+from plotly.colors import get_colorscale, make_colorscale, sequential
 
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.
 SEQUENTIAL = make_colorscale(["#ffffff"] + sequential.Blues[1:])
-DIVERGING = "RdBu_r"      # negative blue, 0 white, positive red
+# negative blue, 0 white, positive red; resolved here, since the figures skip the validation that would
+# turn a name like "RdBu_r" into colours (plotly.js knows no reversed names)
+DIVERGING = get_colorscale("RdBu_r")
 MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels
+MAX_TICKS = 40            # a longer token axis labels every k-th position (hover still names every one)
+FEATURE_TICKS = 25        # the same for an axis of features in a chosen order
+STOP_STYLE = "color:#8c8c8c"  # tick labels of stop words: grey italics
+LIFT_RANGE = (1.1, 64.0)  # the lift colour range spans at least x1/1.1..x1.1 and at most x1/64..x64
+SCALES = ("lift", "probability")  # how attention heatmaps are coloured (see _colouring)
 
 
 def _esc(text) -> str:
@@ -43,6 +56,16 @@ def _short(text, limit: int = TICK_CHARS) -> str:
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return _esc(text)
+
+
+def _wrap(text, width: int = 32, lines: int = 3) -> str:
+    """Escaped text in lines of at most ``width`` characters joined by ``<br>`` (plotly's line break); past
+    ``lines`` lines it is cut with an ellipsis (hover shows it whole)."""
+    chunks = textwrap.wrap(str(text), width) or [""]
+    if len(chunks) > lines:
+        chunks = chunks[:lines]
+        chunks[-1] = chunks[-1][:width - 1] + "…"
+    return "<br>".join(_esc(chunk) for chunk in chunks)
 
 
 def _height(rows: int, per_row: int = 22, base: int = 160, low: int = 320, high: int = 1600) -> int:
@@ -59,68 +82,120 @@ def _peak(*arrays: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class _Axis:
-    """One heatmap axis: its title, the value of each position, and how hover names a position.
+    """One heatmap axis: its title, the value of each position, its ticks, and how hover names a position.
 
     Text axes are categorical with unique values ("query 3: the"), so repeated tokens stay apart
     and the hover reads the escaped value directly; no per-cell strings are built, which keeps a
     tokens x features heatmap cheap to build and to serialise.
     """
     title: str
-    values: list               # one per position: escaped unique labels, or feature ids
-    ticks: list[str] | None    # tick labels; None: plotly's own ticks (numeric feature axes)
-    hover: str = "{ref}"       # how the hover template names a position, given %{x} or %{y}
+    values: list                           # one per position: escaped unique labels, or feature ids
+    ticks: tuple[list, list[str]] | None   # (tick values, tick labels); None: plotly's own (numeric axes)
+    hover: str = "{ref}"                   # how the hover template names a position, given %{x} or %{y}
 
     def layout(self, reverse: bool = False) -> dict:
         axis = dict(title=dict(text=self.title), showgrid=False, zeroline=False)
         if self.ticks is not None:
-            axis.update(type="category", tickmode="array", tickvals=self.values, ticktext=self.ticks)
+            axis.update(type="category", tickmode="array", tickvals=self.ticks[0], ticktext=self.ticks[1])
         if reverse:
             axis["autorange"] = "reversed"   # first row at the top
         return axis
 
 
-def _label_axis(name: str, labels: Sequence[str], title: str | None = None) -> _Axis:
-    """Positions named by text (tokens, class labels): hover "name k: label"."""
-    values = [f"{name} {k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
-    return _Axis(title or name, values, [_short(label) for label in labels])
+def _thinned(values: list, labels: list[str], max_ticks: int) -> tuple[list, list[str]]:
+    """Every k-th tick, so that at most ``max_ticks`` are labelled."""
+    step = max(1, -(-len(values) // max_ticks))
+    return values[::step], labels[::step]
 
 
-def _feature_axis(d: int, features: Sequence[int] | None = None) -> _Axis:
+def _label_axis(name: str, labels: Sequence[str], title: str | None = None, first: int = 0,
+                marked: Sequence[bool] | None = None, max_ticks: int = MAX_TICKS) -> _Axis:
+    """Positions named by text (tokens, class labels): hover "name k: label", k counted from ``first``.
+
+    ``marked`` positions (stop words) get grey italic tick labels.
+    """
+    values = [f"{name} {first + k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
+    ticks = [_short(label) for label in labels]
+    if marked is not None:
+        ticks = [f'<span style="{STOP_STYLE}"><i>{t}</i></span>' if m else t for t, m in zip(ticks, marked)]
+    return _Axis(title or name, values, _thinned(values, ticks, max_ticks))
+
+
+def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "feature k") -> _Axis:
     """Feature positions: numeric 0..d-1, or a chosen subset/order as categories named by feature id."""
     if features is None:
-        return _Axis("feature k", list(range(d)), None, "feature {ref}")
+        return _Axis(title, list(range(d)), None, "feature {ref}")
     ids = [str(int(k)) for k in features]
-    return _Axis("feature k", ids, ids, "feature {ref}")
+    return _Axis(title, ids, _thinned(ids, ids, FEATURE_TICKS), "feature {ref}")
 
 
 def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, zmid=None,
-             colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True) -> go.Heatmap:
-    """The one heatmap trace every figure uses. Masked (NaN) cells have no hover.
+             colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True,
+             colorbar: dict | None = None, customdata: np.ndarray | None = None, value: str | None = None,
+             **extra) -> dict:
+    """The one heatmap trace every figure uses (a dict for :func:`_figure`). Masked (NaN) cells have no hover.
 
-    Hover text comes from the axes' escaped values, never from raw labels.
+    Hover text comes from the axes' escaped values, never from raw labels; ``value`` is how the hover
+    writes a cell (default: its z). ``colorbar`` titles the colour scale; ``extra`` goes into the trace
+    (its subplot axes, gaps).
     """
     z = np.asarray(z, dtype=float)  # (rows, cols)
-    hover = (f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = %{{z:{fmt}}}<extra></extra>")
-    values = None
+    value = value or f"%{{z:{fmt}}}"
+    hover = f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = {value}<extra></extra>"
+    trace = dict(type="heatmap", z=z, x=cols.values, y=rows.values, hovertemplate=hover, colorscale=colorscale,
+                 showscale=showscale, hoverongaps=False, **extra)
+    optional = dict(zmin=zmin, zmax=zmax, zmid=zmid, colorbar=colorbar, customdata=customdata)
+    trace.update({k: v for k, v in optional.items() if v is not None})
     if text:  # small matrices only (confusion counts)
-        values = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
-    return go.Heatmap(
-        z=z, x=cols.values, y=rows.values, hovertemplate=hover,
-        colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, showscale=showscale, hoverongaps=False,
-        text=values, texttemplate="%{text}" if text else None,
-    )
+        trace["text"] = np.array([["" if np.isnan(v) else format(v, fmt) for v in row] for row in z], dtype=object)
+        trace["texttemplate"] = "%{text}"
+    return trace
 
 
-def _heatmap_figure(trace: go.Heatmap, rows: _Axis, cols: _Axis, title: str, height: int) -> go.Figure:
+def _figure(traces: Sequence[dict], title: str, height: int, **layout) -> go.Figure:
+    """A figure from trace dicts and layout entries, titled (escaped) and in the app's template, built
+    without validation (see the module's docstring)."""
+    layout = {"template": pio.templates[TEMPLATE], "title": {"text": _esc(title)}, "height": height, **layout}
+    return go.Figure(data=list(traces), layout=layout, _validate=False)
+
+
+def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, **layout) -> go.Figure:
     """A single heatmap with the first row at the top and masked cells showing the grey background."""
-    fig = go.Figure(trace)
-    fig.update_xaxes(**cols.layout())
-    fig.update_yaxes(**rows.layout(reverse=True))
-    return _finish(fig, title, height, plot_bgcolor=MASKED_BG)
+    return _figure([trace], title, height, xaxis=cols.layout(), yaxis=rows.layout(reverse=True),
+                   plot_bgcolor=MASKED_BG, **layout)
 
 
-def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
-    fig.update_layout(title=dict(text=_esc(title)), template=TEMPLATE, height=height, **layout)
+def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04, vspace: float = 0.1,
+          **axes) -> tuple[dict, list[dict]]:
+    """Subplots: (layout entries, the axis references of each panel in row-major order).
+
+    The layout holds every panel's x and y axis (their domains, anchored to each other, with ``axes``
+    applied to all) and the panels' titles above them (escaped here).
+    """
+    layout, panels, annotations = {}, [], []
+    width, height = (1 - hspace * (cols - 1)) / cols, (1 - vspace * (rows - 1)) / rows
+    for k in range(rows * cols):
+        r, c = divmod(k, cols)
+        x0, y1 = c * (width + hspace), 1 - r * (height + vspace)
+        suffix = "" if k == 0 else str(k + 1)
+        # clipped: the last panel's edge may miss 0 or 1 by a rounding error
+        layout[f"xaxis{suffix}"] = dict(domain=[max(0.0, x0), min(1.0, x0 + width)], anchor=f"y{suffix}", **axes)
+        layout[f"yaxis{suffix}"] = dict(domain=[max(0.0, y1 - height), min(1.0, y1)], anchor=f"x{suffix}", **axes)
+        panels.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
+        if k < len(titles):
+            # 6 px above the panel, so that the title does not touch it
+            annotations.append(dict(text=_esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
+                                    xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
+                                    font=dict(size=14)))
+    return {**layout, "annotations": annotations}, panels
+
+
+def describe(fig: go.Figure, source: str) -> go.Figure:
+    """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
+    what it shows; the title above it says what is drawn (mode, feature)."""
+    top = 110 if fig.layout.annotations else 90  # room for subplot titles under the title and subtitle
+    fig.update_layout(title=dict(subtitle=dict(text=_esc(source)), y=0.99, yanchor="top", yref="container"),
+                      margin=dict(t=max(top, fig.layout.margin.t or 0)))
     return fig
 
 
@@ -136,38 +211,64 @@ def reduce_features(probs: np.ndarray, mode: str | int) -> np.ndarray:
 
     Multi-dimensional attention has one distribution per feature; a 2-D view needs one number per cell.
     """
-    probs = np.asarray(probs, dtype=float)  # (n, n, d)
+    probs = np.asarray(probs)  # (n, n, d), reduced in its own precision: no float64 copy of n²·d values
     if mode == "mean":
-        return probs.mean(axis=-1)
+        return probs.mean(axis=-1, dtype=float)
     if mode == "max":
-        return probs.max(axis=-1)
+        return probs.max(axis=-1).astype(float)
     if isinstance(mode, (int, np.integer)) and not isinstance(mode, bool):
         if not 0 <= mode < probs.shape[-1]:
             raise ValueError(f"feature {mode} out of range for {probs.shape[-1]} features")
-        return probs[..., int(mode)]
+        return probs[..., int(mode)].astype(float)
     raise ValueError(f"mode must be 'mean', 'max' or a feature index, not {mode!r}")
 
 
-def feature_sharpness(probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def lift(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention relative to uniform: ``values[j, i, ...]`` x the number of keys row j may attend.
+
+    1 is what a row that spreads its attention evenly over its keys gives every key; 2 is twice
+    that. The forward block's row j has j keys, so 1/j is "uniform" there, and the raw
+    probabilities of a long row look small however sharp they are; the lift compares rows fairly.
+    """
+    keys = np.asarray(mask, dtype=bool).sum(axis=1).astype(float)  # (n,)
+    values = np.asarray(values, dtype=float)
+    return values * keys.reshape((-1,) + (1,) * (values.ndim - 1))
+
+
+def query_entropy(probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n, d) entropy (nats) of every query row j's attention, feature by feature, over the keys j may attend.
+
+    0 is a feature that puts all of row j's mass on one token; log(keys) is uniform. NaN for rows
+    without any key (the first token of the forward block). Computed row by row, so that no
+    temporary of n²·d values is made.
+    """
+    probs, mask = np.asarray(probs), np.asarray(mask, dtype=bool)  # (n, n, d), (n, n)
+    out = np.full((probs.shape[0], probs.shape[-1]), np.nan)
+    for j in np.flatnonzero(mask.any(axis=1)):
+        p = probs[j][mask[j]]                                      # (keys, d)
+        out[j] = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=0, dtype=float)
+    return out
+
+
+def feature_sharpness(probs: np.ndarray, mask: np.ndarray, entropy: np.ndarray | None = None) -> np.ndarray:
     """(d,) mean entropy (nats) of each feature's attention over the query rows that have a key.
 
     Lower is sharper: a feature that puts all its mass on one token scores 0. Rows
     without any valid key (the first token of the forward block) carry no
     distribution and are ignored; NaN for a feature when no row is valid.
+    ``entropy``: :func:`query_entropy` of these probabilities, when already computed.
     """
-    mask = np.asarray(mask, dtype=bool)                     # (n, n)
-    p = np.where(mask[..., None], np.asarray(probs, dtype=float), 0.0)  # (n, n, d)
-    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    entropy = -plogp.sum(axis=1)                            # (n, d): per query j and feature k
-    rows = mask.any(axis=1)                                 # (n,)
+    entropy = query_entropy(probs, mask) if entropy is None else entropy  # (n, d)
+    rows = np.asarray(mask, dtype=bool).any(axis=1)
     if not rows.any():
-        return np.full(p.shape[-1], np.nan)
+        return np.full(entropy.shape[-1], np.nan)
     return entropy[rows].mean(axis=0)
 
 
-def rank_features(probs: np.ndarray, mask: np.ndarray, top: int | None = None) -> list[int]:
-    """Feature indices, sharpest (lowest entropy) first; ties keep feature order."""
-    order = np.argsort(feature_sharpness(probs, mask), kind="stable")
+def rank_features(probs: np.ndarray, mask: np.ndarray, top: int | None = None,
+                  entropy: np.ndarray | None = None) -> list[int]:
+    """Feature indices, sharpest (lowest mean entropy) first; ties keep feature order."""
+    order = np.argsort(feature_sharpness(probs, mask, entropy), kind="stable")
     return [int(k) for k in order[:top]]
 
 
@@ -198,121 +299,299 @@ def similarity_matrix(vectors: Sequence[np.ndarray]) -> np.ndarray:
 
 # ---------------------------------------------------------------- attention figures
 
+def _lift_colours(zs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
+    """log2 of lift matrices, for a diverging colour scale centred at x1 whose range is symmetric in
+    ratio (x1/4 is as blue as x4 is red) and fits the data within :data:`LIFT_RANGE`; the colour bar is
+    labelled in lifts. A lift of 0 takes the bluest colour; NaN (masked) stays NaN."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = [np.log2(np.asarray(z, dtype=float)) for z in zs]
+    finite = [np.abs(log[np.isfinite(log)]) for log in logs]
+    top = max((float(f.max()) for f in finite if f.size), default=0.0)
+    r = float(np.clip(top, np.log2(LIFT_RANGE[0]), np.log2(LIFT_RANGE[1])))
+    steps = (2, 4, 8, 16, 32, 64) if r >= 1 else (1.1, 1.25, 1.5, 2)
+    ticks = sorted([1.0] + [t for step in steps if np.log2(step) <= r + 1e-9 for t in (step, 1 / step)])
+    colorbar = dict(title=dict(text="lift ×"), tickvals=[float(np.log2(t)) for t in ticks],
+                    ticktext=[f"×{t:.3g}" for t in ticks])
+    return [np.clip(log, -r, r) for log in logs], dict(zmin=-r, zmax=r, colorscale=DIVERGING, colorbar=colorbar)
+
+
+def _coloured(zs: Sequence[np.ndarray], scale: str) -> tuple[list[np.ndarray], list, dict]:
+    """(what to draw, hover data, heatmap arguments) of matrices that share one colour scale.
+
+    ``scale`` "probability": values from 0 on the sequential scale; "lift": values that are lifts
+    (:func:`lift`) on the diverging log scale of :func:`_lift_colours`, the hover showing the lift itself.
+    """
+    zs = [np.asarray(z, dtype=float) for z in zs]
+    if scale == "probability":
+        return zs, [None] * len(zs), dict(zmin=0.0, zmax=_peak(*zs), colorscale=SEQUENTIAL,
+                                          colorbar=dict(title=dict(text="P")))
+    if scale == "lift":
+        logs, kwargs = _lift_colours(zs)
+        return logs, [z.astype(np.float32) for z in zs], dict(kwargs, value="×%{customdata:.3g}")
+    raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
+
+
+def _span(n: int, window: tuple[int, int] | None) -> slice:
+    """The positions a token window [start, stop) shows; None: all n."""
+    if window is None:
+        return slice(0, n)
+    start, stop = int(window[0]), int(window[1])
+    if not 0 <= start < stop <= n:
+        raise ValueError(f"token window {window} does not fit {n} tokens")
+    return slice(start, stop)
+
+
+def _attention_values(matrix: np.ndarray, mask: np.ndarray, scale: str, window) -> np.ndarray:
+    """(n, n) attention on the chosen scale, masked cells NaN, cut to the window (lift counts every key of
+    the row, inside the window or not)."""
+    mask = np.asarray(mask, dtype=bool)
+    values = lift(matrix, mask) if scale == "lift" else np.asarray(matrix, dtype=float)
+    cut = _span(mask.shape[0], window)
+    return _masked(values, mask)[cut, cut]
+
+
+def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS) -> tuple[_Axis, _Axis]:
+    """(query rows, attended columns) axes of the window's tokens, numbered by their position in the sentence."""
+    cut = _span(len(tokens), window)
+    shown = list(tokens)[cut]
+    return (_label_axis("query", shown, "query token j", cut.start, max_ticks=max_ticks),
+            _label_axis("attended", shown, "attended token i", cut.start, max_ticks=max_ticks))
+
+
 def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray, title: str,
-                      zmax: float | None = None) -> go.Figure:
+                      zmax: float | None = None, *, scale: str = "probability", window=None) -> go.Figure:
     """(n, n) attention: rows = query token j (top to bottom), columns = attended token i.
 
     Masked cells are NaN and show the grey background, so "not allowed" never looks like "near 0".
+    ``scale``: "probability" or "lift" (:func:`lift`, computed here from the mask); ``window``: the
+    [start, stop) of the tokens shown.
     """
-    z = _masked(matrix, mask)  # (n, n)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
-    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z) if zmax is None else zmax)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale)
+    if zmax is not None and scale == "probability":
+        colours["zmax"] = zmax
+    rows, cols = _token_axes(tokens, window)
+    trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
+    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
 
 
 def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mask: np.ndarray,
-                   bw_mask: np.ndarray, titles: tuple[str, str] = ("forward", "backward")) -> go.Figure:
-    """Forward and backward (n, n) attention side by side on one colour scale, so they compare directly."""
-    zs = [_masked(fw, fw_mask), _masked(bw, bw_mask)]  # (n, n) each
-    zmax = _peak(*zs)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.04,
-                        subplot_titles=[_esc(t) for t in titles])
-    for c, z in enumerate(zs, start=1):
-        fig.add_trace(_heatmap(z, rows, cols, zmin=0.0, zmax=zmax, showscale=c == 2), row=1, col=c)
-        fig.update_xaxes(**cols.layout(), row=1, col=c)
-        fig.update_yaxes(**rows.layout(reverse=True), row=1, col=c)
-    fig.update_yaxes(title=None, row=1, col=2)
-    return _finish(fig, "", _height(len(tokens)), plot_bgcolor=MASKED_BG)
+                   bw_mask: np.ndarray, titles: tuple[str, str] = ("forward", "backward"), *,
+                   scale: str = "probability", window=None, title: str = "") -> go.Figure:
+    """Forward and backward (n, n) attention side by side on one colour scale, so they compare directly.
+
+    ``scale`` and ``window`` as in :func:`attention_heatmap`.
+    """
+    zs, data, colours = _coloured([_attention_values(fw, fw_mask, scale, window),
+                                   _attention_values(bw, bw_mask, scale, window)], scale)
+    rows, cols = _token_axes(tokens, window)
+    layout, panels = _grid(1, 2, titles)
+    traces = [_heatmap(z, rows, cols, customdata=custom, showscale=c == 1, **colours, **panel)
+              for c, (z, custom, panel) in enumerate(zip(zs, data, panels))]
+    layout["xaxis"].update(cols.layout())
+    layout["xaxis2"].update(cols.layout())
+    layout["yaxis"].update(rows.layout(reverse=True))
+    layout["yaxis2"].update(rows.layout(reverse=True), matches="y", showticklabels=False, title=None)
+    return _figure(traces, title, _height(len(rows.values), high=900), plot_bgcolor=MASKED_BG, **layout)
+
+
+def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: Sequence[str], columns: int, *,
+                 scale: str = "lift", window=None, title: str = "") -> go.Figure:
+    """Small multiples: one small (n, n) heatmap per (panel title, matrix, mask), ``columns`` to a row,
+    all on one colour scale (bertviz's model view, with features in place of heads)."""
+    if not panels:
+        raise ValueError("a feature grid needs at least one panel")
+    zs, data, colours = _coloured([_attention_values(m, mask, scale, window) for _, m, mask in panels], scale)
+    rows_n = -(-len(panels) // columns)
+    rows, cols = _token_axes(tokens, window, max_ticks=10)
+    # 50 px between rows leaves the panel titles clear of the row above
+    layout, refs = _grid(rows_n, columns, [name for name, _, _ in panels], hspace=0.015, vspace=50 / (240 * rows_n))
+    for annotation in layout["annotations"]:
+        annotation["font"] = dict(size=12)
+    traces = []
+    for k, (z, custom, ref) in enumerate(zip(zs, data, refs)):
+        r, c = divmod(k, columns)
+        traces.append(_heatmap(z, rows, cols, customdata=custom, showscale=k == 0, **colours, **ref))
+        # token labels on the outer axes only: the panels share their tokens
+        suffix = ref["xaxis"][1:]
+        layout[f"xaxis{suffix}"].update(cols.layout(), title=None, showticklabels=r == rows_n - 1)
+        layout[f"yaxis{suffix}"].update(rows.layout(reverse=True), title=None, showticklabels=c == 0)
+    return _figure(traces, title, 140 + 240 * rows_n, plot_bgcolor=MASKED_BG, **layout)
 
 
 def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarray,
-               features: Sequence[int] | None = None) -> go.Figure:
+               features: Sequence[int] | None = None, *, scale: str = "probability", window=None,
+               title: str | None = None) -> go.Figure:
     """What query token j attends to, feature by feature: P[j, i, k] as features (y) x tokens (x).
 
-    ``features`` restricts and orders the rows (e.g. :func:`rank_features`); columns j may not attend are NaN.
+    ``features`` restricts and orders the rows (e.g. by entropy); columns j may not attend are NaN;
+    ``window`` cuts the columns. Lift multiplies by the number of keys of row j.
     """
-    probs = np.asarray(probs, dtype=float)                     # (n, n, d)
+    probs = np.asarray(probs)                                  # (n, n, d)
     ids = list(range(probs.shape[-1])) if features is None else [int(k) for k in features]
     row_mask = np.asarray(mask, dtype=bool)[j]                 # (n,): keys of query j
-    z = np.where(row_mask[None, :], probs[j][:, ids].T, np.nan)  # (len(ids), n)
+    values = probs[j][:, ids].T.astype(float)                  # (len(ids), n)
+    if scale == "lift":
+        values = values * row_mask.sum()
+    cut = _span(len(tokens), window)
+    (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale)
     rows = _feature_axis(probs.shape[-1], features)
-    cols = _label_axis("attended", tokens, "attended token i")
-    title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
-    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z))
+    cols = _label_axis("attended", list(tokens)[cut], "attended token i", cut.start)
+    if title is None:
+        title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
+    trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
     return _heatmap_figure(trace, rows, cols, title, _height(len(ids), per_row=14))
 
 
-def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str],
-                       title: str = "forward − backward") -> go.Figure:
-    """fw − bw on a diverging scale centred at 0: red where forward attends more, blue where backward does."""
+def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], title: str = "forward − backward",
+                       *, masks: tuple[np.ndarray, np.ndarray] | None = None, scale: str = "probability",
+                       window=None) -> go.Figure:
+    """fw − bw on a diverging scale centred at 0: red where forward attends more, blue where backward does.
+
+    With ``masks`` (the two blocks' masks), cells that either block may not attend are NaN: only
+    attention both blocks could pay is compared. With ``scale`` "lift" each side is a lift
+    (:func:`lift`), which needs the masks.
+    """
+    if scale == "lift":
+        if masks is None:
+            raise ValueError("the difference of lifts needs both blocks' masks")
+        fw, bw = lift(fw, masks[0]), lift(bw, masks[1])
+    elif scale != "probability":
+        raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
     z = np.asarray(fw, dtype=float) - np.asarray(bw, dtype=float)  # (n, n)
-    rows, cols = _label_axis("query", tokens, "query token j"), _label_axis("attended", tokens, "attended token i")
-    trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    if masks is not None:
+        z = _masked(z, np.asarray(masks[0], dtype=bool) & np.asarray(masks[1], dtype=bool))
+    cut = _span(len(tokens), window)
+    rows, cols = _token_axes(tokens, window)
+    bar = dict(title=dict(text="Δ lift" if scale == "lift" else "Δ P"))
+    trace = _heatmap(z[cut, cut], rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=bar)
+    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
 
 
 # ---------------------------------------------------------------- gates and source2token
 
-def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str) -> go.Figure:
-    """(n, d) fusion gate F: tokens (y) x features (x); F near 1 keeps h, near 0 takes the attention output s."""
+def gate_order(gate: np.ndarray) -> list[int]:
+    """Features by their mean gate over tokens, highest first: the features that keep h, then those
+    that take the attention output s. Ties keep feature order."""
+    return [int(k) for k in np.argsort(-np.asarray(gate, dtype=float).mean(axis=0), kind="stable")]
+
+
+def _gate_range(*values: np.ndarray, least: float = 0.02) -> float:
+    """Half-width of a colour or axis range centred at F = 0.5 that holds every value (at most 0.5)."""
+    spread = max((float(np.nanmax(np.abs(np.asarray(v, dtype=float) - 0.5))) for v in values if np.size(v)),
+                 default=0.0)
+    return float(np.clip(spread, least, 0.5))
+
+
+def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: bool = True,
+                 stop: Sequence[bool] | None = None) -> go.Figure:
+    """(n, d) fusion gate F: tokens (y) x features (x); F near 1 keeps h, near 0 takes the attention output s.
+
+    Diverging colours centred at F = 0.5 (white), the range fitted to the data so that small
+    deviations show; ``sort`` orders the features by :func:`gate_order`; ``stop`` marks stop words.
+    """
     gate = np.asarray(gate, dtype=float)  # (n, d)
-    rows, cols = _label_axis("token", tokens, "token j"), _feature_axis(gate.shape[1])
-    trace = _heatmap(gate, rows, cols, zmin=0.0, zmax=1.0)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens)))
+    order = gate_order(gate) if sort else None
+    rows = _label_axis("token", tokens, "token j", marked=stop)
+    cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k")
+    m = _gate_range(gate)
+    trace = _heatmap(gate if order is None else gate[:, order], rows, cols, zmin=0.5 - m, zmax=0.5 + m,
+                     colorscale=DIVERGING, fmt=".3f", colorbar=dict(title=dict(text="F")))
+    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens), high=900))
 
 
 def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
-                value_range: tuple[float, float] | None = None) -> go.Figure:
-    """Horizontal bars, one group per token (first token at the top), one bar per series."""
-    axis = _label_axis("token", tokens)
-    fig = go.Figure([
-        go.Bar(x=np.asarray(values, dtype=float), y=axis.values, orientation="h", name=_esc(name),
-               hovertemplate="%{y} = %{x:.4f}")
-        for name, values in series.items()
-    ])
-    fig.update_yaxes(**axis.layout(reverse=True))
-    fig.update_xaxes(title=dict(text=_esc(value_title)), range=value_range)
-    return _finish(fig, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group")
+                value_range: tuple[float, float] | None = None, base: float = 0.0,
+                stop: Sequence[bool] | None = None) -> go.Figure:
+    """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
+    ``stop`` tokens get hatched bars and grey labels."""
+    axis = _label_axis("token", tokens, marked=stop)
+    marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
+    bars = []
+    for name, values in series.items():
+        values = np.asarray(values, dtype=float)
+        bar = dict(type="bar", x=values - base, y=axis.values, orientation="h", name=_esc(name), customdata=values,
+                   marker=marker, hovertemplate="%{y} = %{customdata:.4f}")
+        if base:
+            bar["base"] = base
+        bars.append(bar)
+    xaxis = dict(title=dict(text=_esc(value_title)), **({"range": list(value_range)} if value_range else {}))
+    return _figure(bars, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group",
+                   xaxis=xaxis, yaxis=axis.layout(reverse=True))
 
 
-def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str]) -> go.Figure:
-    """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5)."""
+def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
+                   stop: Sequence[bool] | None = None) -> go.Figure:
+    """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5).
+
+    Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
+    fits the deviations. ``stop`` words are hatched.
+    """
     means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
-    return _token_bars(means, tokens, "mean fusion gate per token", "mean gate F", (0.0, 1.0))
+    m = 1.15 * _gate_range(*means.values())
+    title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
+    return _token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
 
 
-def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str]) -> go.Figure:
-    """(n, D) source2token probabilities: tokens (y) x features (x); each column is a distribution over tokens."""
+def _vline(x: float, **line) -> dict:
+    """A vertical line across the plot at data position x (a layout shape)."""
+    return dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="paper", line=line)
+
+
+def _halves(halves: Sequence[str], d: int) -> dict:
+    """Layout entries that mark equal halves (thirds, ...) of a feature axis of d positions, each named at the
+    top, with dashed lines between them: the blocks whose outputs a 2·d_h vector concatenates."""
+    width = d / len(halves)
+    shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
+    annotations = [dict(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                        text=f"{_esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+                   for k, name in enumerate(halves)]
+    return dict(shapes=shapes, annotations=annotations)
+
+
+def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Sequence[str] = ()) -> go.Figure:
+    """(n, D) source2token probabilities: tokens (y) x features (x); each column is a distribution over tokens.
+
+    ``halves``: the names of the blocks whose outputs make up the features, in order (DiSAN: forward,
+    backward), marked on the feature axis.
+    """
     probs = np.asarray(probs, dtype=float)  # (n, D)
     rows, cols = _label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
-    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs))
-    return _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens)))
+    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs), colorbar=dict(title=dict(text="P")))
+    marks = dict(_halves(halves, probs.shape[1]), margin=dict(t=110)) if halves else {}
+    return _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens), high=900), **marks)
 
 
 def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
-    """(n,) token importance (:func:`token_importance`) as bars."""
-    return _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
-                       "mean probability")
+    """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
+    fig = _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
+                      "mean probability")
+    uniform = 1 / max(1, len(tokens))
+    fig.update_layout(shapes=[_vline(uniform, color="grey", dash="dot")],
+                      annotations=[dict(x=uniform, y=0, yref="paper", yanchor="bottom", xanchor="left",
+                                        showarrow=False, text="uniform 1/n")])
+    return fig
 
 
 # ---------------------------------------------------------------- sentence encodings
 
 def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
-                        title: str = "attention vectors") -> go.Figure:
+                        title: str = "attention vectors", halves: Sequence[str] = ()) -> go.Figure:
     """Vectors as 1 x D strips one above the other on one scale (the paper's Fig. 6).
 
     Non-negative vectors (probabilities) use the sequential scale from 0; signed ones a diverging scale at 0.
+    Row labels are the whole sentences, wrapped (hover shows them uncut); ``halves`` as in
+    :func:`source2token_heatmap`.
     """
     z = np.stack([np.ravel(np.asarray(v, dtype=float)) for v in vectors])  # (m, D)
-    rows, cols = _label_axis("", labels, "sentence"), _feature_axis(z.shape[1])
+    values = [_esc(label) for label in labels]  # the hover names a row by its whole label
+    rows, cols = _Axis("sentence", values, (values, [_wrap(label) for label in labels])), _feature_axis(z.shape[1])
     if np.nanmin(z) >= 0:
-        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z))
+        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), colorbar=dict(title=dict(text="P")), ygap=4)
     else:
-        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING)
-    fig = _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=60, low=240))
-    fig.update_traces(ygap=4)
-    return fig
+        trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=dict(title=dict(text="value")),
+                         ygap=4)
+    marks = _halves(halves, z.shape[1]) if halves else {}
+    return _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=70, low=260), **marks)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -321,13 +600,11 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
     labels = list(probs)
     colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
-    fig = go.Figure(go.Bar(x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
-                           marker_color=colors, hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(range=[0, 1], title=dict(text="probability"))
-    fig = _finish(fig, "", 60 + 26 * len(labels))
-    fig.update_layout(margin=dict(l=10, r=10, t=10, b=40))
-    return fig
+    bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
+               marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
+    return _figure([bar], "class probabilities", 130 + 26 * len(labels),
+                   yaxis=dict(type="category", autorange="reversed"),
+                   xaxis=dict(range=[0, 1], title=dict(text="probability")), margin=dict(l=10, r=10, t=60, b=40))
 
 
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
@@ -341,21 +618,35 @@ def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
 def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[int] = LENGTH_BINS) -> go.Figure:
     """Accuracy per sentence-length bin (:func:`disan.tables.accuracy_by_length_table`), n on each bar."""
     table = accuracy_by_length_table(lengths, correct, bins)
-    fig = go.Figure(go.Bar(
-        x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float), text=[f"n={n}" for n in table["n"]],
-        hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>",
-    ))
-    fig.update_xaxes(title=dict(text="sentence length (tokens)"), type="category")
-    fig.update_yaxes(title=dict(text="accuracy"), range=[0.0, 1.0])
-    return _finish(fig, "accuracy by sentence length", 380)
+    bar = dict(type="bar", x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float),
+               text=[f"n={n}" for n in table["n"]], hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>")
+    return _figure([bar], "accuracy by sentence length", 380,
+                   xaxis=dict(title=dict(text="sentence length (tokens)"), type="category"),
+                   yaxis=dict(title=dict(text="accuracy"), range=[0.0, 1.0]))
 
 
 def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Figure:
-    """One line per metric in ``keys`` over epochs (an entry's ``epoch``, else its position from 1)."""
+    """One line per metric in ``keys`` over epochs (an entry's ``epoch``, else its position from 1).
+
+    Losses and the other metrics (accuracy, Pearson r, ...) live on different scales, so they get
+    separate panels, losses on top. Epochs are whole numbers on the axis, and a single epoch is a
+    point in the middle of the axis, not a line on a 0-2 range.
+    """
     epochs = [entry.get("epoch", k + 1) for k, entry in enumerate(history)]
-    fig = go.Figure([
-        go.Scatter(x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers", name=_esc(key))
-        for key in keys
-    ])
-    fig.update_xaxes(title=dict(text="epoch"))
-    return _finish(fig, "training curves", 380)
+    groups = [group for group in ([k for k in keys if "loss" in k], [k for k in keys if "loss" not in k]) if group]
+    titles = ["loss" if "loss" in group[0] else "metrics" for group in groups]
+    layout, refs = _grid(max(1, len(groups)), 1, titles, vspace=0.12)
+    traces = [dict(type="scatter", x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
+                   name=_esc(key), marker=dict(size=8), **ref)
+              for group, ref in zip(groups, refs) for key in group]
+    ticks = {}
+    if epochs:
+        ticks = dict(range=[min(epochs) - 0.5, max(epochs) + 0.5], tick0=1, dtick=max(1, -(-len(epochs) // 10)))
+    for row, (ref, name) in enumerate(zip(refs, titles)):
+        suffix = ref["xaxis"][1:]
+        layout[f"xaxis{suffix}"].update(ticks, showticklabels=row == len(refs) - 1)
+        if suffix:
+            layout[f"xaxis{suffix}"]["matches"] = "x"  # one epoch axis for both panels
+        layout[f"yaxis{suffix}"]["title"] = dict(text=name)
+    layout[f"xaxis{refs[-1]['xaxis'][1:]}"]["title"] = dict(text="epoch")
+    return _figure(traces, "training curves", 260 + 200 * len(groups), **layout)

@@ -29,6 +29,7 @@ class SentenceTrace:
     tokens: list[str]           # as typed (original spelling)
     ids: list[int]              # vocabulary ids; 1 = unknown word
     trace: EncoderTrace         # one sentence: probs (n, n, d_h) [j, i, k], gates (n, d_h), ...
+    model: str = ""             # the name of the model that traced it (its checkpoint directory)
 
     @property
     def unknown(self) -> list[str]:
@@ -84,6 +85,8 @@ class Pipeline:
         self.kind: str = model.cfg.kind
         self.labels: list[str] = list(config.get("labels") or [str(i) for i in range(model.cfg.n_classes)])
         self.task: str = config.get("task", "?")
+        # what figures name the model by: the checkpoint directory (an interrupted save's ".prev" left out)
+        self.name: str = path.name.removesuffix(".prev") if path is not None else self.task
 
     @property
     def is_pair(self) -> bool:
@@ -139,7 +142,8 @@ class Pipeline:
             raise ValueError("the sentence has no tokens")
         ids = self.ids([tokens])
         _, tr = self.model.encode(ids, trace=True, t2t_mask=_on_device(t2t_mask, self.device))
-        return SentenceTrace(" ".join(tokens) if text is None else text, list(tokens), ids[0].tolist(), _on_cpu(tr[0]))
+        return SentenceTrace(" ".join(tokens) if text is None else text, list(tokens), ids[0].tolist(), _on_cpu(tr[0]),
+                             self.name)
 
     @torch.no_grad()
     def encode_tokens(self, token_lists, batch_size: int = 64) -> torch.Tensor:

@@ -34,15 +34,14 @@ def shared_words(token_lists: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def position(tokens: Sequence[str], word: str) -> int:
-    """Index of the first occurrence of a normalised word."""
-    return [normalize(t) for t in tokens].index(word)
+def positions(tokens: Sequence[str], word: str) -> list[int]:
+    """Every index at which a normalised word occurs, in order."""
+    return [i for i, t in enumerate(tokens) if normalize(t) == word]
 
 
-def word_vector(tokens: Sequence[str], trace, word: str, kind: str = "source2token") -> np.ndarray:
-    """The (2 d_h,) vector of ``word`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
+def word_vector(trace, i: int, kind: str = "source2token") -> np.ndarray:
+    """The (2 d_h,) vector of token ``i`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
     block order)."""
-    i = position(tokens, word)
     if kind == "source2token":
         return np.asarray(trace.source2token.probs)[i]
     if kind in ("output", "s"):

@@ -1,8 +1,8 @@
 """What each page of the app draws, defined once.
 
 A view is a function from traced sentence(s) and an options dataclass (the page's widget choices;
-its defaults are the page's defaults) to a :class:`Drawing`: the page's figures (and tables) by key,
-in drawing order, laid out in rows. The pages only turn widgets into options and draw the result;
+its defaults are the page's defaults) to a :class:`Drawing`: the page's figures, tables, notes (why
+there is nothing to draw) and HTML (the shaded sentence) by key, in drawing order, laid out in rows. The pages only turn widgets into options and draw the result;
 ``python -m disan latency`` and the robustness tests call the same functions, so what they time and
 check is what the app shows. The choice lists the widgets offer (modes, block names, ranked features,
 words) come from here too.
@@ -16,6 +16,7 @@ rows ``j`` the query token, columns ``i`` the attended token; masks come from th
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,8 +24,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from disan.explore import figures, senses
-from disan.explore.pipeline import Prediction, SentenceTrace
+from disan.explore import figures, markup, senses
+from disan.explore.pipeline import SentenceTrace, TraceResult
 from disan.explore.tables import differing_features, file_name
 
 # What the app shows before the user types anything: the paper's case-study sentence (Fig. 4 and 5)
@@ -33,17 +34,34 @@ PRESET_SENTENCE = "Families have some dogs in front of a carousel"
 PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
 
 MODES = ("mean", "max", "one feature", "sharpest features")  # how the Attention page reduces features
-TOP_RANKED = 20  # the sharpest features offered in "sharpest features" mode
+SCALES = figures.SCALES   # how attention is coloured: lift over uniform (the default) or probability
+TOP_RANKED = 20           # the sharpest features offered in "sharpest features" mode
+GRID = 6                  # the sharpest features per block in the small multiples
+QUERY_FEATURES = 40       # the features (sharpest for the query first) in the per-query view
+WINDOW = 60               # a longer sentence's heatmaps show this many tokens at a time, around the query
 
 
-Panel = go.Figure | pd.DataFrame
+@dataclass(frozen=True)
+class Note:
+    """A panel of plain text: why there is nothing to draw. The app shows it literally (no Markdown)."""
+    text: str
+
+
+@dataclass(frozen=True)
+class Html:
+    """A panel of HTML built from escaped text only (:mod:`disan.explore.markup`)."""
+    body: str
+
+
+Panel = go.Figure | pd.DataFrame | Note | Html
 
 
 @dataclass(frozen=True)
 class Row:
-    """Panels (figures or tables) drawn side by side, under an optional subheader."""
+    """Panels (figures, tables, notes, HTML) drawn side by side, under an optional subheader and caption."""
     panels: dict[str, Panel]
     title: str | None = None
+    caption: str | None = None
 
 
 class Drawing(Mapping):
@@ -69,7 +87,7 @@ class Drawing(Mapping):
 
     @property
     def figures(self) -> dict[str, go.Figure]:
-        """The plotly figures by key, in drawing order (tables left out)."""
+        """The plotly figures by key, in drawing order (tables, notes and HTML left out)."""
         return {key: panel for key, panel in self._panels.items() if isinstance(panel, go.Figure)}
 
 
@@ -82,6 +100,20 @@ class Unavailable(ValueError):
 def token_label(tokens: Sequence[str], j: int) -> str:
     """How a token is offered in a selector: "3 · dogs" (the position keeps repeated tokens apart)."""
     return f"{j} · {tokens[j]}"
+
+
+def shorten(text: str, limit: int = 50) -> str:
+    """A sentence cut to at most ``limit`` characters, at a space where there is one, with an ellipsis."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "…"
+
+
+def source(sentence: SentenceTrace) -> str:
+    """Where a sentence's figures come from, for their subtitles: the model and the sentence, shortened."""
+    return f"model {sentence.model or '?'} · “{shorten(sentence.text)}”"
 
 
 def block_names(trace) -> list[str]:
@@ -104,10 +136,96 @@ def _block(trace, name: str | None):
     raise ValueError(f"no DiSA block is named {name!r}; the blocks are {block_names(trace)}")
 
 
-def sharpest_features(trace, block: str | None = None) -> list[int]:
-    """The :data:`TOP_RANKED` features of a block (None: the first) with the sharpest attention, sharpest first."""
+_ENTROPY: dict[int, np.ndarray] = {}
+
+
+def entropy(block) -> np.ndarray:
+    """(n, d) :func:`figures.query_entropy` of a block, computed once per trace: a cached trace is drawn on
+    every rerun, and at 200 tokens this is the costliest step. Kept while the block's probabilities live
+    (about 1 % of their size)."""
+    key = id(block.probs)
+    if key not in _ENTROPY:
+        _ENTROPY[key] = figures.query_entropy(np.asarray(block.probs), np.asarray(block.mask))
+        weakref.finalize(block.probs, _ENTROPY.pop, key, None)  # before the id can be reused
+    return _ENTROPY[key]
+
+
+def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RANKED) -> list[int]:
+    """The ``top`` features of a block (None: the first) with the sharpest attention (lowest mean entropy
+    over the query rows), sharpest first."""
     b = _block(trace, block)
-    return figures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=TOP_RANKED)
+    return figures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
+
+
+def feature_label(trace, block: str | None, k: int) -> str:
+    """How a feature is offered in the sharpest-features picker: its index and mean entropy."""
+    b = _block(trace, block)
+    sharpness = figures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
+    return f"k = {k} · mean entropy {sharpness:.2f} nats"
+
+
+def query_features(block, j: int, top: int | None = QUERY_FEATURES) -> list[int]:
+    """The ``top`` features whose attention from query j is sharpest (lowest entropy), sharpest first."""
+    return [int(k) for k in np.argsort(entropy(block)[j], kind="stable")[:top]]
+
+
+def default_query(n: int) -> int:
+    """The query token shown first: the middle one, which has earlier tokens for the forward block and
+    later ones for the backward block."""
+    return n // 2
+
+
+def default_window(n: int, query: int) -> tuple[int, int] | None:
+    """The tokens a heatmap shows first: all of them up to :data:`WINDOW`, else WINDOW tokens around the query."""
+    if n <= WINDOW:
+        return None
+    start = min(max(0, query - WINDOW // 2), n - WINDOW)
+    return start, start + WINDOW
+
+
+def shade_choices(trace) -> dict[str, str]:
+    """What the sentence can be shaded by (key -> label): the attention each token receives in each block,
+    its source2token importance, its mean fusion gate in each block."""
+    choices = {f"received {b.name}": f"attention received, {b.name}" for b in trace.blocks}
+    if trace.source2token is not None:
+        choices["source2token"] = "source2token importance"
+    choices.update({f"gate {b.name}": f"mean fusion gate, {b.name}" for b in trace.blocks})
+    return choices
+
+
+def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") -> markup.Shading:
+    """One value per token for :func:`markup.shaded_sentence`, named by a key of :func:`shade_choices`.
+
+    "received <block>": the mean lift (:func:`figures.lift` of the features reduced by ``reduction``) that
+    the token receives from the queries that may attend it: 1 is as much as uniform attention gives;
+    a token no query may attend has no value. "source2token": n x its importance (1 is 1/n).
+    "gate <block>": its mean fusion gate, centred at 0.5.
+    """
+    tr = sentence.trace
+    kind, _, name = key.partition(" ")
+    if key == "source2token" and tr.source2token is not None:
+        importance = figures.token_importance(np.asarray(tr.source2token.probs))
+        return markup.Shading("source2token importance, relative to uniform (1/n)",
+                              importance * len(importance), 1.0, ratio=True)
+    if kind == "received" and name in block_names(tr):
+        block = _block(tr, name)
+        mask = np.asarray(block.mask, dtype=bool)
+        lifted = figures.lift(figures.reduce_features(np.asarray(block.probs), reduction), mask)
+        senders = mask.sum(axis=0)  # (n,): the queries that may attend each token
+        with np.errstate(invalid="ignore"):
+            received = np.where(mask, lifted, 0.0).sum(axis=0) / senders
+        return markup.Shading(f"attention received in the {name} block ({_reduction_text(reduction)}, mean lift "
+                              f"over the queries that may attend it)", received, 1.0, ratio=True)
+    if kind == "gate" and name in block_names(tr):
+        gate = np.asarray(_block(tr, name).gate, dtype=float).mean(axis=1)
+        return markup.Shading(f"mean fusion gate F in the {name} block (1 keeps h, 0 takes s)", gate, 0.5,
+                              ratio=False)
+    raise ValueError(f"cannot shade by {key!r}; choose one of {list(shade_choices(tr))}")
+
+
+def _reduction_text(reduction: str | int) -> str:
+    """How a title names a reduction over features."""
+    return f"{reduction} over features" if isinstance(reduction, str) else f"feature k = {reduction}"
 
 
 # ---------------------------------------------------------------- single-sentence views
@@ -118,7 +236,10 @@ class AttentionOptions:
     mode: str = "mean"          # one of MODES
     feature: int | None = None  # "one feature": k (None: 0); "sharpest features": the chosen k (None: the sharpest)
     rank_by: str | None = None  # "sharpest features": the block whose entropy ranks features (None: the first)
-    query: int | None = None    # the query token j of the per-feature views (None: the last token)
+    query: int | None = None    # the query token j of the per-feature views (None: the middle token)
+    scale: str = "lift"         # one of SCALES
+    window: tuple[int, int] | None = None  # the [start, stop) of the tokens the heatmaps show (None: default_window)
+    shade: str | None = None    # a key of shade_choices (None: the first)
 
 
 def _reduction(trace, options: AttentionOptions) -> str | int:
@@ -132,26 +253,83 @@ def _reduction(trace, options: AttentionOptions) -> str | int:
     return 0 if options.mode == "one feature" else sharpest_features(trace, options.rank_by)[0]
 
 
+_NO_KEY = {"forward": "it has no earlier token", "backward": "it has no later token",
+           "diag": "there is no other token"}
+
+
 def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> Drawing:
-    """The Attention page (the paper's Fig. 4): both blocks' attention side by side, reduced over features
-    as the options say; what one query token attends to, feature by feature; the blocks' difference."""
+    """The Attention page (the paper's Fig. 4): the sentence shaded by what the options say; both blocks'
+    attention side by side, reduced over features, as lift over uniform or as probabilities; the
+    sharpest features of each block as small multiples; what one query token attends to, feature by
+    feature, sharpest first; the blocks' difference. A sentence in which no token may attend another
+    (one token) gets a note instead."""
     tr, tokens = sentence.trace, sentence.tokens
     n = len(tokens)
-    first, second = tr.blocks
-    probs = [np.asarray(block.probs) for block in tr.blocks]  # (n, n, d_h) each
-    masks = [np.asarray(block.mask) for block in tr.blocks]   # (n, n) each
+    if options.scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, not {options.scale!r}")
     reduction = _reduction(tr, options)
-    m1, m2 = (figures.reduce_features(p, reduction) for p in probs)
-    j = n - 1 if options.query is None else options.query
+    j = default_query(n) if options.query is None else options.query
     if not 0 <= j < n:
         raise ValueError(f"query token {j} is out of range for {n} tokens")
+    masks = [np.asarray(block.mask, dtype=bool) for block in tr.blocks]  # (n, n) each
+    if not any(m.any() for m in masks):
+        return Drawing([Row({"attention-none": Note(
+            f"“{shorten(sentence.text)}” has {n} token{'s' if n != 1 else ''}, and no token may attend another: "
+            f"a DiSA block never lets a token attend to itself (the forward block attends to earlier tokens, "
+            f"the backward block to later ones). So there is no token2token attention to show; each block's "
+            f"output is u = F ⊙ h, since its attention output s is 0. Type a longer sentence, or see the "
+            f"Fusion gates and Source2token pages.")})])
+    window = default_window(n, j) if options.window is None else options.window
+    shade = options.shade or next(iter(shade_choices(tr)))
+    probs = [np.asarray(block.probs) for block in tr.blocks]  # (n, n, d_h) each
+    first, second = tr.blocks
+    m1, m2 = (figures.reduce_features(p, reduction) for p in probs)
+    what = _reduction_text(reduction) + (f" (the sharpest in {options.rank_by or first.name})"
+                                         if options.mode == "sharpest features" else "")
+    scale = "lift over uniform" if options.scale == "lift" else "probability"
+    shown = "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {n}"
+    about = source(sentence)
+    pair = figures.attention_pair(m1, m2, tokens, masks[0], masks[1], titles=(f"{first.name} DiSA", f"{second.name} DiSA"),
+                                  scale=options.scale, window=window, title=f"{what}, {scale}{shown}")
+    grid = figures.feature_grid(
+        [(f"{block.name} · k = {k}", p[..., k], m)
+         for block, p, m in zip(tr.blocks, probs, masks) for k in sharpest_features(tr, block.name, GRID)],
+        tokens, GRID, scale=options.scale, window=window,
+        title=f"the {GRID} sharpest features of each block (lowest mean entropy), {scale}{shown}")
+    queries = {}
+    for block, p, m in zip(tr.blocks, probs, masks):
+        key = f"attention-query-{file_name(block.name)}"
+        if not m[j].any():
+            queries[key] = Note(f"In the {block.name} block, query {j} “{tokens[j]}” attends to no token: "
+                                f"{_NO_KEY.get(block.direction, 'it may attend no token')}.")
+            continue
+        features = query_features(block, j)
+        queries[key] = figures.query_view(
+            p, j, tokens, m, features, scale=options.scale, window=window,
+            title=f"{block.name} · query {j}: {tokens[j]} · {len(features)} sharpest features, {scale}")
     difference = f"{first.name} − {second.name}"
+    if (masks[0] & masks[1]).any():
+        diff = figures.difference_heatmap(m1, m2, tokens, f"{difference}: {what}, {scale}{shown}",
+                                          masks=(masks[0], masks[1]), scale=options.scale, window=window)
+    else:
+        diff = Note(f"The {first.name} and {second.name} blocks never attend the same cell ({first.direction}: "
+                    f"earlier tokens, {second.direction}: later ones), so there is no difference to show; the "
+                    f"heatmaps above show each block's own attention.")
+    for fig in (pair, grid, diff, *queries.values()):
+        if isinstance(fig, go.Figure):
+            figures.describe(fig, about)
+    lift_note = (" Lift over uniform: P × the number of tokens the query row may attend; ×1 (white) is what "
+                 "attention spread evenly over them gives, red above, blue below." if options.scale == "lift" else "")
     return Drawing([
-        Row({"attention-pair": figures.attention_pair(m1, m2, tokens, masks[0], masks[1],
-                                                      titles=(f"{first.name} DiSA", f"{second.name} DiSA"))}),
-        Row({f"attention-query-{file_name(block.name)}": figures.query_view(p, j, tokens, m)
-             for block, p, m in zip(tr.blocks, probs, masks)}, "One query token, every feature"),
-        Row({"attention-diff": figures.difference_heatmap(m1, m2, tokens, difference)}, difference.capitalize()),
+        Row({"attention-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, shade, reduction)))}),
+        Row({"attention-pair": pair}, caption=("Grey cells are masked." + lift_note)),
+        Row({"attention-grid": grid}, "Sharpest features",
+            "Each panel is one feature k of one block: the features whose attention is most concentrated "
+            "(lowest entropy, averaged over query tokens)."),
+        Row(queries, "One query token, feature by feature",
+            f"Rows: the {QUERY_FEATURES} of the {probs[0].shape[-1]} features whose attention from the query token is "
+            f"sharpest (lowest entropy over the tokens it may attend), sharpest at the top."),
+        Row({"attention-diff": diff}, difference.capitalize()),
     ])
 
 
@@ -161,13 +339,24 @@ class GatesOptions:
 
 
 def gates(sentence: SentenceTrace, options: GatesOptions = GatesOptions()) -> Drawing:
-    """The Fusion gates page (the paper's Fig. 5): the mean gate per token of every block, then each
-    block's (n, d_h) gate."""
+    """The Fusion gates page (the paper's Fig. 5): the sentence shaded by each block's mean gate, the mean
+    gate per token of every block as deviations from 0.5, then each block's (n, d_h) gate with the
+    features ordered by their mean gate; stop words are marked."""
     tr, tokens = sentence.trace, sentence.tokens
     gate = {block.name: np.asarray(block.gate) for block in tr.blocks}  # (n, d_h) each
+    stop = markup.stop_words(tokens)
+    about = source(sentence)
+    bars = figures.describe(figures.mean_gate_bars(gate, tokens, stop), about)
+    heatmaps = {f"gates-{file_name(name)}": figures.describe(figures.gate_heatmap(g, tokens, f"{name} fusion gate F",
+                                                                                  stop=stop), about)
+                for name, g in gate.items()}
     return Drawing([
-        Row({"gates-mean": figures.mean_gate_bars(gate, tokens)}),
-        Row({f"gates-{file_name(name)}": figures.gate_heatmap(g, tokens, f"{name} gate") for name, g in gate.items()}),
+        Row({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(tokens, shading(sentence, f"gate {name}")))
+             for name in gate}),
+        Row({"gates-mean": bars}, caption="Grey italic labels and hatched bars: stop words (spaCy's English list)."),
+        Row(heatmaps, "Every feature",
+            "White is F = 0.5, an even mix of h and the attention output s; red keeps more of h, blue takes more "
+            "of s. Features are sorted by their mean gate over the tokens."),
     ])
 
 
@@ -177,18 +366,30 @@ class Source2TokenOptions:
 
 
 def source2token(sentence: SentenceTrace, options: Source2TokenOptions = Source2TokenOptions()) -> Drawing:
-    """The Source2token page: the importance of each token, then every feature's distribution over tokens."""
+    """The Source2token page: the sentence shaded by importance, the importance of each token, then every
+    feature's distribution over tokens with the features of each DiSA block marked."""
     tokens = sentence.tokens
     probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
+    about = source(sentence)
     return Drawing([
-        Row({"s2t-importance": figures.importance_bars(figures.token_importance(probs), tokens)}),
-        Row({"s2t-heatmap": figures.source2token_heatmap(probs, tokens)}),
+        Row({"s2t-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, "source2token")))}),
+        Row({"s2t-importance": figures.describe(figures.importance_bars(figures.token_importance(probs), tokens),
+                                                about)}),
+        Row({"s2t-heatmap": figures.describe(figures.source2token_heatmap(probs, tokens, block_names(sentence.trace)),
+                                             about)},
+            caption="Each column is one feature's distribution over the tokens. The features are the DiSA "
+                    "blocks' outputs concatenated: the dashed line separates the blocks' halves."),
     ])
 
 
-def prediction(pred: Prediction) -> go.Figure:
-    """A prediction's class probabilities, the predicted class marked (none for a relatedness score)."""
-    return figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label)
+def prediction(result: TraceResult) -> go.Figure:
+    """An input's class probabilities, the predicted class marked (none for a relatedness score), titled
+    with the model and the input."""
+    pred = result.prediction
+    fig = figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label)
+    first = result.sentences[0]
+    text = " / ".join(shorten(s.text, 40) for s in result.sentences)
+    return figures.describe(fig, f"model {first.model or '?'} · “{text}”")
 
 
 @dataclass(frozen=True)
@@ -218,6 +419,7 @@ class SensesOptions:
     """The Word senses page's widgets; the defaults are the page's."""
     word: str | None = None  # a normalised word of every sentence (None: the first longer than 3 letters)
     kind: str | None = None  # a key of senses.VECTORS (None: the first the encoder has)
+    occurrences: tuple[int, ...] | None = None  # per sentence, which occurrence of the word (None: the first each)
 
 
 def vector_kinds(trace) -> list[str]:
@@ -244,6 +446,19 @@ def default_word(words: Sequence[str]) -> int:
     return next((i for i, w in enumerate(words) if len(w) > 3), 0)
 
 
+def occurrence_label(tokens: Sequence[str], i: int, context: int = 2) -> str:
+    """An occurrence of a word by its position, with a little context: "token 5: … pouring a [glass] of tea …"
+    (the position keeps two occurrences in the same context apart)."""
+    start, stop = max(0, i - context), min(len(tokens), i + context + 1)
+    words = [f"[{t}]" if k == i else t for k, t in zip(range(start, stop), tokens[start:stop])]
+    return f"token {i}: " + ("… " if start else "") + " ".join(words) + (" …" if stop < len(tokens) else "")
+
+
+def sentence_labels(sentences: Sequence[SentenceTrace]) -> list[str]:
+    """Each sentence numbered from 1 with its whole text: "1: The glass bottle is big"."""
+    return [f"{i + 1}: {s.text}" for i, s in enumerate(sentences)]
+
+
 def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = SensesOptions()) -> Drawing:
     """The Word senses page (the paper's Fig. 6): one word's vectors in every sentence, their cosine
     similarities and the features where the first two differ most.
@@ -257,12 +472,31 @@ def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = Sen
         raise Unavailable(f"Not every sentence has the word {word!r}.")
     if kind not in kinds:
         raise ValueError(f"vector kind must be one of {kinds}, not {kind!r}")
-    vectors = [senses.word_vector(s.tokens, s.trace, word, kind) for s in sentences]
-    labels = [f"{i + 1}: {s.text[:50]}" for i, s in enumerate(sentences)]
-    similarity = pd.DataFrame(figures.similarity_matrix(vectors), index=labels, columns=labels)
+    places = [senses.positions(s.tokens, word) for s in sentences]
+    chosen = options.occurrences or (0,) * len(sentences)
+    if len(chosen) != len(sentences) or any(not 0 <= c < len(p) for c, p in zip(chosen, places)):
+        raise ValueError(f"occurrences {chosen} do not fit the word's occurrences {[len(p) for p in places]}")
+    at = [p[c] for p, c in zip(places, chosen)]
+    vectors = [senses.word_vector(s.trace, i, kind) for s, i in zip(sentences, at)]
+    labels = sentence_labels(sentences)
+    similarity = pd.DataFrame(figures.similarity_matrix(vectors), index=labels,
+                              columns=[str(i + 1) for i in range(len(sentences))])
+    halves = block_names(sentences[0].trace)
+    differing = differing_features(vectors[0], vectors[1]).rename(
+        columns={"feature": "feature k", "a": "sentence 1", "b": "sentence 2", "abs_diff": "|1 − 2|"})
+    if halves:
+        d = len(vectors[0]) // len(halves)
+        differing.insert(1, "block", [halves[int(k) // d] for k in differing["feature k"]])
+    heatmaps = figures.word_sense_heatmaps(vectors, labels, f"“{word}”: {senses.VECTORS[kind]}", halves)
+    figures.describe(heatmaps, f"model {sentences[0].model or '?'} · “{word}” at " + ", ".join(
+        f"token {i} of sentence {n + 1}" for n, i in enumerate(at)))
     return Drawing([
-        Row({"senses-heatmaps": figures.word_sense_heatmaps(vectors, labels, f"“{word}”: {senses.VECTORS[kind]}")}),
-        Row({"senses-similarity": similarity}, "Cosine similarity"),
-        Row({"senses-differing": differing_features(vectors[0], vectors[1])},
-            "Features that differ most (sentences 1 and 2)"),
+        Row({"senses-heatmaps": heatmaps}),
+        Row({"senses-similarity": similarity}, "Cosine similarity",
+            "The cosine of the angle between the word's vectors in two sentences: 1 is the same direction."),
+        Row({"senses-differing": differing}, "Features that differ most (sentences 1 and 2)",
+            "feature k: the position in the vector" + (f" ({', '.join(halves)} halves: which block it comes from)"
+                                                       if halves else "")
+            + "; sentence 1, sentence 2: the word's value there in each sentence; |1 − 2|: their absolute "
+              "difference, largest first."),
     ])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 from pathlib import Path
@@ -31,6 +32,10 @@ from disan.nn.model import DiSANConfig
 FORMAT = "disan-checkpoint"
 VERSION = 1
 WEIGHTS, CONFIG, VOCAB, METRICS, CARD = "model.safetensors", "config.json", "vocab.json", "metrics.json", "README.md"
+# Bytes per element of the safetensors dtypes, to check each tensor's byte range against its shape.
+DTYPE_BYTES = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2,
+               "U32": 4, "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8}
+MAX_HEADER = 100_000_000  # the safetensors library refuses larger headers too
 
 
 class CheckpointError(ValueError):
@@ -138,6 +143,99 @@ def model_config(config: dict) -> ModelConfig:
         raise CheckpointError(f"config.json has an invalid model configuration: {e}") from None
 
 
+def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes that a safetensors file declares, read from its header alone.
+
+    The header must parse, every tensor's byte range must match its dtype and shape, and the file
+    must be exactly as long as the header says: a truncated or padded file is refused without
+    reading the tensors.
+    """
+    corrupt = f"{path} is corrupt or truncated"
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            prefix = f.read(8)
+            if len(prefix) < 8:
+                raise CheckpointError(f"{corrupt}: {size} bytes, too short for a safetensors header")
+            n = int.from_bytes(prefix, "little")
+            if n > min(MAX_HEADER, size - 8):
+                raise CheckpointError(f"{corrupt}: the header claims {n:,} bytes of a {size:,}-byte file")
+            header = json.loads(f.read(n))
+    except FileNotFoundError:
+        raise CheckpointError(f"weights are missing: {path}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise CheckpointError(f"{corrupt}: its header is not JSON") from None
+    if not isinstance(header, dict):
+        raise CheckpointError(f"{corrupt}: its header is not a JSON object")
+    shapes, end = {}, 0
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        try:
+            shape = tuple(int(x) for x in info["shape"])
+            begin, stop = (int(x) for x in info["data_offsets"])
+            width = DTYPE_BYTES[info["dtype"]]
+        except (KeyError, TypeError, ValueError):
+            raise CheckpointError(f"{corrupt}: the header entry of {name!r} is invalid") from None
+        if min(shape, default=0) < 0 or not 0 <= begin <= stop or stop - begin != math.prod(shape) * width:
+            raise CheckpointError(f"{corrupt}: {name!r} has {stop - begin} bytes for shape {shape}")
+        shapes[name], end = shape, max(end, stop)
+    if size != 8 + n + end:
+        raise CheckpointError(f"{corrupt}: the header describes {8 + n + end:,} bytes, the file has {size:,}")
+    return shapes
+
+
+def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """The shape of every weight of a model with this configuration (built on the meta device: no memory)."""
+    with torch.device("meta"):
+        model = TextModel(cfg)
+    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def shape_problems(expected: dict, got: dict) -> str | None:
+    """Why weights of shapes ``got`` do not fit a model expecting ``expected``, or None when they do."""
+    problems = [f"missing {k}" for k in expected if k not in got]
+    problems += [f"unexpected {k}" for k in got if k not in expected]
+    problems += [f"{k} has shape {got[k]}, expected {expected[k]}" for k in expected if k in got and got[k] != expected[k]]
+    if not problems:
+        return None
+    return ("weights do not fit the configuration: " + "; ".join(problems[:5])
+            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+
+
+def read_metrics(path: Path) -> dict:
+    """metrics.json of a checkpoint directory; {} when it has none (metrics are optional)."""
+    if not (path / METRICS).exists():
+        return {}
+    metrics = read_json(path / METRICS, "metrics.json")
+    if not isinstance(metrics, dict):
+        raise CheckpointError(f"metrics.json is not a JSON object ({path / METRICS})")
+    return metrics
+
+
+def check(path: str | Path) -> tuple[dict, ModelConfig, Vocab, dict]:
+    """(config, model configuration, vocab, metrics) of a checkpoint that is whole, without reading the tensors.
+
+    Everything :func:`load` checks short of the tensor data: the JSON files, the vocabulary size,
+    the safetensors header against the file length, and every weight's shape against the
+    configuration. The app lists checkpoints with it, so what it lists as working loads.
+    """
+    path = resolve(path)
+    config = read_config(path)
+    cfg = model_config(config)
+    words = read_json(path / VOCAB, "vocab.json")
+    try:
+        vocab = Vocab.from_json(words)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"vocab.json is invalid: {e}") from None
+    if len(vocab) != cfg.vocab_size:
+        raise CheckpointError(f"vocab.json has {len(vocab)} words but the model expects {cfg.vocab_size}")
+    problem = shape_problems(expected_shapes(cfg), weight_shapes(path / WEIGHTS))
+    if problem:
+        raise CheckpointError(problem)
+    return config, cfg, vocab, read_metrics(path)
+
+
 def load(path: str | Path, kernel: str | None = None,
          device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
     """Load (model in eval mode, vocab, config, metrics) without unpickling anything.
@@ -148,16 +246,9 @@ def load(path: str | Path, kernel: str | None = None,
     """
     device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
     path = resolve(path)
-    config = read_config(path)
-    cfg = model_config(config)
+    config, cfg, vocab, metrics = check(path)
     if kernel is not None:
         cfg.encoder_cfg = dataclasses.replace(cfg.encoder_cfg, kernel=kernel)  # validated like the rest
-    try:
-        vocab = Vocab.from_json(read_json(path / VOCAB, "vocab.json"))
-    except (KeyError, TypeError, ValueError) as e:
-        raise CheckpointError(f"vocab.json is invalid: {e}") from None
-    if len(vocab) != cfg.vocab_size:
-        raise CheckpointError(f"vocab.json has {len(vocab)} words but the model expects {cfg.vocab_size}")
     try:
         state = load_file(str(path / WEIGHTS))
     except FileNotFoundError:
@@ -165,16 +256,12 @@ def load(path: str | Path, kernel: str | None = None,
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(f"{path / WEIGHTS} is corrupt or truncated: {e}") from None
     model = TextModel(cfg)
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    got = {k: tuple(v.shape) for k, v in state.items()}
-    problems = [f"missing {k}" for k in expected if k not in got]
-    problems += [f"unexpected {k}" for k in got if k not in expected]
-    problems += [f"{k} has shape {got[k]}, expected {expected[k]}" for k in expected if k in got and got[k] != expected[k]]
-    if problems:
-        raise CheckpointError("weights do not fit the configuration: " + "; ".join(problems[:5])
-                              + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""))
+    # the file may have changed since check() read its header
+    problem = shape_problems({k: tuple(v.shape) for k, v in model.state_dict().items()},
+                             {k: tuple(v.shape) for k, v in state.items()})
+    if problem:
+        raise CheckpointError(problem)
     model.load_state_dict(state)
-    metrics = read_json(path / METRICS, "metrics.json") if (path / METRICS).exists() else {}
     return model.to(device).eval(), vocab, config, metrics
 
 

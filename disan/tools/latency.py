@@ -1,43 +1,79 @@
-"""App latency: the trace plus every figure of a page for one sentence, once the model is loaded.
+"""App latency and memory.
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
+    python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
 
-A page's figures are its view in :data:`disan.explore.views.VIEWS` with the page's default options,
-the very function the page calls; they are also serialised to JSON as Streamlit does
-(``plotly.io.to_json(figure, validate=False)``) before sending them to the browser.
+The first form times the trace plus every figure of a page for one sentence, in this process, once
+the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
+page's default options, the very function the page calls; they are also serialised to JSON as
+Streamlit does (``plotly.io.to_json(figure, validate=False)``) before sending them to the browser.
+
+``--browser`` measures what a user waits for: it starts ``streamlit run app.py``, drives Chromium
+(Debian's, through Playwright) at 1600x1000, and times each interaction from the key press or click
+until the script run has ended (``data-test-script-state=notRunning``) and the figure that shows the
+change is drawn: typing a new sentence, then changing the feature mode, the colour scale and the
+query token, and switching pages. With ``--sentences N`` it then types N different sentences and
+reports the server's resident memory after each, against the trace cache's bound
+(``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
 """
 from __future__ import annotations
 
 import argparse
+import os
+import random
+import socket
 import statistics
+import subprocess
+import sys
 import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
 
 import plotly.io
 import torch
 
+from disan.explore.cache import CACHE_ENV, budget
 from disan.explore.catalog import list_checkpoints
 from disan.explore.pipeline import load
 from disan.explore.views import VIEWS
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+# Without the background-networking flags Chromium keeps trying hosts that a closed network refuses.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+VIEWPORT = {"width": 1600, "height": 1000}
+
+
+def sentence(n_tokens: int, seed: int = 0, marks: dict[int, str] | None = None) -> str:
+    """A sentence of ``n_tokens`` words from :data:`SENTENCE` (shuffled unless seed is 0), with ``marks``
+    (position -> word) put in place, so that a figure's title can tell the new sentence has been drawn."""
+    words = SENTENCE.split()
+    words = (words * (n_tokens // len(words) + 1))[:n_tokens]
+    if seed:
+        random.Random(seed).shuffle(words)
+    for position, word in (marks or {}).items():
+        words[position] = word
+    return " ".join(words)
 
 
 def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
     """(page, median trace ms, median trace + figures + JSON ms) for every view in VIEWS."""
     pipe = load(path)
     torch.set_num_threads(1)  # as the app runs it (see app.py)
-    words = SENTENCE.split()
-    text = " ".join((words * (n_tokens // len(words) + 1))[:n_tokens])
+    text = sentence(n_tokens)
     pipe.trace_sentence(text)  # warm-up: first-call allocations, spaCy load
     rows = []
     for page, view in VIEWS.items():
         times, trace_times = [], []
         for _ in range(repeats):
             t0 = time.perf_counter()
-            sentence = pipe.trace_sentence(text)
+            traced = pipe.trace_sentence(text)
             t1 = time.perf_counter()
-            for fig in view.draw(sentence, view.options()).figures.values():
+            for fig in view.draw(traced, view.options()).figures.values():
                 plotly.io.to_json(fig, validate=False)
             times.append(time.perf_counter() - t0)
             trace_times.append(t1 - t0)
@@ -45,20 +81,195 @@ def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, fl
     return rows
 
 
+# ---------------------------------------------------------------- in the browser
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(env: dict[str, str] | None = None, timeout: float = 120):
+    """``streamlit run app.py`` on a free local port: yields (process, URL); stopped on exit."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"streamlit did not start (exit code {proc.poll()})") from None
+                time.sleep(0.3)
+        yield proc, url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@contextmanager
+def chromium(executable: str = CHROMIUM):
+    """A headless Chromium driven by Playwright (never ``playwright install``: the system's browser)."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# True once the script run has ended and a figure title contains the text: the change is drawn.
+_DRAWN = """t => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'
+  && [...document.querySelectorAll('.js-plotly-plot .gtitle, .js-plotly-plot .annotation-text')]
+       .some(e => e.textContent.includes(t))"""
+
+
+def wait_drawn(page, title: str, timeout_s: float = 180) -> None:
+    """Wait until the app is idle and a figure whose title contains ``title`` is drawn."""
+    page.wait_for_function(_DRAWN, arg=title, timeout=timeout_s * 1000)
+
+
+def timed(page, action, title: str) -> float:
+    """Seconds from ``action()`` until a figure titled with ``title`` is drawn and the app is idle."""
+    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]')"
+                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=180_000)
+    t0 = time.perf_counter()
+    action()
+    page.wait_for_timeout(50)  # let the rerun start, so that the previous idle state is not taken for the end
+    wait_drawn(page, title)
+    return time.perf_counter() - t0
+
+
+def type_sentence(page, text: str) -> None:
+    """Replace the sidebar's sentence and submit it, as a user does (Ctrl+Enter)."""
+    box = page.locator('[data-testid="stSidebar"] textarea').first
+    box.fill(text)
+    box.press("Control+Enter")
+
+
+def navigate(page, title: str) -> None:
+    """Open a page through the sidebar's navigation, as a user does."""
+    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
+
+
+def choose(page, option: str) -> None:
+    """Click a radio button's option by its label."""
+    page.locator('[data-testid="stRadio"]').get_by_text(option, exact=True).first.click()
+
+
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of a process in MB (Linux): now (VmRSS), or its high-water mark (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} in /proc")
+
+
+def browser_latency(checkpoint: str, n_tokens: int, repeats: int) -> list[tuple[str, list[float]]]:
+    """(interaction, seconds of each round) on the Attention page and across pages, in Chromium."""
+    middle, other = n_tokens // 2, max(0, n_tokens // 2 - 10)
+    rounds: dict[str, list[float]] = {}
+    with server() as (_, url), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{url}/?model={checkpoint}")
+        wait_drawn(page, "· query ")
+        for r in range(repeats):
+            marks = {middle: f"zebra{r}", other: f"giraffe{r}"}
+            text = sentence(n_tokens, seed=r + 1, marks=marks)
+            steps = [
+                ("new sentence (trace and draw)", lambda: type_sentence(page, text), f"query {middle}: zebra{r}"),
+                ("feature mode: max", lambda: choose(page, "max"), "max over features"),
+                ("colour: probability", lambda: choose(page, "probability"),
+                 "max over features, probability"),
+                ("query token (a click on a token)",
+                 lambda: page.locator('[data-testid="stButtonGroup"] button', has_text=f"giraffe{r}").first.click(),
+                 f"query {other}: giraffe{r}"),
+                ("feature mode: one feature", lambda: choose(page, "one feature"),
+                 "feature k = 0"),
+                ("page: Fusion gates", lambda: navigate(page, "Fusion gates"), "fusion gate F"),
+                ("page: Source2token", lambda: navigate(page, "Source2token"), "source2token attention"),
+                ("page: Attention", lambda: navigate(page, "Attention"), "· query "),
+            ]
+            for name, action, title in steps:
+                rounds.setdefault(name, []).append(timed(page, action, title))
+            # back to the defaults for the next round
+            for label in ("mean", "lift over uniform"):
+                choose(page, label)
+                page.wait_for_timeout(300)
+                wait_drawn(page, "DiSA")
+    return list(rounds.items())
+
+
+def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: float | None) -> dict:
+    """The server's resident memory (MB) with the model loaded, after each of ``sentences`` different
+    sentences of ``n_tokens`` tokens typed in Chromium, and its high-water mark; the trace memory bound in MB."""
+    env = {} if cache_mb is None else {CACHE_ENV: str(cache_mb)}
+    bound = (budget() if cache_mb is None else cache_mb * 2**20) / 2**20
+    middle = n_tokens // 2
+    with server(env) as (proc, url), chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{url}/?model={checkpoint}")
+        wait_drawn(page, "· query ")
+        base = rss_mb(proc.pid)
+        after = []
+        for k in range(sentences):
+            text = sentence(n_tokens, seed=1000 + k, marks={middle: f"okapi{k}"})
+            timed(page, lambda: type_sentence(page, text), f"query {middle}: okapi{k}")
+            after.append(rss_mb(proc.pid))
+        high = rss_mb(proc.pid, "VmHWM")
+    return {"model_mb": base, "bound_mb": bound, "after_mb": after, "high_mb": high}
+
+
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
     ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
     parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
-    parser.add_argument("--tokens", type=int, default=30)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=None, help="sentence length (default: 30; --browser: 200)")
+    parser.add_argument("--repeats", type=int, default=None, help="default: 20; --browser: 3 rounds")
+    parser.add_argument("--browser", action="store_true", help="time the running app in Chromium")
+    parser.add_argument("--sentences", type=int, default=0, help="--browser: then type this many sentences and "
+                                                                  "report the server's memory")
+    parser.add_argument("--cache-mb", type=float, default=None, help=f"--browser: the trace cache's bound "
+                                                                      f"({CACHE_ENV}; default 1024)")
     args = parser.parse_args(argv)
     if args.checkpoint is None:
         parser.error("no checkpoint found; name one")
-    print(f"checkpoint {args.checkpoint}, {args.tokens} tokens, median of {args.repeats}")
-    print("| page | trace (ms) | trace + figures + JSON (ms) |\n|---|---:|---:|")
-    for page, trace_ms, total_ms in measure(args.checkpoint, args.tokens, args.repeats):
-        print(f"| {page} | {trace_ms:.1f} | {total_ms:.1f} |")
+    if not args.browser:
+        tokens, repeats = args.tokens or 30, args.repeats or 20
+        print(f"checkpoint {args.checkpoint}, {tokens} tokens, median of {repeats}")
+        print("| page | trace (ms) | trace + figures + JSON (ms) |\n|---|---:|---:|")
+        for page, trace_ms, total_ms in measure(args.checkpoint, tokens, repeats):
+            print(f"| {page} | {trace_ms:.1f} | {total_ms:.1f} |")
+        return
+    name = Path(args.checkpoint).name
+    tokens, repeats = args.tokens or 200, args.repeats or 3
+    print(f"Chromium {VIEWPORT['width']}x{VIEWPORT['height']}, checkpoint {name}, {tokens} tokens, "
+          f"{repeats} rounds (seconds: median, max)")
+    print("| interaction | median (s) | max (s) |\n|---|---:|---:|")
+    for interaction, seconds in browser_latency(name, tokens, repeats):
+        print(f"| {interaction} | {statistics.median(seconds):.2f} | {max(seconds):.2f} |")
+    if args.sentences:
+        memory = browser_memory(name, tokens, args.sentences, args.cache_mb)
+        peak = max(memory["after_mb"])
+        print(f"\nserver RSS with the model loaded: {memory['model_mb']:.0f} MB; trace memory bound "
+              f"{memory['bound_mb']:.0f} MB; after {args.sentences} sentences of {tokens} tokens: peak {peak:.0f} MB, "
+              f"last {memory['after_mb'][-1]:.0f} MB; peak - model = {peak - memory['model_mb']:.0f} MB "
+              f"({'under' if peak - memory['model_mb'] <= memory['bound_mb'] else 'OVER'} the bound); high-water mark "
+              f"{memory['high_mb']:.0f} MB, with a trace's temporaries")
+        print("RSS after each sentence (MB): " + ", ".join(f"{mb:.0f}" for mb in memory["after_mb"]))
 
 
 if __name__ == "__main__":

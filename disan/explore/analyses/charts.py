@@ -12,9 +12,15 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from disan.explore.analyses.stats import Estimate
-from disan.explore.figures import DIVERGING, MASKED_BG, _esc, _finish, _height, _label_axis
+from disan.explore.figures import DIVERGING, MASKED_BG, TEMPLATE, _esc, _height, _label_axis
 
 PALETTE = qualitative.Plotly
+
+
+def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
+    """The figure titled (escaped), in the app's template and of the given height."""
+    fig.update_layout(title=dict(text=_esc(title)), template=TEMPLATE, height=height, **layout)
+    return fig
 
 
 def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:

@@ -52,6 +52,10 @@ class _Page:
     def panel(self, panel) -> str:
         if isinstance(panel, pd.DataFrame):
             return panel.to_html(float_format=lambda v: f"{v:.3f}", border=0)
+        if isinstance(panel, views.Html):  # built from escaped text only
+            return panel.body
+        if isinstance(panel, views.Note):
+            return f'<p class="muted">{html.escape(panel.text)}</p>'
         fragment = pio.to_html(panel, full_html=False, include_plotlyjs=not self.plotly_included,
                                config={"displaylogo": False})
         self.plotly_included = True
@@ -64,6 +68,8 @@ class _Page:
         for row in drawing.rows:
             if row.title:
                 self.heading(row.title, 3)
+            if row.caption:
+                self.paragraph(row.caption, "muted")
             cells = "".join(f"<div>{self.panel(p)}</div>" for p in row.panels.values())
             self.parts.append(f'<div class="row">{cells}</div>')
 
@@ -83,7 +89,7 @@ def report_html(pipe: Pipeline, text: str, hypothesis: str | None = None, steps:
     if result.unknown:
         page.paragraph("Unknown words (embedded as <unk>): " + ", ".join(result.unknown), "muted")
     page.heading(f"Prediction: {result.prediction.label}")
-    page.figure(views.prediction(result.prediction))
+    page.figure(views.prediction(result))
     for label, sentence in zip(("premise", "hypothesis") if pipe.is_pair else ("",), result.sentences):
         suffix = f" ({label})" if label else ""
         for view_name, title in (("attention", "Token2token attention"), ("gates", "Fusion gates"),

@@ -1,0 +1,59 @@
+"""Shareable links: the model and the input in the URL's query parameters.
+
+``?model=<checkpoint directory name>&text=<sentence>`` (a pair model reads ``text`` as the premise and
+``hypothesis`` as the hypothesis). A link is untrusted input: an unknown model, or a text that
+:func:`disan.data.text.check_text` refuses, gives a message and leaves the default in place.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from disan.data.text import check_text
+
+PAIR_KINDS = ("pair", "relatedness")
+
+
+def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | None) -> tuple[dict, list[str]]:
+    """(session values, messages) from a URL's query parameters.
+
+    ``kinds``: the working checkpoints' names and kinds ("classify", "pair", "relatedness"); ``default``:
+    the checkpoint used when the link names none (or a bad one). The values are the session keys the
+    app reads: ``checkpoint``, and ``text`` or ``premise`` and ``hypothesis``; a bad value is left out,
+    with a message saying why.
+    """
+    values, messages = {}, []
+    model = params.get("model")
+    if model is not None:
+        if model in kinds:
+            values["checkpoint"] = model
+        else:
+            shown = model if len(model) <= 60 else model[:59] + "…"
+            messages.append(f"The link names the model “{shown}”, which is not a working checkpoint here "
+                            f"(the working ones: {', '.join(sorted(kinds)) or 'none'}); showing {default or 'none'}.")
+    kind = kinds.get(values.get("checkpoint", default))
+    pair = kind in PAIR_KINDS
+    fields = [("text", "premise" if pair else "text")] + ([("hypothesis", "hypothesis")] if pair else [])
+    for param, key in fields:
+        text = params.get(param)
+        if text is None:
+            continue
+        try:
+            check_text(text)
+        except ValueError as e:
+            messages.append(f"The link's {param} was not used ({e}); showing the default.")
+            continue
+        values[key] = text
+    if "hypothesis" in params and not pair:
+        messages.append("The link has a hypothesis, but the model reads single sentences; it was left out.")
+    return values, messages
+
+
+def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str]) -> dict[str, str]:
+    """The query parameters that link to a checkpoint and the input in ``state`` (the session's values)."""
+    if checkpoint is None:
+        return {}
+    if kind in PAIR_KINDS:
+        params = {"text": state.get("premise"), "hypothesis": state.get("hypothesis")}
+    else:
+        params = {"text": state.get("text")}
+    return {"model": checkpoint, **{k: v for k, v in params.items() if v is not None}}

@@ -1,0 +1,34 @@
+"""Shareable links (disan.explore.links): reading and writing the URL's query parameters."""
+from disan.explore import links
+from disan.explore.pipeline import MAX_TOKENS
+
+KINDS = {"trec": "classify", "sick-e": "pair", "sick": "relatedness"}
+
+
+def test_a_link_sets_the_model_and_its_input():
+    assert links.read({"model": "trec", "text": "What is DiSAN ?"}, KINDS, "trec") == (
+        {"checkpoint": "trec", "text": "What is DiSAN ?"}, [])
+    values, messages = links.read({"model": "sick-e", "text": "A man", "hypothesis": "A person"}, KINDS, "trec")
+    assert values == {"checkpoint": "sick-e", "premise": "A man", "hypothesis": "A person"} and not messages
+    assert links.read({"text": "a sentence"}, KINDS, "trec") == ({"text": "a sentence"}, [])  # the default model
+
+
+def test_bad_values_give_messages_and_leave_the_defaults():
+    values, messages = links.read({"model": "../../etc", "text": "fine"}, KINDS, "trec")
+    assert values == {"text": "fine"}
+    assert "“../../etc”, which is not a working checkpoint" in messages[0] and "showing trec" in messages[0]
+    values, messages = links.read({"model": "trec", "text": "word " * (MAX_TOKENS + 1)}, KINDS, "trec")
+    assert values == {"checkpoint": "trec"} and f"the limit is {MAX_TOKENS}" in messages[0]
+    values, messages = links.read({"text": "   "}, KINDS, "trec")
+    assert values == {} and "empty" in messages[0]
+    values, messages = links.read({"model": "trec", "hypothesis": "a second sentence"}, KINDS, "trec")
+    assert values == {"checkpoint": "trec"} and "single sentences" in messages[0]
+
+
+def test_writing_a_link_reads_back_to_the_same_state():
+    for name, state in (("trec", {"text": "What is it ?", "premise": "unused"}),
+                        ("sick-e", {"premise": "A man", "hypothesis": "A person", "text": "unused"})):
+        params = links.write(name, KINDS[name], state)
+        values, messages = links.read(params, KINDS, "trec")
+        assert not messages and values == {"checkpoint": name, **{k: v for k, v in state.items() if v != "unused"}}
+    assert links.write(None, None, {"text": "x"}) == {}
