@@ -234,7 +234,9 @@ def test_the_analysis_pages_render_in_chromium(url, page):
     page.goto(url)
     wait_drawn(page, "· query ")
     type_sentence(page, "A man is pouring <b>hot</b> tea")
-    wait_drawn(page, "A man is pouring")
+    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot .ytick text')]"
+                           ".some(e => e.textContent === 'pouring')", timeout=180_000)
+    idle(page)
     for title, slug, figures in ANALYSES:
         navigate(page, title)
         page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
