@@ -73,7 +73,7 @@ def query(trace, j: int | None = None, block: str | None = None, sentence: str =
     """What query token ``j`` (default: the last) attends to in one block (default: the first), feature by feature."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    b = views._block(s.trace, block)
+    b = views.find_block(s.trace, block)
     n = len(s.tokens)
     j = n - 1 if j is None else j
     if not 0 <= j < n:
@@ -103,7 +103,7 @@ def gate_heatmap(trace, block: str | None = None, sentence: str = "premise") -> 
     """One block's (default: the first) fusion gate, tokens x features."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    b = views._block(s.trace, block)
+    b = views.find_block(s.trace, block)
     return figures.gate_heatmap(b.gate.numpy(), s.tokens, f"{b.name} gate")
 
 

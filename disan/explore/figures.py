@@ -7,7 +7,7 @@ tokens, columns ``i`` attended tokens, ``k`` features.
 
 Tokens and labels are untrusted user text, and plotly renders a subset of HTML in
 tick labels, titles, legends and hover text, so every string that reaches a figure
-goes through :func:`_esc` first. Token axes are numeric (0..n-1) with tick
+goes through :func:`esc` first. Token axes are numeric (0..n-1) with tick
 labels, because a categorical axis would merge repeated tokens ("the ... the").
 
 Figures are built from plain trace and layout dicts in one step (:func:`_figure`),
@@ -45,7 +45,7 @@ LIFT_RANGE = (1.1, 64.0)  # the lift colour range spans at least x1/1.1..x1.1 an
 SCALES = ("lift", "probability")  # how attention heatmaps are coloured (see _colouring)
 
 
-def _esc(text) -> str:
+def esc(text) -> str:
     """Plain text -> text plotly shows literally (its pseudo-HTML is not interpreted)."""
     return html.escape(str(text), quote=True)
 
@@ -55,7 +55,7 @@ def _short(text, limit: int = TICK_CHARS) -> str:
     text = str(text)
     if len(text) > limit:
         text = text[:limit - 1] + "…"
-    return _esc(text)
+    return esc(text)
 
 
 def _wrap(text, width: int = 32, lines: int = 3) -> str:
@@ -65,15 +65,15 @@ def _wrap(text, width: int = 32, lines: int = 3) -> str:
     if len(chunks) > lines:
         chunks = chunks[:lines]
         chunks[-1] = chunks[-1][:width - 1] + "…"
-    return "<br>".join(_esc(chunk) for chunk in chunks)
+    return "<br>".join(esc(chunk) for chunk in chunks)
 
 
-def _height(rows: int, per_row: int = 22, base: int = 160, low: int = 320, high: int = 1600) -> int:
+def height_for(rows: int, per_row: int = 22, base: int = 160, low: int = 320, high: int = 1600) -> int:
     """Figure height in pixels: grows with the number of rows, within readable bounds."""
     return int(min(high, max(low, base + per_row * rows)))
 
 
-def _peak(*arrays: np.ndarray) -> float:
+def peak(*arrays: np.ndarray) -> float:
     """The largest finite value of the arrays, or 1 when there is none above 0 (an empty colour range)."""
     finite = [a[np.isfinite(a)] for a in arrays]
     top = max((float(a.max()) for a in finite if a.size), default=0.0)
@@ -108,13 +108,13 @@ def _thinned(values: list, labels: list[str], max_ticks: int) -> tuple[list, lis
     return values[::step], labels[::step]
 
 
-def _label_axis(name: str, labels: Sequence[str], title: str | None = None, first: int = 0,
+def label_axis(name: str, labels: Sequence[str], title: str | None = None, first: int = 0,
                 marked: Sequence[bool] | None = None, max_ticks: int = MAX_TICKS) -> _Axis:
     """Positions named by text (tokens, class labels): hover "name k: label", k counted from ``first``.
 
     ``marked`` positions (stop words) get grey italic tick labels.
     """
-    values = [f"{name} {first + k}: {_esc(label)}".strip() for k, label in enumerate(labels)]
+    values = [f"{name} {first + k}: {esc(label)}".strip() for k, label in enumerate(labels)]
     ticks = [_short(label) for label in labels]
     if marked is not None:
         ticks = [f'<span style="{STOP_STYLE}"><i>{t}</i></span>' if m else t for t, m in zip(ticks, marked)]
@@ -155,7 +155,7 @@ def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, z
 def _figure(traces: Sequence[dict], title: str, height: int, **layout) -> go.Figure:
     """A figure from trace dicts and layout entries, titled (escaped) and in the app's template, built
     without validation (see the module's docstring)."""
-    layout = {"template": pio.templates[TEMPLATE], "title": {"text": _esc(title)}, "height": height, **layout}
+    layout = {"template": pio.templates[TEMPLATE], "title": {"text": esc(title)}, "height": height, **layout}
     return go.Figure(data=list(traces), layout=layout, _validate=False)
 
 
@@ -184,7 +184,7 @@ def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04
         panels.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         if k < len(titles):
             # 6 px above the panel, so that the title does not touch it
-            annotations.append(dict(text=_esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
+            annotations.append(dict(text=esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
                                     xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
                                     font=dict(size=14)))
     return {**layout, "annotations": annotations}, panels
@@ -194,7 +194,7 @@ def describe(fig: go.Figure, source: str) -> go.Figure:
     """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
     what it shows; the title above it says what is drawn (mode, feature)."""
     top = 110 if fig.layout.annotations else 90  # room for subplot titles under the title and subtitle
-    fig.update_layout(title=dict(subtitle=dict(text=_esc(source)), y=0.99, yanchor="top", yref="container"),
+    fig.update_layout(title=dict(subtitle=dict(text=esc(source)), y=0.99, yanchor="top", yref="container"),
                       margin=dict(t=max(top, fig.layout.margin.t or 0)))
     return fig
 
@@ -323,7 +323,7 @@ def _coloured(zs: Sequence[np.ndarray], scale: str) -> tuple[list[np.ndarray], l
     """
     zs = [np.asarray(z, dtype=float) for z in zs]
     if scale == "probability":
-        return zs, [None] * len(zs), dict(zmin=0.0, zmax=_peak(*zs), colorscale=SEQUENTIAL,
+        return zs, [None] * len(zs), dict(zmin=0.0, zmax=peak(*zs), colorscale=SEQUENTIAL,
                                           colorbar=dict(title=dict(text="P")))
     if scale == "lift":
         logs, kwargs = _lift_colours(zs)
@@ -354,8 +354,8 @@ def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS) -> tu
     """(query rows, attended columns) axes of the window's tokens, numbered by their position in the sentence."""
     cut = _span(len(tokens), window)
     shown = list(tokens)[cut]
-    return (_label_axis("query", shown, "query token j", cut.start, max_ticks=max_ticks),
-            _label_axis("attended", shown, "attended token i", cut.start, max_ticks=max_ticks))
+    return (label_axis("query", shown, "query token j", cut.start, max_ticks=max_ticks),
+            label_axis("attended", shown, "attended token i", cut.start, max_ticks=max_ticks))
 
 
 def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray, title: str,
@@ -371,7 +371,7 @@ def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarra
         colours["zmax"] = zmax
     rows, cols = _token_axes(tokens, window)
     trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height_for(len(rows.values), high=900))
 
 
 def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mask: np.ndarray,
@@ -391,7 +391,7 @@ def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mas
     layout["xaxis2"].update(cols.layout())
     layout["yaxis"].update(rows.layout(reverse=True))
     layout["yaxis2"].update(rows.layout(reverse=True), matches="y", showticklabels=False, title=None)
-    return _figure(traces, title, _height(len(rows.values), high=900), plot_bgcolor=MASKED_BG, **layout)
+    return _figure(traces, title, height_for(len(rows.values), high=900), plot_bgcolor=MASKED_BG, **layout)
 
 
 def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: Sequence[str], columns: int, *,
@@ -435,11 +435,11 @@ def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarra
     cut = _span(len(tokens), window)
     (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale)
     rows = _feature_axis(probs.shape[-1], features)
-    cols = _label_axis("attended", list(tokens)[cut], "attended token i", cut.start)
+    cols = label_axis("attended", list(tokens)[cut], "attended token i", cut.start)
     if title is None:
         title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
     trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(ids), per_row=14))
+    return _heatmap_figure(trace, rows, cols, title, height_for(len(ids), per_row=14))
 
 
 def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], title: str = "forward − backward",
@@ -464,7 +464,7 @@ def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], ti
     rows, cols = _token_axes(tokens, window)
     bar = dict(title=dict(text="Δ lift" if scale == "lift" else "Δ P"))
     trace = _heatmap(z[cut, cut], rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=bar)
-    return _heatmap_figure(trace, rows, cols, title, _height(len(rows.values), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height_for(len(rows.values), high=900))
 
 
 # ---------------------------------------------------------------- gates and source2token
@@ -491,31 +491,31 @@ def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: b
     """
     gate = np.asarray(gate, dtype=float)  # (n, d)
     order = gate_order(gate) if sort else None
-    rows = _label_axis("token", tokens, "token j", marked=stop)
+    rows = label_axis("token", tokens, "token j", marked=stop)
     cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k")
     m = _gate_range(gate)
     trace = _heatmap(gate if order is None else gate[:, order], rows, cols, zmin=0.5 - m, zmax=0.5 + m,
                      colorscale=DIVERGING, fmt=".3f", colorbar=dict(title=dict(text="F")))
-    return _heatmap_figure(trace, rows, cols, title, _height(len(tokens), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height_for(len(tokens), high=900))
 
 
-def _token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
+def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
                 value_range: tuple[float, float] | None = None, base: float = 0.0,
                 stop: Sequence[bool] | None = None) -> go.Figure:
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
     ``stop`` tokens get hatched bars and grey labels."""
-    axis = _label_axis("token", tokens, marked=stop)
+    axis = label_axis("token", tokens, marked=stop)
     marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
     bars = []
     for name, values in series.items():
         values = np.asarray(values, dtype=float)
-        bar = dict(type="bar", x=values - base, y=axis.values, orientation="h", name=_esc(name), customdata=values,
+        bar = dict(type="bar", x=values - base, y=axis.values, orientation="h", name=esc(name), customdata=values,
                    marker=marker, hovertemplate="%{y} = %{customdata:.4f}")
         if base:
             bar["base"] = base
         bars.append(bar)
-    xaxis = dict(title=dict(text=_esc(value_title)), **({"range": list(value_range)} if value_range else {}))
-    return _figure(bars, title, _height(len(tokens) * max(1, len(series)), per_row=14), barmode="group",
+    xaxis = dict(title=dict(text=esc(value_title)), **({"range": list(value_range)} if value_range else {}))
+    return _figure(bars, title, height_for(len(tokens) * max(1, len(series)), per_row=14), barmode="group",
                    xaxis=xaxis, yaxis=axis.layout(reverse=True))
 
 
@@ -529,7 +529,7 @@ def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
     means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
     title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
-    return _token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
+    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
 
 
 def _vline(x: float, **line) -> dict:
@@ -543,7 +543,7 @@ def _halves(halves: Sequence[str], d: int) -> dict:
     width = d / len(halves)
     shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
     annotations = [dict(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                        text=f"{_esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+                        text=f"{esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
                    for k, name in enumerate(halves)]
     return dict(shapes=shapes, annotations=annotations)
 
@@ -555,15 +555,15 @@ def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Seque
     backward), marked on the feature axis.
     """
     probs = np.asarray(probs, dtype=float)  # (n, D)
-    rows, cols = _label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
-    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=_peak(probs), colorbar=dict(title=dict(text="P")))
+    rows, cols = label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
+    trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=peak(probs), colorbar=dict(title=dict(text="P")))
     marks = dict(_halves(halves, probs.shape[1]), margin=dict(t=110)) if halves else {}
-    return _heatmap_figure(trace, rows, cols, "source2token attention", _height(len(tokens), high=900), **marks)
+    return _heatmap_figure(trace, rows, cols, "source2token attention", height_for(len(tokens), high=900), **marks)
 
 
 def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
     """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
-    fig = _token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
+    fig = token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
                       "mean probability")
     uniform = 1 / max(1, len(tokens))
     fig.update_layout(shapes=[_vline(uniform, color="grey", dash="dot")],
@@ -583,15 +583,15 @@ def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
     :func:`source2token_heatmap`.
     """
     z = np.stack([np.ravel(np.asarray(v, dtype=float)) for v in vectors])  # (m, D)
-    values = [_esc(label) for label in labels]  # the hover names a row by its whole label
+    values = [esc(label) for label in labels]  # the hover names a row by its whole label
     rows, cols = _Axis("sentence", values, (values, [_wrap(label) for label in labels])), _feature_axis(z.shape[1])
     if np.nanmin(z) >= 0:
-        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), colorbar=dict(title=dict(text="P")), ygap=4)
+        trace = _heatmap(z, rows, cols, zmin=0.0, zmax=peak(z), colorbar=dict(title=dict(text="P")), ygap=4)
     else:
         trace = _heatmap(z, rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=dict(title=dict(text="value")),
                          ygap=4)
     marks = _halves(halves, z.shape[1]) if halves else {}
-    return _heatmap_figure(trace, rows, cols, title, _height(len(labels), per_row=70, low=260), **marks)
+    return _heatmap_figure(trace, rows, cols, title, height_for(len(labels), per_row=70, low=260), **marks)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -600,7 +600,7 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
     labels = list(probs)
     colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
-    bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h",
+    bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h",
                marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
     return _figure([bar], "class probabilities", 130 + 26 * len(labels),
                    yaxis=dict(type="category", autorange="reversed"),
@@ -610,9 +610,9 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
     """(C, C) counts: rows = gold class, columns = predicted class, counts written in the cells."""
     z = np.asarray(matrix, dtype=float)  # (C, C)
-    rows, cols = _label_axis("gold", labels, "gold"), _label_axis("predicted", labels, "predicted")
-    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=_peak(z), fmt=",.0f", text=True)
-    return _heatmap_figure(trace, rows, cols, "confusion matrix", _height(len(labels), per_row=40))
+    rows, cols = label_axis("gold", labels, "gold"), label_axis("predicted", labels, "predicted")
+    trace = _heatmap(z, rows, cols, zmin=0.0, zmax=peak(z), fmt=",.0f", text=True)
+    return _heatmap_figure(trace, rows, cols, "confusion matrix", height_for(len(labels), per_row=40))
 
 
 def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[int] = LENGTH_BINS) -> go.Figure:
@@ -637,7 +637,7 @@ def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Fi
     titles = ["loss" if "loss" in group[0] else "metrics" for group in groups]
     layout, refs = _grid(max(1, len(groups)), 1, titles, vspace=0.12)
     traces = [dict(type="scatter", x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
-                   name=_esc(key), marker=dict(size=8), **ref)
+                   name=esc(key), marker=dict(size=8), **ref)
               for group, ref in zip(groups, refs) for key in group]
     ticks = {}
     if epochs:

@@ -126,7 +126,7 @@ def feature_count(trace) -> int:
     return int(trace.blocks[0].probs.shape[-1])
 
 
-def _block(trace, name: str | None):
+def find_block(trace, name: str | None):
     """The block called ``name``; None: the first block."""
     if name is None:
         return trace.blocks[0]
@@ -153,13 +153,13 @@ def entropy(block) -> np.ndarray:
 def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RANKED) -> list[int]:
     """The ``top`` features of a block (None: the first) with the sharpest attention (lowest mean entropy
     over the query rows), sharpest first."""
-    b = _block(trace, block)
+    b = find_block(trace, block)
     return figures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
 
 
 def feature_label(trace, block: str | None, k: int) -> str:
     """How a feature is offered in the sharpest-features picker: its index and mean entropy."""
-    b = _block(trace, block)
+    b = find_block(trace, block)
     sharpness = figures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
     return f"k = {k} · mean entropy {sharpness:.2f} nats"
 
@@ -208,7 +208,7 @@ def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") ->
         return markup.Shading("source2token importance, relative to uniform (1/n)",
                               importance * len(importance), 1.0, ratio=True)
     if kind == "received" and name in block_names(tr):
-        block = _block(tr, name)
+        block = find_block(tr, name)
         mask = np.asarray(block.mask, dtype=bool)
         lifted = figures.lift(figures.reduce_features(np.asarray(block.probs), reduction), mask)
         senders = mask.sum(axis=0)  # (n,): the queries that may attend each token
@@ -217,7 +217,7 @@ def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") ->
         return markup.Shading(f"attention received in the {name} block ({_reduction_text(reduction)}, mean lift "
                               f"over the queries that may attend it)", received, 1.0, ratio=True)
     if kind == "gate" and name in block_names(tr):
-        gate = np.asarray(_block(tr, name).gate, dtype=float).mean(axis=1)
+        gate = np.asarray(find_block(tr, name).gate, dtype=float).mean(axis=1)
         return markup.Shading(f"mean fusion gate F in the {name} block (1 keeps h, 0 takes s)", gate, 0.5,
                               ratio=False)
     raise ValueError(f"cannot shade by {key!r}; choose one of {list(shade_choices(tr))}")

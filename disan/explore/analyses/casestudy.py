@@ -31,7 +31,7 @@ import pandas as pd
 from disan.explore.analyses import charts, stats
 from disan.explore.analyses.batched import traces
 from disan.explore.analyses.measures import WORD_CLASSES, received, word_class
-from disan.explore.figures import _token_bars
+from disan.explore.figures import token_bars
 from disan.explore.views import Drawing, Row
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
@@ -219,7 +219,7 @@ def paper_rows(paper: CaseStudy) -> list[Row]:
         received_bars = {name: group[f"{name} relative"].to_numpy() for name in paper.blocks}
         gate_bars = {name: group[f"{name} gate"].to_numpy() for name in paper.blocks}
         rows.append(Row({
-            f"case-paper-{s}-received": _token_bars(received_bars, labels, "attention received ÷ uniform", "ratio"),
-            f"case-paper-{s}-gates": _token_bars(gate_bars, labels, "mean fusion gate", "mean gate F", (0.0, 1.0)),
+            f"case-paper-{s}-received": token_bars(received_bars, labels, "attention received ÷ uniform", "ratio"),
+            f"case-paper-{s}-gates": token_bars(gate_bars, labels, "mean fusion gate", "mean gate F", (0.0, 1.0)),
         }, f"The paper's sentence {s + 1}: {' '.join(group['token'])}"))
     return rows

@@ -1,7 +1,7 @@
 """Plotly figures of the analyses, in the style and with the escaping of :mod:`disan.explore.figures`.
 
 Every string from the user or a corpus (tokens, contexts, labels, checkpoint names) goes through
-``figures._esc`` before it reaches a figure; markup is only ever added around escaped text.
+``figures.esc`` before it reaches a figure; markup is only ever added around escaped text.
 """
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from disan.explore.analyses.stats import Estimate
-from disan.explore.figures import DIVERGING, MASKED_BG, TEMPLATE, _esc, _height, _label_axis
+from disan.explore.figures import DIVERGING, MASKED_BG, TEMPLATE, esc, height_for, label_axis
 
 PALETTE = qualitative.Plotly
 
 
 def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     """The figure titled (escaped), in the app's template and of the given height."""
-    fig.update_layout(title=dict(text=_esc(title)), template=TEMPLATE, height=height, **layout)
+    fig.update_layout(title=dict(text=esc(title)), template=TEMPLATE, height=height, **layout)
     return fig
 
 
@@ -29,7 +29,7 @@ def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
     right = " ".join(tokens[position + 1:position + 1 + width])
     before = "… " if position > width else ""
     after = " …" if position + 1 + width < len(tokens) else ""
-    return f"{_esc(before + left)} <b>{_esc(tokens[position])}</b> {_esc(right + after)}".strip()
+    return f"{esc(before + left)} <b>{esc(tokens[position])}</b> {esc(right + after)}".strip()
 
 
 def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], explained: np.ndarray,
@@ -44,7 +44,7 @@ def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequenc
     for c, group in enumerate(sorted(set(groups)) if order is None else order):
         idx = np.flatnonzero(groups == group)
         fig.add_trace(go.Scattergl(
-            x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{_esc(group)} ({len(idx)})",
+            x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{esc(group)} ({len(idx)})",
             marker=dict(size=7, opacity=0.75, color=PALETTE[c % len(PALETTE)]),
             customdata=idx, hovertext=hover[idx], hovertemplate="#%{customdata}: %{hovertext}<extra></extra>"))
     if selected is not None:
@@ -62,8 +62,8 @@ def prediction_change(before: Mapping[str, float], after: Mapping[str, float],
     """Class probabilities of two predictions as paired horizontal bars, in the model's label order."""
     labels = list(before)
     fig = go.Figure([
-        go.Bar(x=[float(probs[k]) for k in labels], y=[_esc(k) for k in labels], orientation="h", name=_esc(name),
-               marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + _esc(name) + "</extra>")
+        go.Bar(x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h", name=esc(name),
+               marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + esc(name) + "</extra>")
         for name, probs, colour in zip(names, (before, after), ("#9ecae1", "#1f77b4"))
     ])
     fig.update_yaxes(type="category", autorange="reversed")
@@ -77,8 +77,8 @@ def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequen
     values = np.asarray(values, dtype=float)  # (n, m)
     peak = np.nanmax(np.abs(values), axis=0, initial=0.0)
     scaled = values / np.where(peak > 0, peak, 1.0)
-    rows = _label_axis("token", tokens, "token")
-    columns = [_esc(m) for m in measures]  # a handful of names of ours: shown whole, not cut like tokens
+    rows = label_axis("token", tokens, "token")
+    columns = [esc(m) for m in measures]  # a handful of names of ours: shown whole, not cut like tokens
     text = np.array([["" if np.isnan(v) else f"{v:.3g}" for v in row] for row in values], dtype=object)
     fig = go.Figure(go.Heatmap(
         z=scaled, x=columns, y=rows.values, customdata=values, text=text, texttemplate="%{text}",
@@ -87,7 +87,7 @@ def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequen
         hovertemplate="%{y} · %{x} = %{customdata:.4g}<extra></extra>"))
     fig.update_xaxes(type="category", side="top")
     fig.update_yaxes(**rows.layout(reverse=True))
-    return _finish(fig, title, _height(len(tokens), per_row=26), plot_bgcolor=MASKED_BG)
+    return _finish(fig, title, height_for(len(tokens), per_row=26), plot_bgcolor=MASKED_BG)
 
 
 def histograms(series: Mapping[str, np.ndarray], title: str, value_title: str,
@@ -97,11 +97,11 @@ def histograms(series: Mapping[str, np.ndarray], title: str, value_title: str,
     for c, (name, values) in enumerate(series.items()):
         values = np.asarray(values, dtype=float)
         values = values[np.isfinite(values)]
-        fig.add_trace(go.Histogram(x=values, name=f"{_esc(name)} (n={len(values)})", opacity=0.6, nbinsx=bins,
+        fig.add_trace(go.Histogram(x=values, name=f"{esc(name)} (n={len(values)})", opacity=0.6, nbinsx=bins,
                                    marker_color=PALETTE[c % len(PALETTE)]))
     if reference is not None:
         fig.add_vline(x=reference, line=dict(color="black", dash="dash"))
-    fig.update_xaxes(title=dict(text=_esc(value_title)))
+    fig.update_xaxes(title=dict(text=esc(value_title)))
     fig.update_yaxes(title=dict(text="count"))
     return _finish(fig, title, 380, barmode="overlay")
 
@@ -117,11 +117,11 @@ def estimate_bars(estimates: Mapping[str, Mapping[str, Estimate]], title: str, v
         est = [estimates[o].get(key) for o in outer]
         value = [e.value if e else None for e in est]
         fig.add_trace(go.Bar(
-            x=[_esc(o) for o in outer], y=value, name=_esc(key), marker_color=PALETTE[c % len(PALETTE)],
+            x=[esc(o) for o in outer], y=value, name=esc(key), marker_color=PALETTE[c % len(PALETTE)],
             error_y=dict(type="data", symmetric=False, array=[e.high - e.value if e else 0 for e in est],
                          arrayminus=[e.value - e.low if e else 0 for e in est]),
-            hovertemplate="%{x} · " + _esc(key) + ": %{y:.4f}<extra></extra>"))
+            hovertemplate="%{x} · " + esc(key) + ": %{y:.4f}<extra></extra>"))
     if reference is not None:
         fig.add_hline(y=reference, line=dict(color="black", dash="dash"))
-    fig.update_yaxes(title=dict(text=_esc(value_title)))
+    fig.update_yaxes(title=dict(text=esc(value_title)))
     return _finish(fig, title, 380, barmode="group")

@@ -65,7 +65,7 @@ def drawing(a: Side, b: Side) -> Drawing:
         s.prediction.probs, None if s.prediction.score is not None else s.prediction.label)
         for k, s in zip("ab", sides)}, "Predictions of A (left) and B (right)")]
     blocks = [{block.name: block for block in s.sentence.trace.blocks} for s in sides]
-    zmax = figures._peak(*(_mean(block) for side in blocks for block in side.values()))
+    zmax = figures.peak(*(_mean(block) for side in blocks for block in side.values()))
     for k, (label, side) in enumerate(zip(labels, blocks)):
         if side:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
@@ -81,15 +81,15 @@ def drawing(a: Side, b: Side) -> Drawing:
     gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float).mean(axis=1)
              for label, side in zip(labels, blocks) for name, block in side.items()}
     if gates:
-        rows.append(Row({"compare-gates": figures._token_bars(gates, tokens, "mean fusion gate per token",
+        rows.append(Row({"compare-gates": figures.token_bars(gates, tokens, "mean fusion gate per token",
                                                                "mean gate F", (0.0, 1.0))}, "Fusion gates"))
     importance = {label[:1]: figures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
                   for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
     if importance:
-        panels = {"compare-s2t": figures._token_bars(importance, tokens, "source2token importance",
+        panels = {"compare-s2t": figures.token_bars(importance, tokens, "source2token importance",
                                                      "mean probability")}
         if len(importance) == 2:
-            panels["compare-s2t-diff"] = figures._token_bars({"A − B": importance["A"] - importance["B"]}, tokens,
+            panels["compare-s2t-diff"] = figures.token_bars({"A − B": importance["A"] - importance["B"]}, tokens,
                                                              "source2token importance: A − B", "difference")
         rows.append(Row(panels, "Source2token"))
     return Drawing(rows)

@@ -169,7 +169,7 @@ def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Dra
     """The occlusion table (largest drop first) and the change per token in sentence order."""
     followed = "relatedness score" if pipe.kind == "relatedness" else "probability of the predicted class"
     by_position = table.sort_values("position")
-    bars = figures._token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
+    bars = figures.token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
                                f"change in the {followed} when the token is dropped", "change")
     return Drawing([Row({"cf-occlusion-table": table, "cf-occlusion-bars": bars}, "Occlusion: drop each token")])
 
