@@ -1,8 +1,8 @@
 """DiSAN Explorer: ``streamlit run app.py``. Navigation and the sidebar shared by every page."""
 import streamlit as st
 import torch
-from disan.app.common import entries, persistent
 
+from disan.app.common import entries, persistent
 from disan.explore import links, markup
 from disan.explore.pipeline import MAX_TOKENS
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE

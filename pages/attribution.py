@@ -1,8 +1,14 @@
 """Gradient attribution beside attention: does what DiSAN attends to agree with what the prediction depends on?"""
 import streamlit as st
-from disan.app import analyses as glue
-from disan.app.common import current_input, current_pipeline, draw, run_trace, show_prediction
 
+from disan.app import analyses as glue
+from disan.app.common import (
+    current_input,
+    current_pipeline,
+    draw,
+    run_trace,
+    show_prediction,
+)
 from disan.data.loaders import TASKS
 from disan.explore.analyses import attribution
 

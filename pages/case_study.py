@@ -1,8 +1,8 @@
 """The paper's case-study claims (its Fig. 4 and 5), measured over a corpus with bootstrap intervals."""
 import streamlit as st
+
 from disan.app import analyses as glue
 from disan.app.common import current_pipeline, draw
-
 from disan.explore import views
 from disan.explore.analyses import casestudy, corpus
 

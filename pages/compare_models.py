@@ -1,7 +1,15 @@
 """Two checkpoints on one sentence: predictions, attention on one scale, and their difference."""
 import streamlit as st
-from disan.app.common import cached_trace, current_input, current_pipeline, draw, entries, run_trace, stamp
 
+from disan.app.common import (
+    cached_trace,
+    current_input,
+    current_pipeline,
+    draw,
+    entries,
+    run_trace,
+    stamp,
+)
 from disan.explore.analyses import compare
 
 PAIR_KINDS = ("pair", "relatedness")

@@ -1,8 +1,8 @@
 """One word over a whole corpus: its vector at every occurrence, projected with PCA and clustered."""
 import streamlit as st
+
 from disan.app import analyses as glue
 from disan.app.common import current_pipeline, draw
-
 from disan.explore import senses
 from disan.explore.analyses import batched, corpus
 

@@ -1,7 +1,13 @@
 """Edit the sentence, drop each token, or forbid attention edges, and see what changes."""
 import streamlit as st
-from disan.app.common import current_input, current_pipeline, draw, run_trace, show_prediction
 
+from disan.app.common import (
+    current_input,
+    current_pipeline,
+    draw,
+    run_trace,
+    show_prediction,
+)
 from disan.explore import views
 from disan.explore.analyses import counterfactual as cf
 

@@ -1,7 +1,7 @@
 """The shipped and trained checkpoints with their model cards and metrics."""
 import streamlit as st
-from disan.app.common import chart, entries
 
+from disan.app.common import chart, entries
 from disan.explore import catalog, figures, progress
 
 st.header("Models")

@@ -2,8 +2,8 @@
 import time
 
 import streamlit as st
-from disan.app.common import chart, entries, stamp
 
+from disan.app.common import chart, entries, stamp
 from disan.data.loaders import TASKS
 from disan.data.text import split_pair
 from disan.explore import catalog, figures, progress

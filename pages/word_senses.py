@@ -1,7 +1,14 @@
 """The same word in two or more contexts: its attention vectors one above the other (the paper's Fig. 6)."""
 import streamlit as st
-from disan.app.common import cached_sentence, current_pipeline, draw, fresh, persistent, stamp
 
+from disan.app.common import (
+    cached_sentence,
+    current_pipeline,
+    draw,
+    fresh,
+    persistent,
+    stamp,
+)
 from disan.explore import markup, senses, views
 
 OWN = "(your own sentences)"

@@ -8,7 +8,15 @@ import pytest
 import torch
 
 from disan.data.text import UNK
-from disan.explore.analyses import attribution, batched, casestudy, compare, corpus, counterfactual as cf, stats
+from disan.explore.analyses import (
+    attribution,
+    batched,
+    casestudy,
+    compare,
+    corpus,
+    stats,
+)
+from disan.explore.analyses import counterfactual as cf
 from disan.explore.analyses.measures import received, relative_received, word_class
 from disan.explore.pipeline import Pipeline
 

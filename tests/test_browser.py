@@ -12,7 +12,15 @@ import pytest
 
 from disan.explore import figures, views
 from disan.nn import checkpoint
-from disan.tools.latency import VIEWPORT, chromium, navigate, sentence, server, type_sentence, wait_drawn
+from disan.tools.latency import (
+    VIEWPORT,
+    chromium,
+    navigate,
+    sentence,
+    server,
+    type_sentence,
+    wait_drawn,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "screenshots"

@@ -7,7 +7,6 @@ import torch
 
 from disan.nn.attention import masked_softmax, token2token_dense
 from disan.nn.baselines import ENCODERS, build_encoder
-from disan.nn.kernels import token2token
 from disan.nn.heads import (
     ModelConfig,
     TextModel,
@@ -16,6 +15,7 @@ from disan.nn.heads import (
     relatedness_score,
     relatedness_target,
 )
+from disan.nn.kernels import token2token
 from disan.nn.masks import (
     attention_mask,
     backward_mask,
@@ -25,7 +25,6 @@ from disan.nn.masks import (
 from disan.nn.model import DiSANConfig, DiSANEncoder
 
 from . import reference
-
 
 CPP = pytest.param("cpp", marks=pytest.mark.skipif(shutil.which("c++") is None, reason="no C++ compiler"))
 

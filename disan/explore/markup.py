@@ -16,7 +16,9 @@ import numpy as np
 from plotly.colors import sample_colorscale
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from disan.explore.figures import DIVERGING  # as the figures: blue below the centre, white at it, red above
+from disan.explore.figures import (
+    DIVERGING,  # as the figures: blue below the centre, white at it, red above
+)
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation mark, which CommonMark lets us escape
 

@@ -12,7 +12,14 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from disan.explore.analyses.stats import Estimate
-from disan.explore.figures import DIVERGING, MASKED_BG, TEMPLATE, esc, height_for, label_axis
+from disan.explore.figures import (
+    DIVERGING,
+    MASKED_BG,
+    TEMPLATE,
+    esc,
+    height_for,
+    label_axis,
+)
 
 PALETTE = qualitative.Plotly
 
