@@ -188,6 +188,7 @@ def test_a_200_token_sentence_shows_a_window_with_thinned_ticks(url, page):
     wait_drawn(page, "query 100: zebra")
     start, stop = views.default_window(200, 100)
     assert any(f"tokens {start}–{stop - 1} of 200" in t for t in texts(page, ".js-plotly-plot .gtitle"))
+    page.wait_for_selector('[data-testid="stSlider"]', timeout=60_000)  # rendered after the heatmaps on a loaded machine
     assert page.locator('[data-testid="stSlider"]').count() == 1
     for axis in ("xtick", "ytick"):
         labels = page.eval_on_selector(".js-plotly-plot", f"e => [...e.querySelectorAll('.{axis} text')].length")
