@@ -30,11 +30,13 @@ def has_data() -> bool:
 
 @st.cache_data(max_entries=8, show_spinner="Reading the benchmark…")
 def benchmark(task: str, split: str) -> corpus.Corpus:
+    """A benchmark split as a corpus, read once per task and split."""
     return corpus.benchmark_corpus(task, split)
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the file…")
 def uploaded(data: bytes, name: str) -> corpus.Corpus:
+    """An uploaded text or CSV file as a corpus, read once per file."""
     return corpus.uploaded_corpus(data, name)
 
 
@@ -76,16 +78,19 @@ def corpus_key(c: corpus.Corpus) -> str:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def senses(path: str, mtime: float, key: str, _corpus: corpus.Corpus, word: str, kind: str, k: int | None):
+    """The corpus-senses analysis of one word, cached per checkpoint, corpus (``key``), word, vector and k."""
     return corpus.analyse(load_pipeline(path, mtime), _corpus, word, kind, k)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def case_study(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> casestudy.CaseStudy:
+    """The case-study measures over a corpus, cached per checkpoint and corpus (``key``)."""
     return casestudy.measure(load_pipeline(path, mtime), _tokens, name)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
+    """The case-study measures of the paper's two example sentences."""
     pipe = load_pipeline(path, mtime)
     return casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
                              "the paper's sentences")
@@ -93,12 +98,14 @@ def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def attribute(path: str, mtime: float, text) -> attribution.Attribution:
+    """Attributions of one input's predicted class."""
     pipe = load_pipeline(path, mtime)
     return attribution.attribute(pipe, pipe.trace(text).sentences)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def attribution_corpus(path: str, mtime: float, task: str, n: int):
+    """Kendall's tau between attribution and attention over n test inputs of a task."""
     pipe = load_pipeline(path, mtime)
     return attribution.corpus_agreement(pipe, corpus.benchmark_items(task, "test", n))
 

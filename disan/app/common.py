@@ -24,6 +24,7 @@ def stamp(path) -> float:
 # leading underscore), so a rewritten checkpoint is loaded afresh.
 @st.cache_resource(max_entries=8, show_spinner="Loading the model…")
 def load_pipeline(path: str, mtime: float):
+    """The checkpoint's pipeline, loaded once per server and checkpoint version."""
     # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
     return load(path)
 
@@ -85,6 +86,7 @@ def fresh(key: str, tokens) -> None:
 
 
 def current_entry() -> catalog.Entry | None:
+    """The working checkpoint the sidebar has selected, or None."""
     name = st.session_state.get("checkpoint")
     return next((e for e in entries() if e.ok and e.name == name), None)
 
@@ -112,6 +114,7 @@ def current_input(pipe):
 
 
 def run_trace(entry, text) -> TraceResult | None:
+    """The (cached) trace of the input, or None after showing why the input was refused."""
     try:
         return cached_trace(str(entry.path), stamp(entry.path), text)
     except ValueError as e:

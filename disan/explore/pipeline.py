@@ -18,6 +18,7 @@ from disan.nn.model import EncoderTrace
 
 @dataclass
 class Prediction:
+    """What a model predicts for one input."""
     label: str                  # the predicted class (relatedness: the rounded score)
     probs: dict[str, float]     # class (or score level) -> probability
     score: float | None = None  # relatedness only: the expected score
@@ -25,6 +26,7 @@ class Prediction:
 
 @dataclass
 class SentenceTrace:
+    """One traced sentence: its text, tokens, vocabulary ids and the encoder's trace."""
     text: str
     tokens: list[str]           # as typed (original spelling)
     ids: list[int]              # vocabulary ids; 1 = unknown word
@@ -33,11 +35,13 @@ class SentenceTrace:
 
     @property
     def unknown(self) -> list[str]:
+        """The tokens the vocabulary lacks (embedded as <unk>)."""
         return [t for t, i in zip(self.tokens, self.ids) if i == 1]
 
 
 @dataclass
 class TraceResult:
+    """The prediction for one input and the trace of each of its sentences."""
     prediction: Prediction
     sentence: SentenceTrace | None = None      # single-sentence models
     premise: SentenceTrace | None = None       # sentence-pair models
@@ -45,6 +49,7 @@ class TraceResult:
 
     @property
     def sentences(self) -> list[SentenceTrace]:
+        """The traced sentences in order: the sentence, or the premise and the hypothesis."""
         return [s for s in (self.sentence, self.premise, self.hypothesis) if s is not None]
 
     @property
@@ -90,6 +95,7 @@ class Pipeline:
 
     @property
     def is_pair(self) -> bool:
+        """Whether the model takes (premise, hypothesis) pairs."""
         return self.kind in ("pair", "relatedness")
 
     def _inputs(self, texts) -> tuple[list, ...]:
@@ -121,6 +127,11 @@ class Pipeline:
 
     @torch.no_grad()
     def predict(self, texts, batch_size: int = 64) -> list[Prediction]:
+        """A prediction for each input of a list: texts, or (premise, hypothesis) tuples for a pair model.
+
+        Inputs are checked as :func:`disan.data.text.check_text` says (ValueError with the reason), and
+        run in batches of ``batch_size`` on the fast path.
+        """
         columns = self._inputs(texts)
         out = []
         for start in range(0, len(columns[0]), batch_size):

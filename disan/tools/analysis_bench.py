@@ -1,6 +1,6 @@
 """Speed of the analysis pages' computations, once the model is loaded and the corpus read:
 
-    python -m disan.tools.analysis_bench [--checkpoint checkpoints/sst5] [--occurrences 1000] [--sentences 2000]
+    python -m disan analysis-bench [--checkpoint checkpoints/sst5] [--occurrences 1000] [--sentences 2000]
 
 * Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
   word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
@@ -65,7 +65,8 @@ def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, floa
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m disan.tools.analysis_bench", description=__doc__.split("\n\n")[0])
+    """``python -m disan analysis-bench``: time corpus senses and the case study, printing a table."""
+    parser = argparse.ArgumentParser(prog="python -m disan analysis-bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default="checkpoints/sst5")
     parser.add_argument("--task", default="sst5", help="the benchmark whose sentences are the corpora")
     parser.add_argument("--word", default="film")
