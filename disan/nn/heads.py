@@ -29,6 +29,7 @@ class ModelConfig:
     encoder: str = "disan"
     d_fc: int = 300
     encoder_cfg: DiSANConfig | None = None  # None: DiSANConfig()
+    frozen_vocab: int = 0          # the last rows of the vocabulary: fixed pre-trained vectors (see WordEmbedding)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -39,6 +40,43 @@ class ModelConfig:
             self.encoder_cfg = DiSANConfig()
         if self.n_classes < 2:
             raise ValueError("a head needs at least two classes or score levels")
+        if not 0 <= self.frozen_vocab <= self.vocab_size - 2:
+            raise ValueError(f"frozen_vocab must be in [0, vocab_size - 2], not {self.frozen_vocab}: "
+                             f"padding and <unk> are learned rows")
+
+
+class WordEmbedding(nn.Module):
+    """Token ids -> word vectors, from two tables: learned rows, then frozen rows.
+
+    ``weight`` (vocab_size - frozen, d_e) holds padding, <unk> and the training words, initialised
+    from GloVe and fine-tuned. ``frozen`` (frozen, d_e), float16, holds the pre-trained vectors of
+    words that only dev, test or app text can contain: training never sees them, so they would
+    never change, and storing them at half precision lets a checkpoint know 50k extra words in a
+    few MB. The float16 values are the ones the model computes with, in training and after.
+    """
+
+    def __init__(self, vocab_size: int, d_e: int, frozen: int = 0):
+        super().__init__()
+        self.learned = vocab_size - frozen
+        self.weight = nn.Parameter(torch.zeros(self.learned, d_e))
+        if frozen:
+            self.register_buffer("frozen", torch.zeros(frozen, d_e, dtype=torch.float16))
+
+    def set_vectors(self, vectors: torch.Tensor) -> None:
+        """Copy a (vocab_size, d_e) matrix in: the first rows into ``weight``, the rest, rounded, into ``frozen``."""
+        with torch.no_grad():
+            self.weight.copy_(vectors[: self.learned])
+            if hasattr(self, "frozen"):
+                self.frozen.copy_(vectors[self.learned:])
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, n) -> (B, n, d_e); padding (id 0) gets no gradient."""
+        if not hasattr(self, "frozen"):
+            return F.embedding(ids, self.weight, padding_idx=0)
+        is_frozen = ids >= self.learned
+        learned = F.embedding(ids.masked_fill(is_frozen, 0), self.weight, padding_idx=0)
+        fixed = self.frozen[(ids - self.learned).clamp(min=0)].to(self.weight.dtype)
+        return torch.where(is_frozen.unsqueeze(-1), fixed, learned)
 
 
 def pair_features(p: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -53,7 +91,7 @@ class TextModel(nn.Module):
         super().__init__()
         self.cfg = cfg
         ecfg = cfg.encoder_cfg
-        self.embed = nn.Embedding(cfg.vocab_size, ecfg.d_e, padding_idx=0)
+        self.embed = WordEmbedding(cfg.vocab_size, ecfg.d_e, cfg.frozen_vocab)
         self.encoder = build_encoder(cfg.encoder, ecfg)
         d_in = self.encoder.out_dim * (1 if cfg.kind == "classify" else 4)
         self.fc = Dense(d_in, cfg.d_fc, ecfg.activation, ecfg.dropout)

