@@ -24,3 +24,31 @@ def test_folds_are_summarised_as_mean_and_std_with_the_gap_to_the_paper():
 def test_a_single_run_has_no_std(metric):
     row = table({("trec", "disan"): [run(0.9, 0.9, metric=metric)]}).splitlines()[-1]
     assert "±" not in row
+
+
+def record(folder, task="cr", embeddings=None, fold=0, test=0.8, finished=True):
+    """A run as results/ keeps it: config.json and metrics.json, no weights."""
+    import json
+    folder.mkdir(parents=True)
+    config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
+              "train_config": {"optimizer": "adadelta", "embeddings": embeddings, "fold": fold, "seed": 0,
+                               "command": f"python -m disan train --task {task} --fold {fold}"}}
+    metrics = {"dev": {"accuracy": test + 0.01}, "train_seconds": 60}
+    if finished:
+        metrics["test"] = {"accuracy": test}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+
+
+def test_runs_without_weights_are_collected_and_vectors_make_separate_rows(tmp_path):
+    from disan.tools.results import collect
+    record(tmp_path / "cr-fold0", fold=0, test=0.80)
+    record(tmp_path / "cr-fold1", fold=1, test=0.84)
+    record(tmp_path / "cr-100d-fold0", embeddings="glove-100d", test=0.9)
+    record(tmp_path / "cr-100d-fold1", embeddings="glove-100d", fold=1, finished=False)  # still training
+    (tmp_path / "notes").mkdir()
+    runs = collect([tmp_path])
+    assert sorted(runs) == [("cr", "disan · 100d"), ("cr", "disan · 50d")]
+    assert [r["fold"] for r in runs[("cr", "disan · 50d")]] == [0, 1] and len(runs[("cr", "disan · 100d")]) == 1
+    row = next(r for r in table(runs).splitlines() if "50d" in r)
+    assert "82.00 ± 2.83" in row

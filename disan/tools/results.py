@@ -8,11 +8,11 @@ Runs of the same task and encoder (several folds or seeds) are summarised as mea
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from disan.explore.catalog import list_checkpoints
 
 PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
          "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
@@ -20,27 +20,40 @@ PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accu
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
-    """(task, model) -> [{test, dev, fold, seed, command, name}] over every working checkpoint.
+    """(task, model) -> [{test, dev, fold, seed, command, name}] over the finished runs in ``dirs``.
 
-    The model is the encoder, with the optimizer when it is not the paper's Adadelta.
+    The model is the encoder, with the optimizer when it is not the paper's Adadelta, and the word
+    vectors: runs with other vectors are other rows.
     """
     runs = defaultdict(list)
     for root in dirs:
-        for entry in list_checkpoints(root):
-            if not entry.ok:
-                continue
-            config, metrics = entry.config, entry.metrics
+        # results/ keeps only the JSON files of a run, not its weights: read them, not the checkpoint
+        for folder in sorted(p for p in Path(root).iterdir() if (p / "metrics.json").is_file()):
+            try:
+                config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+                metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+                task, kind, encoder = config["task"], config["kind"], config["model"]["encoder"]
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # not a run's record
             if "test" not in metrics:
                 continue  # a run still in progress: only its best dev checkpoint so far
-            key = PAPER.get(entry.task, ("pearson" if entry.kind == "relatedness" else "accuracy", None))[0]
+            key = PAPER.get(task, ("pearson" if kind == "relatedness" else "accuracy", None))[0]
             tc = config.get("train_config") or {}
             optimizer = tc.get("optimizer", "adadelta")
-            model = entry.encoder if optimizer == "adadelta" else f"{entry.encoder} ({optimizer})"
-            runs[(entry.task, model)].append({
-                "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": entry.name,
+            model = encoder if optimizer == "adadelta" else f"{encoder} ({optimizer})"
+            model += f" · {vectors_label(tc.get('embeddings'))}"
+            runs[(task, model)].append({
+                "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": folder.name,
                 "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
                 "minutes": metrics.get("train_seconds", 0) / 60})
     return runs
+
+
+def vectors_label(embeddings: str | None) -> str:
+    """Short name of a run's word vectors; runs made before 100d existed record None for the 50d package."""
+    if embeddings in (None, "glove-50d"):
+        return "50d"
+    return "100d" if embeddings == "glove-100d" else Path(embeddings).name
 
 
 def scale(metric: str, value: float) -> float:
@@ -50,7 +63,7 @@ def scale(metric: str, value: float) -> float:
 
 def table(runs: dict[tuple[str, str], list[dict]]) -> str:
     """The Markdown results table: one row per (task, encoder), mean ± std over its runs, gap to the paper."""
-    lines = ["| task | encoder | ours (test) | paper | gap | runs | dev | minutes | command |",
+    lines = ["| task | model · vectors | ours (test) | paper | gap | runs | dev | minutes | command |",
              "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for (task, encoder), rs in sorted(runs.items()):
         metric = rs[0]["metric"]
