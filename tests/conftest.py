@@ -3,7 +3,7 @@ import os
 import pytest
 import torch
 
-from disan.data import download, loaders
+from disan.data import download, glove100, loaders
 from disan.data.text import Vocab
 from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel
@@ -64,3 +64,16 @@ def event_files_in_tmp(tmp_path_factory):
         del os.environ[LOGDIR_ENV]
     else:
         os.environ[LOGDIR_ENV] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_fetched_vectors(tmp_path_factory):
+    """Tests train with the 50d package, the default of a fresh machine, even where GloVe 100d was
+    fetched: $DISAN_VECTORS_DIR points at an empty folder unless a test sets its own."""
+    before = os.environ.get(glove100.VECTORS_ENV)
+    os.environ[glove100.VECTORS_ENV] = str(tmp_path_factory.mktemp("vectors"))
+    yield
+    if before is None:
+        del os.environ[glove100.VECTORS_ENV]
+    else:
+        os.environ[glove100.VECTORS_ENV] = before
