@@ -5,8 +5,7 @@
 # Two queues run side by side with one thread each (better throughput than one queue on two threads
 # on a 2-core machine). Every run goes to runs/<name> (per-epoch JSON lines in runs/<name>.log) and
 # is started with --resume: run this script again after an interruption and each run goes on from its
-# last finished epoch, while finished runs (a metrics.json with test figures and no state file left)
-# are skipped. Then python scripts/update_readme_results.py keeps each run's JSON in results/ and
+# last finished epoch, while finished runs are skipped. Then python scripts/update_readme_results.py keeps each run's JSON in results/ and
 # refreshes the README table; a retrained checkpoint replaces a shipped one only if its dev score is better.
 # FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten).
 set -euo pipefail
@@ -15,7 +14,10 @@ mkdir -p runs
 python -c "from disan.data import glove100; raise SystemExit(glove100.installed() is None)" \
   || python -m disan vectors glove-100d
 
-done_already() { [ -f "runs/$1/metrics.json" ] && [ ! -f "runs/$1.resume.pt" ] && grep -q '"test"' "runs/$1/metrics.json"; }
+done_already() {  # a finished run: its metrics hold test figures and it was not stopped by hand
+  python -c 'import json, sys; m = json.load(open(sys.argv[1])); raise SystemExit("test" not in m or bool(m.get("stopped")))' \
+    "runs/$1/metrics.json" 2> /dev/null
+}
 train() {
   local name=$1; shift
   done_already "$name" && return 0

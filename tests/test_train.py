@@ -8,6 +8,7 @@ import signal
 import time
 
 import pytest
+import torch
 
 import disan
 from disan.__main__ import main, run
@@ -163,3 +164,70 @@ def test_a_child_that_dies_without_a_word_fails_the_job_with_its_exit_code(tmp_p
     assert job.status == "failed"
     assert f"exit code {-signal.SIGKILL}" in job.error
     assert not (tmp_path / "doomed").exists()
+
+
+# ---------------------------------------------------------------- --resume
+
+def tiny_trec(out, **changes) -> TrainConfig:
+    settings = dict(task="trec", out=str(out), epochs=3, patience=10, d_h=8, d_fc=8, max_train=96, batch_size=32,
+                    extra_vocab=20, lr=1.0)
+    return TrainConfig(**{**settings, **changes})
+
+
+def without_times(history: list[dict]) -> list[dict]:
+    return [{k: v for k, v in record.items() if k != "epoch_seconds"} for record in history]
+
+
+@pytest.mark.usefixtures("data_root")
+def test_a_run_interrupted_in_its_second_epoch_resumes_to_the_same_result(tmp_path, capsys):
+    whole = train(tiny_trec(tmp_path / "whole"), log=io.StringIO())
+    steps = []
+
+    def stop_in_epoch_two():  # polled between steps: true once the first step of epoch 2 is done
+        return bool(steps) and (steps[-1]["epoch"], steps[-1]["step"]) == (2, 1)
+
+    out = tmp_path / "cut"
+    first = train(tiny_trec(out), progress=lambda e: e["event"] == "step" and steps.append(e),
+                  should_stop=stop_in_epoch_two, log=io.StringIO())
+    assert first["stopped"] == "stopped by the user during epoch 2" and first["epochs_run"] == 2
+    assert len(first["history"]) == 1  # epoch 2 never finished
+    resumed = train(tiny_trec(out, resume=True), log=io.StringIO())
+    assert "resuming after epoch 1" in capsys.readouterr().err
+    assert without_times(resumed["history"]) == without_times(whole["history"])
+    assert (resumed["best_epoch"], resumed["epochs_run"], resumed["stopped"]) == (whole["best_epoch"], 3, None)
+    assert resumed["test"] == whole["test"] and resumed["dev"] == whole["dev"]
+    a, b = disan.load(tmp_path / "whole").model.state_dict(), disan.load(out).model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_a_finished_run_resumes_with_more_epochs(tmp_path):
+    short = train(tiny_trec(tmp_path / "run", epochs=2), log=io.StringIO())
+    longer = train(tiny_trec(tmp_path / "run", epochs=3, resume=True), log=io.StringIO())
+    whole = train(tiny_trec(tmp_path / "whole", epochs=3), log=io.StringIO())
+    assert without_times(longer["history"][:2]) == without_times(short["history"])
+    assert without_times(longer["history"]) == without_times(whole["history"]) and longer["test"] == whole["test"]
+
+
+@pytest.mark.usefixtures("data_root")
+def test_resume_refuses_other_settings_and_corrupt_state_and_starts_afresh_without_state(tmp_path, capsys):
+    out = tmp_path / "run"
+    train(tiny_trec(out, epochs=1), log=io.StringIO())
+    with pytest.raises(ValueError, match=r"other settings \(lr=1\.0, not 0\.5\)"):
+        train(tiny_trec(out, epochs=1, lr=0.5, resume=True), log=io.StringIO())
+    state = train_module.state_path(tiny_trec(out))
+    state.write_bytes(state.read_bytes()[:100])
+    with pytest.raises(ValueError, match="cannot resume from .*run.resume.pt"):
+        train(tiny_trec(out, resume=True), log=io.StringIO())
+    fresh = train(tiny_trec(tmp_path / "new", epochs=1, resume=True), log=io.StringIO())
+    assert "nothing to resume" in capsys.readouterr().err and len(fresh["history"]) == 1
+
+
+def test_the_state_file_is_loaded_without_unpickling_code(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("echo unpickled",))
+    path = train_module.state_path(tiny_trec(tmp_path / "run"))
+    torch.save({"config": Payload()}, path)
+    with pytest.raises(ValueError, match="cannot resume"):
+        train_module.resume(tiny_trec(tmp_path / "run", resume=True), None, None, None, None)

@@ -136,8 +136,6 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
         metrics = world.from_main(
             finish(cfg, prep, run, history, best_epoch, epoch, stopped, started, world) if world.is_main else None)
         board.test(metrics)
-        if world.is_main and not stopped:
-            state_path(cfg).unlink(missing_ok=True)  # the run is complete: there is nothing left to resume
         return metrics
 
 
@@ -146,7 +144,10 @@ RESUMABLE_CHANGES = {"epochs", "patience", "threads", "device", "tensorboard", "
 
 
 def state_path(cfg: TrainConfig) -> Path:
-    """Where a run keeps what --resume needs: beside the checkpoint folder, which every save replaces."""
+    """Where a run keeps what --resume needs: beside the checkpoint folder, which every save replaces.
+
+    The file stays when the run ends, so that a finished run can be resumed with more --epochs or a
+    larger --patience (resumed as it was, it just evaluates its best checkpoint again)."""
     out = Path(cfg.out)
     return out.with_name(out.name + ".resume.pt")
 
