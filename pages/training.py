@@ -11,6 +11,7 @@ from disan.nn.baselines import ENCODERS
 from disan.training.config import OPTIMIZERS, TrainConfig
 from disan.training.evaluate import examples_table
 from disan.training.jobs import PROBE, Busy, Registry
+from disan.training.train import state_path
 
 TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 
@@ -46,7 +47,8 @@ def start_form() -> None:
                                  key="train-optimizer",
                                  help="Adam (lr 0.001) needs few epochs on a CPU; Adadelta (lr 0.5) is the paper's")
         vectors = c1.text_input("Word vectors", "", key="train-vectors",
-                                help="a GloVe-format text file; empty: GloVe 6B 50d")
+                                help="glove-100d (after `python -m disan vectors glove-100d`), glove-50d, or a "
+                                     "GloVe-format text file; empty: glove-100d when fetched, else glove-50d")
         seed = c2.number_input("Seed", 0, 10_000, 0, key="train-seed")
         cap = c3.number_input("Cap on training examples (0 = all)", 0, 10_000_000, 0, key="train-cap")
         probe = st.text_input("Probe sentence for the attention timeline", PROBE, key="train-probe")
@@ -89,6 +91,14 @@ def job_view() -> None:
         st.progress(0.0, text="loading data and word vectors…")
     if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):
         job.stop()
+    if (job.status in ("stopped", "failed") and state_path(job.config).exists()
+            and st.button("Resume", key="train-resume", help="go on from the end of the last finished epoch")):
+        try:
+            registry().resume(job)
+        except Busy as e:
+            st.warning(str(e))
+        else:
+            st.rerun()
     if job.history:
         curves = figures.curves(job.history, progress.curve_keys(job.history))
         chart(st, figures.describe(curves, f"model {job.name}"), key="train-curves")

@@ -113,7 +113,8 @@ def test_only_the_first_process_writes_and_the_world_size_is_recorded(two_proces
     assert [line["epoch"] for line in lines if "epoch" in line] == [1, 2]  # one JSON line per epoch, not two
     assert sum("checkpoint" in line for line in lines) == 1
     assert len(list(logdir.glob("events.out.tfevents.*"))) == 1
-    assert sorted(p.name for p in out.parent.iterdir()) == ["events", "trec-two"]  # no .tmp or .prev left over
+    # no .tmp or .prev left over; one state file for --resume, from the first process alone
+    assert sorted(p.name for p in out.parent.iterdir()) == ["events", "trec-two", "trec-two.resume.pt"]
     config = json.loads((out / "config.json").read_text())
     assert config["train_config"]["world_size"] == 2
     assert "2 processes" in json.loads((out / "metrics.json").read_text())["machine"]

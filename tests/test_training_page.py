@@ -1,5 +1,6 @@
 """The Training page: a tiny run to completion, Stop mid-run, one job per server, failures as messages."""
 import json
+import re
 import time
 
 import pytest
@@ -93,7 +94,13 @@ def test_the_timeline_grows_and_the_whole_run_has_an_eta_while_it_runs(ckdir):
     wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
 
 
-def test_stop_keeps_the_best_checkpoint(ckdir):
+def epoch_shown(at) -> int:
+    bars = at.get("progress")
+    found = re.search(r"epoch (\d+)/", bars[0].text) if bars else None
+    return int(found.group(1)) if found else 0
+
+
+def test_stop_keeps_the_best_checkpoint_and_resume_goes_on_from_the_last_epoch(ckdir):
     at = visit(app(), "pages/training.py")
     fill(at, "stop-me", epochs=200, cap=300, long=True)
     wait(at, lambda a: len(a.get("plotly_chart")) > 0 and "running" in status(a))  # an epoch has ended
@@ -101,6 +108,15 @@ def test_stop_keeps_the_best_checkpoint(ckdir):
     wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job stop-me: stopped"
     assert (ckdir / "stop-me" / "model.safetensors").exists()
+    first = json.loads((ckdir / "stop-me" / "metrics.json").read_text())["history"]
+
+    at.button(key="train-resume").click().run()
+    wait(at, lambda a: "running" in status(a) and epoch_shown(a) > len(first) + 1)
+    at.button(key="train-stop").click().run()
+    wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
+    history = json.loads((ckdir / "stop-me" / "metrics.json").read_text())["history"]
+    assert len(history) > len(first) and history[:len(first)] == first  # continued, not restarted
+    assert [h["epoch"] for h in history] == list(range(1, len(history) + 1))
 
 
 def test_one_job_per_server(ckdir):

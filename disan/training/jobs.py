@@ -7,6 +7,8 @@ that any session may read.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import multiprocessing as mp
 import queue
 import threading
@@ -133,15 +135,21 @@ class Registry:
         """The latest job, polled; None before the first."""
         return self.jobs[-1].poll() if self.jobs else None
 
-    def start(self, name: str, config: TrainConfig, probe: str = PROBE) -> Job:
-        """Start training ``config`` in a child process; :class:`Busy` while another job is active."""
+    def start(self, name: str, config: TrainConfig, probe: str = PROBE, prior: Job | None = None) -> Job:
+        """Start training ``config`` in a child process; :class:`Busy` while another job is active.
+        ``prior``: the job this one resumes, whose curves and timeline so far carry over."""
         with self._lock:
             current = self.current
             if current is not None and current.active:
                 raise Busy(f"the training job {current.name!r} is running; wait for it or stop it first")
-            job = Job(name, config, probe, _events=self._ctx.Queue(), _stop=self._ctx.Event())
+            job = Job(name, config, probe, history=list(prior.history) if prior else [],
+                      timeline=list(prior.timeline) if prior else [], _events=self._ctx.Queue(), _stop=self._ctx.Event())
             job._process = self._ctx.Process(target=_worker, args=(config, probe, job._events, job._stop),
                                              daemon=True, name=f"disan-train-{name}")
             job._process.start()
             self.jobs.append(job)
             return job
+
+    def resume(self, job: Job) -> Job:
+        """Start a stopped or failed ``job`` again from the end of its last finished epoch (``--resume``)."""
+        return self.start(job.name, dataclasses.replace(job.config, resume=True), job.probe, prior=job)
