@@ -9,20 +9,20 @@ def run(test, dev, fold=0, metric="accuracy"):
 
 
 def test_folds_are_summarised_as_mean_and_std_with_the_gap_to_the_paper():
-    rows = table({("cr", "disan"): [run(0.80, 0.81, 0), run(0.82, 0.83, 1), run(0.84, 0.85, 2)],
-                  ("sick", "bilstm"): [run(0.85, 0.86, metric="pearson")]}).splitlines()
+    rows = table({("cr", "cr", "disan"): [run(0.80, 0.81, 0), run(0.82, 0.83, 1), run(0.84, 0.85, 2)],
+                  ("sick", "sick-bilstm", "bilstm"): [run(0.85, 0.86, metric="pearson")]}).splitlines()
     cr = next(r for r in rows if r.startswith("| cr"))
     cells = [c.strip() for c in cr.split("|")]
-    assert cells[3] == "82.00 ± 2.00" and cells[4] == "84.8" and cells[5] == "-2.80" and cells[6] == "3"
+    assert cells[4] == "82.00 ± 2.00" and cells[5] == "84.8" and cells[6] == "-2.80" and cells[7] == "3"
     sick = next(r for r in rows if r.startswith("| sick"))
     cells = [c.strip() for c in sick.split("|")]
-    assert cells[3] == "0.8500" and cells[4] == cells[5] == ""  # the paper's figure is DiSAN's, not a baseline's
-    assert cells[8] == "2"
+    assert cells[4] == "0.8500" and cells[5] == cells[6] == ""  # the paper's figure is DiSAN's, not a baseline's
+    assert cells[9] == "2"
 
 
 @pytest.mark.parametrize("metric", ["accuracy", "pearson"])
 def test_a_single_run_has_no_std(metric):
-    row = table({("trec", "disan"): [run(0.9, 0.9, metric=metric)]}).splitlines()[-1]
+    row = table({("trec", "trec", "disan"): [run(0.9, 0.9, metric=metric)]}).splitlines()[-1]
     assert "±" not in row
 
 
@@ -42,13 +42,16 @@ def record(folder, task="cr", embeddings=None, fold=0, test=0.8, finished=True):
 
 def test_runs_without_weights_are_collected_and_vectors_make_separate_rows(tmp_path):
     from disan.tools.results import collect
-    record(tmp_path / "cr-fold0", fold=0, test=0.80)
-    record(tmp_path / "cr-fold1", fold=1, test=0.84)
-    record(tmp_path / "cr-100d-fold0", embeddings="glove-100d", test=0.9)
-    record(tmp_path / "cr-100d-fold1", embeddings="glove-100d", fold=1, finished=False)  # still training
+    record(tmp_path / "cr-50d-fold0", fold=0, test=0.80)
+    record(tmp_path / "cr-50d-fold1", fold=1, test=0.84)
+    record(tmp_path / "cr-fold0", embeddings="glove-100d", test=0.9)
+    record(tmp_path / "cr-fold1", embeddings="glove-100d", fold=1, finished=False)  # still training
+    record(tmp_path / "cr-dropout0.4-fold0", embeddings="glove-100d", test=0.7)
     (tmp_path / "notes").mkdir()
     runs = collect([tmp_path])
-    assert sorted(runs) == [("cr", "disan · 100d"), ("cr", "disan · 50d")]
-    assert [r["fold"] for r in runs[("cr", "disan · 50d")]] == [0, 1] and len(runs[("cr", "disan · 100d")]) == 1
+    assert sorted(runs) == [("cr", "cr", "disan · 100d"), ("cr", "cr-50d", "disan · 50d"),
+                            ("cr", "cr-dropout0.4", "disan · 100d")]
+    assert [r["fold"] for r in runs[("cr", "cr-50d", "disan · 50d")]] == [0, 1]
+    assert len(runs[("cr", "cr", "disan · 100d")]) == 1
     row = next(r for r in table(runs).splitlines() if "50d" in r)
     assert "82.00 ± 2.83" in row

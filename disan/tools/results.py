@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -20,7 +21,10 @@ PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accu
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
-    """(task, model) -> [{test, dev, fold, seed, command, name}] over the finished runs in ``dirs``.
+    """(task, run, model) -> [{test, dev, fold, seed, command, name}] over the finished runs in ``dirs``.
+
+    ``run`` is the folder's name without its ``-foldK`` suffix: the folds of one setting are one row,
+    runs of other settings (another name) are other rows.
 
     The model is the encoder, with the optimizer when it is not the paper's Adadelta, and the word
     vectors: runs with other vectors are other rows.
@@ -42,7 +46,7 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
             optimizer = tc.get("optimizer", "adadelta")
             model = encoder if optimizer == "adadelta" else f"{encoder} ({optimizer})"
             model += f" · {vectors_label(tc.get('embeddings'))}"
-            runs[(task, model)].append({
+            runs[(task, re.sub(r"-fold\d+$", "", folder.name), model)].append({
                 "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": folder.name,
                 "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
                 "minutes": metrics.get("train_seconds", 0) / 60})
@@ -61,11 +65,11 @@ def scale(metric: str, value: float) -> float:
     return 100 * value if metric == "accuracy" else value
 
 
-def table(runs: dict[tuple[str, str], list[dict]]) -> str:
-    """The Markdown results table: one row per (task, encoder), mean ± std over its runs, gap to the paper."""
-    lines = ["| task | model · vectors | ours (test) | paper | gap | runs | dev | minutes | command |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
-    for (task, encoder), rs in sorted(runs.items()):
+def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
+    """The Markdown results table: one row per (task, run, model), mean ± std over its folds, gap to the paper."""
+    lines = ["| task | run | model · vectors | ours (test) | paper | gap | folds | dev | minutes | command |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for (task, name, encoder), rs in sorted(runs.items()):
         metric = rs[0]["metric"]
         tests = [scale(metric, r["test"]) for r in rs]
         devs = [scale(metric, r["dev"]) for r in rs]
@@ -76,7 +80,7 @@ def table(runs: dict[tuple[str, str], list[dict]]) -> str:
         # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
         paper = PAPER.get(task, (metric, None))[1] if encoder.split(" ")[0] == "disan" else None
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
-        lines.append(f"| {task} ({metric}) | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
+        lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
                      f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
                      f"`{rs[0]['command']}` |")
     return "\n".join(lines)
