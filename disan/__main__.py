@@ -1,4 +1,5 @@
-"""Command line: ``python -m disan {train,evaluate,download,vectors,params,bench,latency,results,report,analysis-bench}``."""
+"""Command line: ``python -m disan COMMAND``: train, evaluate, and the FORWARDED commands below
+(download, vectors, params, bench, latency, results, report, analysis-bench)."""
 from __future__ import annotations
 
 import argparse

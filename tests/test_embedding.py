@@ -75,7 +75,7 @@ def test_a_checkpoint_stores_the_embedding_at_half_precision_and_loads_what_it_s
     model.embed.set_vectors(torch.randn(VOCAB, D))
     checkpoint.save(tmp_path / "m", model, vocab, {"task": "t", "kind": "classify", "labels": ["a", "b", "c"]})
     with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as f:
-        assert f.get_tensor("embed.weight").dtype == torch.float16 and f.get_tensor("embed.frozen").dtype == torch.float16
+        assert f.get_tensor("embed.weight").dtype == f.get_tensor("embed.frozen").dtype == torch.float16
         assert all(f.get_tensor(k).dtype == torch.float32 for k in f.keys() if not k.startswith("embed."))
     loaded, _, config, _ = checkpoint.load(tmp_path / "m")
     assert config["model"]["frozen_vocab"] == FROZEN and loaded.embed.weight.dtype == torch.float32

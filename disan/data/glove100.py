@@ -69,8 +69,8 @@ def convert(package_json: Path, folder: Path, package_sha256: str = "") -> dict:
     """The package's JSON -> ``vectors.npy``, ``words.txt`` and ``manifest.json`` in ``folder``; returns the manifest.
 
     The entries are checked against the header: each word's list holds ``dimensions`` values, its norm
-    and its own position in ``words`` (the norm is not kept). Files are written to a temporary folder and renamed into place,
-    so an interrupted conversion leaves nothing that :func:`installed` would accept.
+    (not kept) and its own position in ``words``. Files are written to a temporary folder and renamed
+    into place, so an interrupted conversion leaves nothing that :func:`installed` would accept.
     """
     with open(package_json, encoding="utf-8") as f:
         data = json.load(f)

@@ -21,7 +21,6 @@ from disan.data import glove100
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
-PACKAGED = ("glove-100d", "glove-50d")
 
 
 def default_source() -> str:

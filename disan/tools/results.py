@@ -2,7 +2,7 @@
 
     python -m disan results [DIR ...]      (default: checkpoints/ and results/)
 
-Runs of the same task and encoder (several folds or seeds) are summarised as mean ± std.
+The folds of one run (folders named ``<run>-foldK``) are summarised as mean ± std.
 ``results/`` keeps the JSON files and model cards of runs whose weights are not shipped.
 """
 from __future__ import annotations
@@ -14,13 +14,12 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-
 PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
          "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
          "snli": ("accuracy", 85.62)}
 
 
-def collect(dirs: list[Path]) -> dict[tuple[str, str], list[dict]]:
+def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
     """(task, run, model) -> [{test, dev, fold, seed, command, name}] over the finished runs in ``dirs``.
 
     ``run`` is the folder's name without its ``-foldK`` suffix: the folds of one setting are one row,
@@ -80,7 +79,8 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
         # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
         paper = PAPER.get(task, (metric, None))[1] if encoder.split(" ")[0] == "disan" else None
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
-        lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {paper if paper is not None else ''} | {gap} | "
+        shown_paper = paper if paper is not None else ""
+        lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {shown_paper} | {gap} | "
                      f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
                      f"`{rs[0]['command']}` |")
     return "\n".join(lines)

@@ -8,7 +8,6 @@ that any session may read.
 from __future__ import annotations
 
 import dataclasses
-
 import multiprocessing as mp
 import queue
 import threading
@@ -143,7 +142,8 @@ class Registry:
             if current is not None and current.active:
                 raise Busy(f"the training job {current.name!r} is running; wait for it or stop it first")
             job = Job(name, config, probe, history=list(prior.history) if prior else [],
-                      timeline=list(prior.timeline) if prior else [], _events=self._ctx.Queue(), _stop=self._ctx.Event())
+                      timeline=list(prior.timeline) if prior else [],
+                      _events=self._ctx.Queue(), _stop=self._ctx.Event())
             job._process = self._ctx.Process(target=_worker, args=(config, probe, job._events, job._stop),
                                              daemon=True, name=f"disan-train-{name}")
             job._process.start()
