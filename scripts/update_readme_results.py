@@ -1,9 +1,10 @@
 """Record finished runs and refresh the results table between the README's results markers.
 
 Runs trained into runs/ (not versioned: their weights are large) keep their config, metrics and
-model card in results/<run>/. A run of a shipped task (runs/sst5 for checkpoints/sst5, ...) replaces
-the shipped checkpoint only when its dev score is better — dev, never test, decides — and the model
-that is not shipped keeps its JSON files and card in results/<task>-<vectors>/, so both are reported.
+model card in results/<run>/. For each shipped checkpoint, the runs of its task and encoder that
+are not cross-validation folds (runs/trec, runs/trec-dropout0.4, ...) compete with it on dev —
+dev, never test, decides — and the best one is shipped; every other one keeps its record in
+results/, a run named after the task as results/<task>-<vectors>, so all of them are reported.
 """
 import json
 import re
@@ -18,53 +19,67 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORD = ("config.json", "metrics.json", "README.md")
 
 
-def finished(folder: Path) -> dict | None:
-    """The metrics of a run that ended (test figures, not stopped by hand), else None."""
+def read(folder: Path, name: str) -> dict:
+    return json.loads((folder / name).read_text(encoding="utf-8"))
+
+
+def finished(folder: Path) -> bool:
+    """A run that ended: test figures, and not stopped by hand."""
     try:
-        metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
+        metrics = read(folder, "metrics.json")
     except (OSError, ValueError):
-        return None
-    return metrics if "test" in metrics and not metrics.get("stopped") else None
+        return False
+    return "test" in metrics and not metrics.get("stopped")
 
 
-def dev_score(metrics: dict) -> float:
-    dev = metrics["dev"]
+def dev_score(folder: Path) -> float:
+    dev = read(folder, "metrics.json")["dev"]
     return dev["pearson"] if "pearson" in dev else dev["accuracy"]
 
 
-def keep_record(run: Path, name: str) -> None:
-    target = ROOT / "results" / name
+def same_run(a: Path, b: Path) -> bool:
+    ma, mb = read(a, "metrics.json"), read(b, "metrics.json")
+    return (ma["dev"], ma["test"]) == (mb["dev"], mb["test"])
+
+
+def setting(folder: Path) -> tuple[str, str]:
+    config = read(folder, "config.json")
+    return config["task"], config["model"]["encoder"]
+
+
+def record_name(folder: Path) -> str:
+    task = read(folder, "config.json")["task"]
+    if folder.name != task:
+        return folder.name
+    return f"{task}-{vectors_label((read(folder, 'config.json').get('train_config') or {}).get('embeddings'))}"
+
+
+def keep_record(folder: Path) -> None:
+    target = ROOT / "results" / record_name(folder)
     target.mkdir(parents=True, exist_ok=True)
     for file in RECORD:
-        shutil.copyfile(run / file, target / file)
+        shutil.copyfile(folder / file, target / file)
 
 
-def vectors_of(folder: Path) -> str:
-    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    return vectors_label((config.get("train_config") or {}).get("embeddings"))
-
-
-for run in sorted(p.parent for p in (ROOT / "runs").glob("*/metrics.json")):
-    metrics = finished(run)
-    if metrics is None:
+runs = [p.parent for p in sorted((ROOT / "runs").glob("*/metrics.json")) if finished(p.parent)]
+shipped = {setting(p): p for p in sorted((ROOT / "checkpoints").iterdir()) if finished(p)}
+for key, current in shipped.items():
+    rivals = [r for r in runs if setting(r) == key and not re.search(r"-fold\d+$", r.name)]
+    if not rivals:
         continue
-    shipped = ROOT / "checkpoints" / run.name
-    if not shipped.is_dir():
-        keep_record(run, run.name)
-        continue
-    old = finished(shipped)
-    if old is not None and vectors_of(shipped) == vectors_of(run) and old["test"] == metrics["test"]:
-        continue  # already shipped
-    if old is None or dev_score(metrics) > dev_score(old):
-        if old is not None:
-            keep_record(shipped, f"{run.name}-{vectors_of(shipped)}")
-        shutil.rmtree(shipped)
-        shutil.copytree(run, shipped)
-        print(f"{run.name}: shipped the new run (dev {dev_score(metrics):.4f} against "
-              f"{dev_score(old) if old else float('nan'):.4f})")
-    else:
-        keep_record(run, f"{run.name}-{vectors_of(run)}")
-        print(f"{run.name}: kept the shipped checkpoint (dev {dev_score(old):.4f} against {dev_score(metrics):.4f})")
+    runs = [r for r in runs if r not in rivals]
+    others = [r for r in rivals if not same_run(r, current)]  # a rival shipped earlier is the current one
+    best = max(others, key=dev_score, default=None)
+    if best is not None and dev_score(best) > dev_score(current):
+        keep_record(current)
+        shutil.rmtree(current)
+        shutil.copytree(best, current)
+        others.remove(best)
+        print(f"{current.name}: shipped {best.name} (dev {dev_score(best):.4f})")
+    for rival in others:
+        keep_record(rival)
+for run in runs:
+    keep_record(run)
 
 readme = ROOT / "README.md"
 text = readme.read_text(encoding="utf-8")
