@@ -4,6 +4,7 @@
     python -m disan bench --quick          # n in 10, 40, fewer repeats
     python -m disan bench --sizes 40 --models fast,bilstm
     python -m disan bench --ops            # element-wise throughput of this machine and the bound it sets
+    python -m disan bench --embedding      # a step with 50k extra words learned, against them frozen
     python -m disan bench --device cuda
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
@@ -35,7 +36,7 @@ import torch
 from torch.nn import functional as F
 
 from disan.nn import kernels
-from disan.nn.heads import ModelConfig, TextModel
+from disan.nn.heads import ModelConfig, TextModel, loss_fn, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 
@@ -285,6 +286,39 @@ def ops_benchmark(args) -> None:
                   f"| {1e3 * bound:.0f} |")
 
 
+def embedding_benchmark(args) -> None:
+    """A training step with a 50k-word vocabulary whose extra words are learned rows, against the same
+    step with them as frozen float16 rows (:class:`~disan.nn.heads.WordEmbedding`), interleaved."""
+    vocab, frozen, d_e = 53_370, 37_955, 100  # the SST-5 checkpoint: 15,415 training words + 37,955 extra
+    n = (args.sizes or [20])[0]
+    ids = torch.randint(1, vocab - frozen, (BATCH, n))
+    ids[:, -3:] = torch.randint(vocab - frozen, vocab, (BATCH, 3))  # a few words only dev or test text has
+    target = torch.randint(0, CLASSES, (BATCH,))
+    steps = {}
+    for name, rows in (("all rows learned", 0), ("extra rows frozen", frozen)):
+        torch.manual_seed(0)
+        model = TextModel(ModelConfig(vocab_size=vocab, n_classes=CLASSES, frozen_vocab=rows,
+                                      encoder_cfg=DiSANConfig(d_e=d_e, d_h=DIM))).train()
+        opt = torch.optim.Adadelta(param_groups(model, 5e-5), lr=0.5)
+
+        def step(model=model, opt=opt):
+            opt.zero_grad()
+            loss_fn("classify", model(ids), target).backward()
+            opt.step()
+        steps[name] = step
+    times = {name: [] for name in steps}
+    for _ in range(args.repeats + args.warmup):  # interleaved, so that load changes hit both alike
+        for name, step in steps.items():
+            times[name] += _timed(step, 0, 1, "cpu")
+    print(f"# python -m disan bench --embedding: B = {BATCH}, n = {n}, d_e = {d_e}, {vocab:,} words of which "
+          f"{frozen:,} extra; {torch.get_num_threads()} threads, load average {os.getloadavg()[0]:.2f}\n")
+    print("| embedding | step ms (median) | min |")
+    print("|---|---|---|")
+    for name, ts in times.items():
+        ts = ts[args.warmup:]
+        print(f"| {name} | {1e3 * statistics.median(ts):.1f} | {1e3 * min(ts):.1f} |")
+
+
 def _step_work(name: str, n: int) -> tuple[float, float]:
     """(GEMM FLOPs, dropout elements) of one training step, counted on a step at batch 1 and scaled.
 
@@ -322,6 +356,8 @@ def main(argv=None) -> None:
     p.add_argument("--warmup", type=int, help="untimed steps first (default 2, quick 1)")
     p.add_argument("--mem-cap-gb", type=float, default=12.0, help="skip dense configurations estimated above this")
     p.add_argument("--ops", action="store_true", help="micro-benchmark the operations that bound a step")
+    p.add_argument("--embedding", action="store_true",
+                   help="a step with 50k extra words as learned rows against frozen float16 rows")
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -338,6 +374,8 @@ def main(argv=None) -> None:
         print(json.dumps(trace_worker(args.sizes, max(args.repeats, 10), args.device)))
     elif args.ops:
         ops_benchmark(args)
+    elif args.embedding:
+        embedding_benchmark(args)
     else:
         run_table(args)
 
