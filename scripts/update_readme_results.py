@@ -48,10 +48,10 @@ def setting(folder: Path) -> tuple[str, str]:
 
 
 def record_name(folder: Path) -> str:
-    task = read(folder, "config.json")["task"]
-    if folder.name != task:
+    config = read(folder, "config.json")
+    if folder.name != config["task"]:
         return folder.name
-    return f"{task}-{vectors_label((read(folder, 'config.json').get('train_config') or {}).get('embeddings'))}"
+    return f"{config['task']}-{vectors_label((config.get('train_config') or {}).get('embeddings'))}"
 
 
 def keep_record(folder: Path) -> None:

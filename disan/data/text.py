@@ -97,13 +97,17 @@ class Vocab:
         for special in (PAD, UNK):
             counts.pop(special, None)
         frequent = sorted((w for w, c in counts.items() if c >= min_count), key=lambda w: (-counts[w], w))
-        itos = [PAD, UNK] + frequent
+        return cls([PAD, UNK] + frequent).extended(extra or ())
+
+    def extended(self, words: Iterable[str]) -> Vocab:
+        """This vocabulary followed by the ``words`` it lacks, in their order (ids of its own words unchanged)."""
+        itos = list(self.itos)
         known = set(itos)
-        for word in map(normalize, extra or ()):
+        for word in map(normalize, words):
             if word not in known:
                 known.add(word)
                 itos.append(word)
-        return cls(itos)
+        return Vocab(itos)
 
     def encode(self, tokens: Iterable[str]) -> list[int]:
         """Token ids; a word the vocabulary lacks gets UNK_ID."""

@@ -238,8 +238,9 @@ def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> tuple
     """(vocabulary, how many of its last words are frozen): the training words, then those of the
     ``cfg.extra_vocab`` most frequent GloVe words (GloVe files are sorted by frequency) that training
     lacks. Training never sees the latter, so their vectors stay the pre-trained ones."""
-    vocab = Vocab.build(train_tokens, extra=words[: cfg.extra_vocab])
-    return vocab, len(vocab) - len(Vocab.build(train_tokens))
+    trained = Vocab.build(train_tokens)
+    vocab = trained.extended(words[: cfg.extra_vocab])
+    return vocab, len(vocab) - len(trained)
 
 
 def build_model(cfg: TrainConfig, prep: Prepared) -> TextModel:
