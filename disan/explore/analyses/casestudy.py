@@ -142,7 +142,7 @@ def _verdict(estimate: stats.Estimate, above: float | None = None, below: float 
         return "n/a"
     holds = estimate.low > above if above is not None else estimate.high < below
     if holds and level and abs(estimate.value) < SMALL * abs(level):
-        return f"yes, small (< {SMALL:.0%})"
+        return "yes, small"
     return "yes" if holds else "no"
 
 
