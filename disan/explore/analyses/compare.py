@@ -48,7 +48,7 @@ def statement(side: Side) -> str:
     return f"{side.name} ({side.encoder}) has no " + "; no ".join(missing) + "."
 
 
-def _mean(block) -> np.ndarray:
+def mean_attention(block) -> np.ndarray:
     """(n, n) mean attention over features, NaN where the block's mask forbids the edge."""
     return np.where(np.asarray(block.mask), np.asarray(block.probs, dtype=float).mean(axis=-1), np.nan)
 
@@ -65,18 +65,19 @@ def drawing(a: Side, b: Side) -> Drawing:
         s.prediction.probs, None if s.prediction.score is not None else s.prediction.label)
         for k, s in zip("ab", sides)}, "Predictions of A (left) and B (right)")]
     blocks = [{block.name: block for block in s.sentence.trace.blocks} for s in sides]
-    zmax = figures.peak(*(_mean(block) for side in blocks for block in side.values()))
+    zmax = figures.peak(*(mean_attention(block) for side in blocks for block in side.values()))
     for k, (label, side) in enumerate(zip(labels, blocks)):
         if side:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
-                _mean(block), tokens, np.asarray(block.mask), f"{label} · {name}", zmax=zmax)
+                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", zmax=zmax)
                 for name, block in side.items()},
                 f"{'AB'[k]}: token2token attention (mean over features, one scale for both)"))
     same = [name for name in blocks[0] if name in blocks[1]
             and blocks[0][name].direction == blocks[1][name].direction]
     if same:
         rows.append(Row({f"compare-diff-{file_name(name)}": figures.difference_heatmap(
-            _mean(blocks[0][name]), _mean(blocks[1][name]), tokens, f"{name}: A − B") for name in same},
+            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B")
+            for name in same},
             "Difference where both have the block (red: A attends more)"))
     gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float).mean(axis=1)
              for label, side in zip(labels, blocks) for name, block in side.items()}

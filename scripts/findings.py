@@ -1,0 +1,147 @@
+"""The figures the README's Analyses sections quote, recomputed on the shipped checkpoints, as markdown.
+
+    OMP_NUM_THREADS=1 nice -n 10 python scripts/findings.py > findings.out
+
+Every number comes from the functions the analysis pages call, with the pages' defaults (the test
+split, k by silhouette, 200 sampled inputs, up to 2,000 sentences, the same seeds), so each can be
+checked on the page. The pages show no Kendall's τ between two models; that section computes it with
+the analyses' own tau over the arrays the Compare models page draws.
+"""
+import functools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from disan.explore import figures, views
+from disan.explore.analyses import attribution, casestudy, compare, corpus, stats
+from disan.explore.analyses import counterfactual as cf
+from disan.explore.pipeline import load
+
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+SENTENCE = "A gorgeous , witty film that nobody should miss"  # the README's example for a single sentence
+
+
+@functools.cache
+def pipeline(name: str):
+    return load(CHECKPOINTS / name)
+
+
+def markdown(frame: pd.DataFrame) -> str:
+    """A table as markdown, floats to 3 decimals (pandas' to_markdown needs tabulate, which the app lacks)."""
+    cells = frame.astype(object).map(lambda v: f"{v:.3f}" if isinstance(v, float) else str(v))
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + " --- |" * len(frame.columns)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells.itertuples(index=False)])
+
+
+def corpus_senses() -> None:
+    print("## Corpus senses (sst5, SST-5 test split, outputs u, k by silhouette)\n")
+    pipe = pipeline("sst5")
+    test = corpus.benchmark_corpus("sst5", "test")
+    for word in ("like", "film"):
+        result = corpus.analyse(pipe, test, word, "output")
+        t = result.table
+        silhouettes = ", ".join(f"{k}: {s:.3f}" for k, s in result.silhouettes.items())
+        print(f"### “{word}”: {len(t)} occurrences, k = {result.k} (silhouette {silhouettes})\n")
+        print(f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%}; "
+              f"r(PC 1, position) = {np.corrcoef(t.pc1, t.position)[0, 1]:+.2f}\n")
+        clusters = t.groupby("cluster").agg(size=("position", "size"), first=("position", "min"),
+                                            last=("position", "max"), median=("position", "median"))
+        print(markdown(clusters.reset_index()) + "\n")
+        # the gold labels in the order of the scale, so that a split by sentiment would show as a diagonal
+        gold = pd.crosstab(t.cluster, pd.Categorical(t.label, pipe.labels), dropna=False)
+        print(markdown(gold.reset_index()) + "\n")
+        print("Contexts of the smallest cluster (first 5):\n")
+        smallest = int(clusters["size"].idxmin())
+        for context in t[t.cluster == smallest].context.head(5):
+            print(f"- {context}")
+        print()
+
+
+def counterfactuals() -> None:
+    print(f"## Counterfactuals (sst5, “{SENTENCE}”)\n")
+    pipe = pipeline("sst5")
+    result = pipe.trace(SENTENCE)
+    sentences, label = result.sentences, result.prediction.label
+    before = result.prediction.probs[label]
+    tokens = sentences[0].tokens
+    print(f"Prediction: {label} ({before:.3f})\n")
+    print("Occlusion (the probability of the predicted class without each token):\n")
+    print(markdown(cf.occlusion(pipe, sentences, 0)) + "\n")
+    gorgeous = tokens.index("gorgeous")
+    for op, replacement in (("replace", "dreadful"), ("mask", None)):
+        after = cf.compare_edit(pipe, sentences, 0, cf.edit(tokens, op, gorgeous, replacement)).prediction_after
+        print(f"- {op} “gorgeous”{' with “' + replacement + '”' if replacement else ''}: {after.label} "
+              f"({after.probs[after.label]:.3f}; {label} {after.probs[label]:.3f})")
+    names = views.block_names(sentences[0].trace)
+    for blocks in (names, *([name] for name in names)):
+        after = cf.knockout(pipe, sentences, 0, blocks, [gorgeous]).prediction_after
+        print(f"- every edge into “gorgeous” knocked out in {' and '.join(blocks)}: {label} "
+              f"{before:.3f} → {after.probs[label]:.3f} ({after.probs[label] - before:+.3f}; "
+              f"predicted {after.label})")
+    print()
+
+
+def attributions() -> None:
+    print("## Attribution (mean τ over 200 sampled test inputs; a pair gives a row per sentence)\n")
+    attr = attribution.attribute(pipeline("sst5"), pipeline("sst5").trace(SENTENCE).sentences)
+    print(f"Completeness on “{SENTENCE}” (sst5): f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, "
+          f"relative error {attr.completeness_gap:+.4%}\n")
+    for name in ("sst5", "trec", "sick-e"):
+        pipe = pipeline(name)
+        frame = attribution.corpus_agreement(pipe, corpus.benchmark_items(pipe.task, "test", 200))
+        summary = attribution.corpus_drawing(frame)["attr-corpus-summary"]
+        # the page's "method | measure" column as two, so that its bar does not split a markdown cell
+        pairs = summary.pop("attribution | attention").str.split(" | ", regex=False)
+        summary.insert(0, "attention", pairs.str[1])
+        summary.insert(0, "attribution", pairs.str[0])
+        print(f"### {name}\n")
+        print(markdown(summary) + "\n")
+
+
+def compare_models() -> None:
+    print(f"## Compare models (sst5 against trec, “{SENTENCE}”)\n")
+    a, b = (pipeline(name).trace(SENTENCE).sentence for name in ("sst5", "trec"))
+    for x, y in zip(a.trace.blocks, b.trace.blocks):
+        # the page's heatmaps: mean attention over features, NaN where the mask forbids the edge
+        ma, mb = compare.mean_attention(x), compare.mean_attention(y)
+        print(f"- {x.name}: τ over the cells {stats.kendall_tau(ma.ravel(), mb.ravel()):.3f}, "
+              f"max |A − B| {np.nanmax(np.abs(ma - mb)):.3f}")
+    importance = [figures.token_importance(np.asarray(s.trace.source2token.probs)) for s in (a, b)]
+    print(f"- source2token importance: τ {stats.kendall_tau(*importance):.3f}")
+    for name, values in zip(("sst5", "trec"), importance):
+        top = np.argsort(-values, kind="stable")[:3]
+        print(f"  - {name} top 3: " + ", ".join(f"{a.tokens[i]} ({values[i]:.3f})" for i in top))
+    print()
+
+
+def case_study() -> None:
+    print("## Case study (the checkpoint's test split, a seeded sample of up to 2,000 sentences)\n")
+    for name in ("sst5", "trec", "sick-e", "sick"):
+        pipe = pipeline(name)
+        sampled = corpus.sample(corpus.benchmark_corpus(pipe.task, "test"), casestudy.MAX_SENTENCES)
+        study = casestudy.measure(pipe, sampled.tokens, sampled.name)
+        print(f"### {name}: {len(study.sentences)} sentences of {sampled.name}, measured in {study.seconds:.1f} s\n")
+        print(markdown(casestudy.claims(study)) + "\n")
+    pipe = pipeline("sst5")
+    paper = casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
+                              "the paper's sentences")
+    print("### sst5 on the paper's two sentences\n")
+    print(markdown(casestudy.claims(paper)) + "\n")
+    for s, tau in zip(casestudy.PAPER_SENTENCES, paper.sentences["tau"]):
+        print(f"- τ (forward vs backward) {tau:.3f}: {s}")
+    print()
+
+
+def main() -> None:
+    torch.set_num_threads(1)  # as the app runs the model (see app.py)
+    for section in (corpus_senses, counterfactuals, attributions, compare_models, case_study):
+        section()
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
