@@ -1,23 +1,53 @@
-"""The README's screenshots: the app's default views in Chromium at 1600x1000, saved as small PNGs in docs/.
+"""The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
+the README's captions say, saved as small PNGs in docs/.
 
     python scripts/screenshots.py
 """
 import io
 import sys
+from functools import partial
 from pathlib import Path
+from urllib.parse import quote
 
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.tools.latency import VIEWPORT, chromium, server, wait_drawn  # noqa: E402
+from disan.explore.senses import VECTORS
+from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-# (file, path of the page, a figure title to wait for, the element to scroll to the top)
+# the README's example for the analyses of one sentence, as a link's text (the sidebar's model: sst5)
+EXAMPLE = "?text=" + quote("A gorgeous , witty film that nobody should miss")
+
+
+def type_option(page, label: str, option: str) -> None:
+    """Type an option into the select box labelled ``label`` and take it, as a user does."""
+    box = page.locator("[data-testid='stSelectbox']", has_text=label).locator("input").first
+    box.click()
+    box.fill(option)
+    box.press("Enter")
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=name).click()
+
+
+# (file, path of the page, a figure title to wait for, the element to scroll to the top, and the
+# widgets to set first: (what a user does, a figure title that shows it is drawn))
 SHOTS = [
-    ("attention.png", "/", "· query ", "[data-testid='stMain'] [data-testid='stRadio']"),
-    ("attention-features.png", "/", "· query ", "h3:has-text('Sharpest features')"),
-    ("gates.png", "/gates", "fusion gate F", "[data-testid='stHtml']"),
-    ("word-senses.png", "/word_senses", "“glass”", "h2"),
+    ("attention.png", "/", "· query ", "[data-testid='stMain'] [data-testid='stRadio']", ()),
+    ("attention-features.png", "/", "· query ", "h3:has-text('Sharpest features')", ()),
+    ("gates.png", "/gates", "fusion gate F", "[data-testid='stHtml']", ()),
+    ("word-senses.png", "/word_senses", "“glass”", "h2", ()),
+    ("corpus-senses.png", "/corpus_senses", " occurrences, ", "[data-testid='stMain'] [data-testid='stSelectbox']",
+     ((partial(type_option, label="Word", option="like"), "“like” in sst5 test"),
+      (partial(choose, option=VECTORS["output"]), "occurrences, outputs u"))),
+    ("counterfactuals.png", "/counterfactuals" + EXAMPLE, "after − before",
+     "[data-testid='stMain'] [data-testid='stMultiSelect']",
+     ((partial(open_tab, name="Attention knockout"), "with the knockout"),)),
+    ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
+    ("compare-models.png", "/compare_models" + EXAMPLE, "A: sst5 · forward", "h2", ()),
+    ("case-study.png", "/case_study", "by word class", "h2", ()),
 ]
 
 
@@ -29,10 +59,15 @@ def save(png: bytes, path: Path) -> None:
 def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
-        for name, path, title, top in SHOTS:
+        for name, path, title, top, steps in SHOTS:
             page.goto(url + path)
             wait_drawn(page, title)
+            for step, drawn in steps:
+                step(page)
+                page.wait_for_timeout(500)  # let the rerun start, so that the last one's idle state is not taken
+                wait_drawn(page, drawn)
             page.locator(top).first.evaluate("e => e.scrollIntoView({block: 'start'})")
+            page.mouse.move(0, 0)  # off the figures: a hovered plotly figure shows its tool bar
             page.wait_for_timeout(1000)  # plotly's transitions
             save(page.screenshot(), DOCS / name)
             print(DOCS / name)
