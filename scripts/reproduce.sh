@@ -53,6 +53,7 @@ queue_b() {
   # CR's 10-fold mean missed the floor at dropout 0.2: more settings, compared on mean dev
   folds cr-dropout0.4 cr --dropout 0.4
   folds cr-adam cr --optimizer adam --lr 0.001
+  folds cr-adam-dropout0.3 cr --optimizer adam --lr 0.001 --dropout 0.3
   folds subj subj
   # TREC missed its floor by one question: more settings, compared on dev
   train trec-adam --task trec --optimizer adam --lr 0.001 --epochs 100 --patience 15 --dropout 0.4
