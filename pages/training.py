@@ -36,12 +36,14 @@ def start_form() -> None:
                             format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
         encoder = c2.selectbox("Encoder", list(ENCODERS), key="train-encoder")
         name = c3.text_input("Checkpoint name", "", key="train-name", help="default: task-encoder-time")
-        c1, c2, c3, c4 = st.columns(4)
+        c1, c2, c3, c4, c5 = st.columns(5)
         epochs = c1.number_input("Epochs", 1, 500, 5, key="train-epochs")
-        lr = c2.number_input("Learning rate", 0.0001, 10.0, 0.001, format="%.4f", key="train-lr",
+        patience = c2.number_input("Patience", 1, 500, TrainConfig.patience, key="train-patience",
+                                   help="epochs without a dev improvement before the run stops")
+        lr = c3.number_input("Learning rate", 0.0001, 10.0, 0.001, format="%.4f", key="train-lr",
                              help="0.001 suits Adam; the paper's Adadelta uses 0.5")
-        dropout = c3.number_input("Dropout", 0.0, 0.9, 0.25, key="train-dropout")
-        d_h = c4.number_input("d_h", 4, 600, 300, key="train-dh")
+        dropout = c4.number_input("Dropout", 0.0, 0.9, 0.25, key="train-dropout")
+        d_h = c5.number_input("d_h", 4, 600, 300, key="train-dh")
         c1, c2, c3, c4 = st.columns(4)
         optimizer = c4.selectbox("Optimizer", list(OPTIMIZERS), index=list(OPTIMIZERS).index("adam"),
                                  key="train-optimizer",
@@ -61,8 +63,9 @@ def start_form() -> None:
         return
     try:
         cfg = TrainConfig(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
-                          lr=float(lr), optimizer=optimizer, dropout=float(dropout), d_h=int(d_h),
-                          embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None)
+                          patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
+                          d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed),
+                          max_train=int(cap) or None)
         cfg.command = cfg.command_line()  # what the model card offers to reproduce the run
         registry().start(name, cfg, probe)
     except Busy as e:

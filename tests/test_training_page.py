@@ -21,14 +21,16 @@ def ckdir(tmp_path, monkeypatch):
     st.cache_resource.clear()
 
 
-def fill(at, name, epochs=1, cap=40, d_h=8, vectors="", long=False):
-    """Fill the form and start. ``long``: the paper's Adadelta (lr 0.5), whose dev score keeps rising long
-    enough that early stopping does not end the run before the test stops it."""
+def fill(at, name, epochs=1, cap=40, d_h=8, vectors="", long=False, patience=3):
+    """Fill the form and start. ``long``: the paper's Adadelta (lr 0.5) and a patience no run reaches, so
+    that early stopping never ends the run (nor its resumption) before the test stops it."""
     if long:
         at.selectbox(key="train-optimizer").set_value("adadelta")
         at.number_input(key="train-lr").set_value(0.5)
+        patience = 500
     at.selectbox(key="train-task").set_value("trec")
     at.number_input(key="train-epochs").set_value(epochs)
+    at.number_input(key="train-patience").set_value(patience)
     at.number_input(key="train-dh").set_value(d_h)
     at.number_input(key="train-cap").set_value(cap)
     at.text_input(key="train-name").input(name)
@@ -68,12 +70,13 @@ def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
 
 def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
     at = visit(app(), "pages/training.py")
-    fill(at, "where", d_h=6)
+    fill(at, "where", d_h=6, patience=7)
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job where: done", texts(at.error)
     command = json.loads((ckdir / "where" / "config.json").read_text())["train_config"]["command"]
     cfg = parse_command_line(command)
-    assert cfg.out == str(ckdir / "where") and (cfg.task, cfg.d_h, cfg.epochs, cfg.max_train) == ("trec", 6, 1, 40)
+    assert cfg.out == str(ckdir / "where")
+    assert (cfg.task, cfg.d_h, cfg.epochs, cfg.patience, cfg.max_train) == ("trec", 6, 1, 7, 40)
     assert command in (ckdir / "where" / "README.md").read_text()
 
 
