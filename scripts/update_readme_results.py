@@ -2,8 +2,8 @@
 
 Runs trained into runs/ (not versioned: their weights are large) keep their config, metrics and
 model card in results/<run>/. For each shipped checkpoint, the runs of its task and encoder that
-are not cross-validation folds (runs/trec, runs/trec-dropout0.4, ...) compete with it on dev —
-dev, never test, decides — and the best one is shipped; every other one keeps its record in
+are not cross-validation folds (runs/trec, runs/trec-dropout0.4, ...) and have its seed compete with
+it on dev — dev, never test, decides — and the best one is shipped; every other one keeps its record in
 results/, a run named after the task as results/<task>-<vectors>, so all of them are reported.
 """
 import json
@@ -47,6 +47,10 @@ def setting(folder: Path) -> tuple[str, str]:
     return config["task"], config["model"]["encoder"]
 
 
+def seed(folder: Path) -> int:
+    return (read(folder, "config.json").get("train_config") or {}).get("seed", 0)
+
+
 def record_name(folder: Path) -> str:
     config = read(folder, "config.json")
     if folder.name != config["task"]:
@@ -69,7 +73,8 @@ for key, current in shipped.items():
         continue
     runs = [r for r in runs if r not in rivals]
     others = [r for r in rivals if not same_run(r, current)]  # a rival shipped earlier is the current one
-    best = max(others, key=dev_score, default=None)
+    # the seed draws TREC's dev split, and dev scores compare only on one split
+    best = max((r for r in others if seed(r) == seed(current)), key=dev_score, default=None)
     if best is not None and dev_score(best) > dev_score(current):
         keep_record(current)
         shutil.rmtree(current)
