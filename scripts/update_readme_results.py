@@ -74,7 +74,8 @@ for key, current in shipped.items():
     runs = [r for r in runs if r not in rivals]
     others = [r for r in rivals if not same_run(r, current)]  # a rival shipped earlier is the current one
     # the seed draws TREC's dev split, and dev scores compare only on one split
-    best = max((r for r in others if seed(r) == seed(current)), key=dev_score, default=None)
+    shipped_seed = seed(current)
+    best = max((r for r in others if seed(r) == shipped_seed), key=dev_score, default=None)
     if best is not None and dev_score(best) > dev_score(current):
         keep_record(current)
         shutil.rmtree(current)
