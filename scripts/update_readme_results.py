@@ -42,13 +42,11 @@ def same_run(a: Path, b: Path) -> bool:
     return (ma["dev"], ma["test"]) == (mb["dev"], mb["test"])
 
 
-def setting(folder: Path) -> tuple[str, str]:
+def setting(folder: Path) -> tuple[str, str, int]:
+    """What runs must share to compete on dev: task, encoder and seed (the seed draws TREC's dev split,
+    and dev scores compare only on one split)."""
     config = read(folder, "config.json")
-    return config["task"], config["model"]["encoder"]
-
-
-def seed(folder: Path) -> int:
-    return (read(folder, "config.json").get("train_config") or {}).get("seed", 0)
+    return config["task"], config["model"]["encoder"], (config.get("train_config") or {}).get("seed", 0)
 
 
 def record_name(folder: Path) -> str:
@@ -73,9 +71,7 @@ for key, current in shipped.items():
         continue
     runs = [r for r in runs if r not in rivals]
     others = [r for r in rivals if not same_run(r, current)]  # a rival shipped earlier is the current one
-    # the seed draws TREC's dev split, and dev scores compare only on one split
-    shipped_seed = seed(current)
-    best = max((r for r in others if seed(r) == shipped_seed), key=dev_score, default=None)
+    best = max(others, key=dev_score, default=None)
     if best is not None and dev_score(best) > dev_score(current):
         keep_record(current)
         shutil.rmtree(current)
