@@ -238,6 +238,7 @@ ANALYSES = [("Corpus senses", "corpus_senses", 1), ("Counterfactuals", "counterf
             ("Attribution", "attribution", 4), ("Compare models", "compare_models", 8), ("Case study", "case_study", 5)]
 
 
+@pytest.mark.usefixtures("data_root")  # corpus senses and the case study read the benchmark's test split
 def test_the_analysis_pages_render_in_chromium(url, page):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.goto(url)
