@@ -2,10 +2,12 @@
 import streamlit as st
 import torch
 
+from disan.app import links
 from disan.app.common import entries, persistent
-from disan.explore import links, markup
-from disan.explore.pipeline import MAX_TOKENS
+from disan.data.text import MAX_TOKENS
+from disan.explore import markup
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
+from disan.nn.heads import takes_pairs
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.
@@ -55,7 +57,7 @@ def sidebar() -> list[str]:
             labels = {e.name: e.label for e in good}
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get)
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
-            if entry.kind in links.PAIR_KINDS:
+            if takes_pairs(entry.kind):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
                 persistent(st.text_area, "Premise", "premise", height=80)

@@ -3,12 +3,12 @@ from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
 
 
 def load(path, kernel=None, device="cpu"):
-    """Load a checkpoint directory as a :class:`disan.explore.pipeline.Pipeline` (``predict``, ``trace``).
+    """Load a checkpoint directory as a :class:`disan.inspect.pipeline.Pipeline` (``predict``, ``trace``).
 
     ``kernel`` overrides the checkpoint's token2token path (see :mod:`disan.nn.kernels`); the model
     runs on ``device`` (auto, cpu, cuda or cuda:N).
     """
-    from disan.explore.pipeline import load as _load
+    from disan.inspect.pipeline import load as _load
     return _load(path, kernel, device)
 
 

@@ -8,6 +8,7 @@
     viz.attention(result)                 # forward and backward heatmaps side by side (the paper's Fig. 4)
     viz.attention(result, mode="max")     # or mode=17: one feature
     viz.query(result, j=3)                # what token 3 attends to, feature by feature
+    viz.difference(result)                # what each token receives, forward against backward
     viz.gates(result)                     # the mean fusion gate per token (Fig. 5)
     viz.source2token(result)              # each token's source2token importance
     viz.attribution(pipe, "A gorgeous, witty film")   # integrated gradients beside attention
@@ -17,7 +18,9 @@
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
-hypothesis; the premise is the default) or one of its sentences. Functions that draw several panels
+hypothesis; the premise is the default) or one of its sentences. Each function returns exactly the figure
+the app's page draws with the page's defaults (lift over uniform, the middle query token), building only
+that figure. Functions that draw several panels
 return a :class:`disan.explore.views.Drawing`, a mapping of figures (and tables) by key:
 ``for fig in drawing.figures.values(): fig.show()``.
 """
@@ -28,13 +31,14 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from disan.data.text import check_text
-from disan.explore import figures, views
+from disan.explore import views
 from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
 from disan.explore.analyses import compare as _compare
 from disan.explore.analyses import counterfactual as _counterfactual
 from disan.explore.analyses.report import report_html
-from disan.explore.pipeline import SentenceTrace, TraceResult
+from disan.explore.views import AttentionOptions
+from disan.inspect.pipeline import SentenceTrace, TraceResult
 
 
 def _sentence(trace, sentence: str = "premise") -> SentenceTrace:
@@ -55,70 +59,73 @@ def _needs_blocks(s: SentenceTrace) -> None:
         raise ValueError("this encoder has no DiSA blocks (no token2token attention, no gates)")
 
 
-def attention(trace, mode: str | int = "mean", sentence: str = "premise", scale: str = "probability") -> go.Figure:
-    """Both DiSA blocks' token2token attention side by side, on one scale: rows the query token j,
-    columns the attended token i; ``mode`` is "mean" or "max" over features, or a feature index k;
-    ``scale`` is "probability" or "lift" (the probability times the number of tokens the row may attend,
-    the app's default)."""
+def _drawn(trace, sentence: str, mode: str | int, scale: str, query: int | None):
+    """(sentence, the Attention page's options) for a notebook call; ValueError where the page would show a note."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
+    if not any(block.mask.any() for block in s.trace.blocks):
+        raise ValueError(f"“{s.text}” has no token that may attend another: there is no token2token attention")
     if isinstance(mode, int):
-        options = views.AttentionOptions("one feature", mode, scale=scale)
-    else:
-        options = views.AttentionOptions(mode, scale=scale)
-    return views.attention(s, options)["attention-pair"]
+        return s, AttentionOptions("one feature", mode, scale=scale, query=query)
+    return s, AttentionOptions(mode, scale=scale, query=query)
 
 
-def query(trace, j: int | None = None, block: str | None = None, sentence: str = "premise") -> go.Figure:
-    """What query token ``j`` (default: the last) attends to in one block (default: the first), feature by feature."""
-    s = _sentence(trace, sentence)
-    _needs_blocks(s)
-    b = views.find_block(s.trace, block)
-    n = len(s.tokens)
-    j = n - 1 if j is None else j
-    if not 0 <= j < n:
-        raise ValueError(f"query token {j} is out of range for {n} tokens")
-    return figures.query_view(b.probs.numpy(), j, s.tokens, b.mask.numpy())
+def attention(trace, mode: str | int = "mean", sentence: str = "premise", scale: str = AttentionOptions.scale,
+              query: int | None = None) -> go.Figure:
+    """Both DiSA blocks' token2token attention side by side, as the Attention page draws it: rows the query
+    token j, columns the attended token i; ``mode`` is "mean" or "max" over features, or a feature index k;
+    ``scale`` is "lift" (the probability times the number of tokens the row may attend, the page's
+    default) or "probability"; a sentence over 60 tokens shows the page's window around ``query``
+    (default: the middle token)."""
+    return views.attention_heatmaps(*_drawn(trace, sentence, mode, scale, query))
 
 
-def difference(trace, sentence: str = "premise") -> go.Figure:
-    """The first block's attention minus the second's, mean over features, on the cells both may attend;
-    ValueError when they share none (DiSAN's forward and backward blocks: i < j against i > j)."""
-    s = _sentence(trace, sentence)
-    _needs_blocks(s)
-    diff = views.attention(s)["attention-diff"]
-    if isinstance(diff, views.Note):  # e.g. forward and backward blocks never attend the same cell
-        raise ValueError(diff.text)
-    return diff
+def query(trace, j: int | None = None, block: str | None = None, sentence: str = "premise",
+          scale: str = AttentionOptions.scale) -> go.Figure:
+    """What query token ``j`` (default: the middle one, as on the Attention page) attends to in one block
+    (default: the first), its 40 sharpest features first."""
+    s, options = _drawn(trace, sentence, "mean", scale, j)
+    panel = views.query_panel(s, block, options)
+    if isinstance(panel, views.Note):  # e.g. the first token of the forward block has nothing to attend
+        raise ValueError(panel.text)
+    return panel
+
+
+def difference(trace, mode: str | int = "mean", sentence: str = "premise",
+               scale: str = AttentionOptions.scale) -> go.Figure:
+    """The two blocks compared, as the Attention page's last section: for DiSAN, the attention each token
+    receives in the forward and the backward block, each ÷ uniform; for blocks that may attend the same
+    cells (DiSAN without directions), the first block's attention minus the second's on those cells."""
+    return views.blocks_compared(*_drawn(trace, sentence, mode, scale, None))
 
 
 def gates(trace, sentence: str = "premise") -> go.Figure:
-    """The mean fusion gate F of each block per token (the paper's Fig. 5)."""
+    """The mean fusion gate F of each block per token (the paper's Fig. 5), as the Fusion gates page draws it."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    return views.gates(s)["gates-mean"]
+    return views.mean_gates(s)
 
 
 def gate_heatmap(trace, block: str | None = None, sentence: str = "premise") -> go.Figure:
-    """One block's (default: the first) fusion gate, tokens x features."""
+    """One block's (default: the first) fusion gate, tokens x features, as the Fusion gates page draws it."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    b = views.find_block(s.trace, block)
-    return figures.gate_heatmap(b.gate.numpy(), s.tokens, f"{b.name} gate")
+    return views.gate_panel(s, block)
 
 
 def source2token(trace, per_feature: bool = False, sentence: str = "premise") -> go.Figure:
-    """Each token's source2token importance (mean over features), or (``per_feature``) tokens x features."""
+    """Each token's source2token importance (mean over features), or (``per_feature``) tokens x features,
+    as the Source2token page draws them."""
     s = _sentence(trace, sentence)
     if s.trace.source2token is None:
         raise ValueError("this encoder has no source2token attention")
-    return views.source2token(s)["s2t-heatmap" if per_feature else "s2t-importance"]
+    return views.source2token_heatmap(s) if per_feature else views.source2token_importance(s)
 
 
 def word_senses(sentence_traces, word: str | None = None, kind: str | None = None) -> views.Drawing:
     """One word's vectors in several sentences (``pipe.trace_sentence`` of each; the paper's Fig. 6):
     the strips, their cosine similarities and the features that differ most. ``kind``: a key of
-    ``disan.explore.senses.VECTORS``."""
+    ``disan.inspect.senses.VECTORS``."""
     return views.word_senses(list(sentence_traces), views.SensesOptions(word, kind))
 
 

@@ -2,13 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import (
-    current_input,
-    current_pipeline,
-    draw,
-    run_trace,
-    show_prediction,
-)
+from disan.app.common import checkpoint_args, draw, open_input
 from disan.data.loaders import TASKS
 from disan.explore.analyses import attribution
 
@@ -18,16 +12,9 @@ st.caption("Integrated gradients (50 steps from zero word vectors) and gradient 
            "would give), with Kendall's τ between |attribution| and each (the “attention is not explanation” "
            "question: Jain & Wallace 2019; Wiegreffe & Pinter 2019).")
 
-entry, pipe = current_pipeline()
-if pipe is None:
-    st.stop()
-text = current_input(pipe)
-result = run_trace(entry, text)
-if result is None:
-    st.stop()
-show_prediction(pipe, result)
-args = glue.checkpoint_args(entry)
-attr = glue.attribute(*args, text)
+entry, pipe, text, result = open_input()
+args = checkpoint_args(entry)
+attr = glue.attribute(*args, text, result.sentences)
 st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}; the integrated gradients "
            f"sum to within {abs(attr.completeness_gap):.2%} of the difference.")
 draw(attribution.drawing(attr, result.sentences))

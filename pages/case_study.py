@@ -2,7 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import current_pipeline, draw
+from disan.app.common import checkpoint_args, current_pipeline, draw
 from disan.explore import views
 from disan.explore.analyses import casestudy, corpus
 
@@ -13,9 +13,7 @@ st.caption("The paper reads two sentences: stop words get little attention, a fe
            f"one that holds by less than {casestudy.SMALL:.0%} of the level it is compared with is marked small.")
 
 entry, pipe = current_pipeline()
-if pipe is None:
-    st.stop()
-args = glue.checkpoint_args(entry)
+args = checkpoint_args(entry)
 try:
     paper = glue.paper_sentences(*args)
 except ValueError as e:  # an encoder without DiSA blocks

@@ -2,27 +2,22 @@
 import streamlit as st
 
 from disan.app.common import (
-    cached_trace,
     current_input,
     current_pipeline,
     draw,
     entries,
     run_trace,
-    stamp,
 )
 from disan.explore.analyses import compare
-
-PAIR_KINDS = ("pair", "relatedness")
+from disan.nn.heads import takes_pairs
 
 st.header("Compare models")
 st.caption("Model A is the sidebar's; model B takes the same input. For example DiSAN against DiSAN without "
            "directions, an encoder without token2token attention, or two snapshots of one training run.")
 
 entry, pipe = current_pipeline()
-if pipe is None:
-    st.stop()
 # B must take the same input as A: one sentence, or a premise and a hypothesis
-others = [e for e in entries() if e.ok and e.name != entry.name and (e.kind in PAIR_KINDS) == pipe.is_pair]
+others = [e for e in entries() if e.ok and e.name != entry.name and takes_pairs(e.kind) == pipe.is_pair]
 if not others:
     st.info("No other checkpoint takes the same input as this one. Train one on the Training page, e.g. the "
             "same task with the disan-nodir or bilstm encoder.")
@@ -32,13 +27,7 @@ other = next(e for e in others if e.name == st.selectbox("Model B", list(labels)
                                                          key="compare-other"))
 text = current_input(pipe)
 result_a = run_trace(entry, text)
-if result_a is None:
-    st.stop()
-try:
-    result_b = cached_trace(str(other.path), stamp(other.path), text)
-except ValueError as e:
-    st.warning(f"{other.name}: {e}")
-    st.stop()
+result_b = run_trace(other, text)
 which = "sentence"
 if pipe.is_pair:
     which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key="compare-sentence")

@@ -2,18 +2,16 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import current_pipeline, draw
-from disan.explore import senses
-from disan.explore.analyses import batched, corpus
+from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.explore.analyses import corpus
+from disan.inspect import senses
 
 st.header("Corpus senses")
 st.caption("Does DiSAN separate a word's senses across a corpus, beyond the paper's two sentences (Fig. 6)? "
            "Each point is one occurrence of the word; hover to read its context.")
 
 entry, pipe = current_pipeline()
-if pipe is None:
-    st.stop()
-kinds = batched.vector_kinds(pipe.model.encoder)
+kinds = pipe.vector_kinds
 if not kinds:
     st.info(f"The {entry.encoder} encoder has no per-token attention vectors.")
     st.stop()
@@ -32,7 +30,7 @@ picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, 
 k = int(c2.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" else None
 if not word:
     st.stop()
-args = glue.checkpoint_args(entry)
+args = checkpoint_args(entry)
 try:
     result = glue.with_status(f"Collecting “{word}” in {chosen.name}…", f"“{word}” in {chosen.name}",
                               glue.senses, *args, glue.corpus_key(chosen), chosen, word, kind, k)

@@ -1,13 +1,7 @@
 """Edit the sentence, drop each token, or forbid attention edges, and see what changes."""
 import streamlit as st
 
-from disan.app.common import (
-    current_input,
-    current_pipeline,
-    draw,
-    run_trace,
-    show_prediction,
-)
+from disan.app.common import draw, open_input
 from disan.explore import views
 from disan.explore.analyses import counterfactual as cf
 
@@ -15,13 +9,7 @@ st.header("Counterfactuals")
 st.caption("What the prediction and the attention do when a token is deleted, replaced or masked (the unknown "
            "word <unk>), when each token is dropped in turn, or when attention edges are knocked out.")
 
-entry, pipe = current_pipeline()
-if pipe is None:
-    st.stop()
-result = run_trace(entry, current_input(pipe))
-if result is None:
-    st.stop()
-show_prediction(pipe, result)
+entry, pipe, _, result = open_input()
 sentences = result.sentences
 which = 0
 if pipe.is_pair:

@@ -8,7 +8,6 @@ st.header("Fusion gates")
 st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, near 0 takes the attention output s.")
 
 sentences = page_sentences(views.VIEWS["gates"])
-if sentences is not None:
-    for role, sentence, where in side_by_side(sentences):
-        draw(views.gates(sentence, views.GatesOptions()), where, prefix=f"{role}-" if len(sentences) > 1 else "")
-        downloads(sentence, f"gates-{role}", where)
+for role, sentence, where in side_by_side(sentences):
+    draw(views.gates(sentence, views.GatesOptions()), where, prefix=f"{role}-" if len(sentences) > 1 else "")
+    downloads(sentence, f"gates-{role}", where)

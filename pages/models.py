@@ -1,8 +1,9 @@
 """The shipped and trained checkpoints with their model cards and metrics."""
 import streamlit as st
 
+from disan.app import progress
 from disan.app.common import chart, entries
-from disan.explore import catalog, figures, progress
+from disan.explore import catalog, figures
 
 st.header("Models")
 items = entries()

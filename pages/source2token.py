@@ -8,8 +8,7 @@ st.header("Source2token attention")
 st.caption("s = Σ_i P_i ⊙ x_i: every feature of the sentence encoding has its own distribution over tokens.")
 
 sentences = page_sentences(views.VIEWS["source2token"])
-if sentences is not None:
-    for role, sentence, where in side_by_side(sentences):
-        draw(views.source2token(sentence, views.Source2TokenOptions()), where,
-             prefix=f"{role}-" if len(sentences) > 1 else "")
-        downloads(sentence, f"s2t-{role}", where)
+for role, sentence, where in side_by_side(sentences):
+    draw(views.source2token(sentence, views.Source2TokenOptions()), where,
+         prefix=f"{role}-" if len(sentences) > 1 else "")
+    downloads(sentence, f"s2t-{role}", where)

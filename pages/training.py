@@ -3,10 +3,11 @@ import time
 
 import streamlit as st
 
+from disan.app import progress
 from disan.app.common import chart, entries, stamp
 from disan.data.loaders import TASKS
 from disan.data.text import split_pair
-from disan.explore import catalog, figures, progress
+from disan.explore import catalog, figures
 from disan.nn.baselines import ENCODERS
 from disan.training.config import OPTIMIZERS, TrainConfig
 from disan.training.evaluate import examples_table
@@ -42,8 +43,8 @@ def start_form() -> None:
                                    help="epochs without a dev improvement before the run stops")
         lr = c3.number_input("Learning rate", 0.0001, 10.0, 0.001, format="%.4f", key="train-lr",
                              help="0.001 suits Adam; the paper's Adadelta uses 0.5")
-        dropout = c4.number_input("Dropout", 0.0, 0.9, 0.25, key="train-dropout")
-        d_h = c5.number_input("d_h", 4, 600, 300, key="train-dh")
+        dropout = c4.number_input("Dropout", 0.0, 0.9, TrainConfig.dropout, key="train-dropout")
+        d_h = c5.number_input("d_h", 4, 600, TrainConfig.d_h, key="train-dh")
         c1, c2, c3, c4 = st.columns(4)
         optimizer = c4.selectbox("Optimizer", list(OPTIMIZERS), index=list(OPTIMIZERS).index("adam"),
                                  key="train-optimizer",
@@ -51,7 +52,7 @@ def start_form() -> None:
         vectors = c1.text_input("Word vectors", "", key="train-vectors",
                                 help="glove-100d (after `python -m disan vectors glove-100d`), glove-50d, or a "
                                      "GloVe-format text file; empty: glove-100d when fetched, else glove-50d")
-        seed = c2.number_input("Seed", 0, 10_000, 0, key="train-seed")
+        seed = c2.number_input("Seed", 0, 10_000, TrainConfig.seed, key="train-seed")
         cap = c3.number_input("Cap on training examples (0 = all)", 0, 10_000_000, 0, key="train-cap")
         probe = st.text_input("Probe sentence for the attention timeline", PROBE, key="train-probe")
         submitted = st.form_submit_button("Start", type="primary")

@@ -3,13 +3,14 @@ import streamlit as st
 
 from disan.app.common import (
     cached_sentence,
+    checkpoint_args,
     current_pipeline,
     draw,
     fresh,
     persistent,
-    stamp,
 )
-from disan.explore import markup, senses, views
+from disan.explore import markup, views
+from disan.inspect import senses
 
 OWN = "(your own sentences)"
 FIRST = "glass (paper, Fig. 6)"
@@ -28,44 +29,43 @@ def edited() -> None:
 
 
 entry, pipe = current_pipeline()
-if pipe is not None:
-    st.session_state.setdefault("senses-preset", FIRST)
-    st.session_state.setdefault("senses-text", "\n".join(senses.PRESETS[FIRST]))
-    persistent(st.selectbox, "Preset", "senses-preset", after=load_preset, options=[OWN, *senses.PRESETS])
-    text = persistent(st.text_area, "Sentences, one per line", "senses-text", after=edited, height=110)
-    traces = []
-    for line in filter(str.strip, text.splitlines()):
-        try:
-            traces.append(cached_sentence(str(entry.path), stamp(entry.path), line))
-        except ValueError as e:
-            st.warning(markup.markdown_label(f"{views.shorten(line, 60)!r}: {e}"))
-    # The vector choice is drawn whatever the sentences, so that it never leaves the page and comes
-    # back showing a choice other than the one the chart uses.
-    kinds = views.vector_kinds(traces[0].trace) if traces else list(senses.VECTORS)
-    if st.session_state.get("senses-kind") not in kinds:
-        st.session_state["senses-kind"] = kinds[0]
-    kind = persistent(st.radio, "Vector", "senses-kind", options=kinds, format_func=senses.VECTORS.get,
-                      horizontal=True, disabled=not traces)
+st.session_state.setdefault("senses-preset", FIRST)
+st.session_state.setdefault("senses-text", "\n".join(senses.PRESETS[FIRST]))
+persistent(st.selectbox, "Preset", "senses-preset", after=load_preset, options=[OWN, *senses.PRESETS])
+text = persistent(st.text_area, "Sentences, one per line", "senses-text", after=edited, height=110)
+traces = []
+for line in filter(str.strip, text.splitlines()):
     try:
-        words, _ = views.senses_choices(traces)
-    except views.Unavailable as e:
-        st.info(markup.markdown_label(str(e)))
-        st.stop()
-    if st.session_state.get("senses-word") not in words:
-        st.session_state["senses-word"] = words[views.default_word(words)]
-    word = persistent(st.selectbox, "Word", "senses-word", options=words)
-    # a picker per sentence that has the word more than once, side by side
-    places = [senses.positions(s.tokens, word) for s in traces]
-    repeated = [i for i, p in enumerate(places) if len(p) > 1]
-    columns = dict(zip(repeated, st.columns(len(repeated)))) if repeated else {}
-    occurrences = []
-    for i, p in enumerate(places):
-        if i not in columns:
-            occurrences.append(0)
-            continue
-        key = f"senses-occurrence-{i}"
-        fresh(key, [word, *traces[i].tokens])  # another word or sentence starts from the first occurrence
-        labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
-        occurrences.append(columns[i].radio(f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
-                                            range(len(p)), key=key, format_func=labels.__getitem__))
-    draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))
+        traces.append(cached_sentence(*checkpoint_args(entry), line))
+    except ValueError as e:
+        st.warning(markup.markdown_label(f"{views.shorten(line, 60)!r}: {e}"))
+# The vector choice is drawn whatever the sentences, so that it never leaves the page and comes
+# back showing a choice other than the one the chart uses.
+kinds = senses.vector_kinds(traces[0].trace) if traces else list(senses.VECTORS)
+if st.session_state.get("senses-kind") not in kinds:
+    st.session_state["senses-kind"] = kinds[0]
+kind = persistent(st.radio, "Vector", "senses-kind", options=kinds, format_func=senses.VECTORS.get,
+                  horizontal=True, disabled=not traces)
+try:
+    words, _ = views.senses_choices(traces)
+except views.Unavailable as e:
+    st.info(markup.markdown_label(str(e)))
+    st.stop()
+if st.session_state.get("senses-word") not in words:
+    st.session_state["senses-word"] = words[views.default_word(words)]
+word = persistent(st.selectbox, "Word", "senses-word", options=words)
+# a picker per sentence that has the word more than once, side by side
+places = [senses.positions(s.tokens, word) for s in traces]
+repeated = [i for i, p in enumerate(places) if len(p) > 1]
+columns = dict(zip(repeated, st.columns(len(repeated)))) if repeated else {}
+occurrences = []
+for i, p in enumerate(places):
+    if i not in columns:
+        occurrences.append(0)
+        continue
+    key = f"senses-occurrence-{i}"
+    fresh(key, [word, *traces[i].tokens])  # another word or sentence starts from the first occurrence
+    labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
+    occurrences.append(columns[i].radio(f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
+                                        range(len(p)), key=key, format_func=labels.__getitem__))
+draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))

@@ -16,10 +16,11 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.explore import figures, views
+from disan.explore import views
 from disan.explore.analyses import attribution, casestudy, compare, corpus, stats
 from disan.explore.analyses import counterfactual as cf
-from disan.explore.pipeline import load
+from disan.inspect import measures
+from disan.inspect.pipeline import load
 
 CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 SENTENCE = "A gorgeous , witty film that nobody should miss"  # the README's example for a single sentence
@@ -110,7 +111,7 @@ def compare_models() -> None:
         ma, mb = compare.mean_attention(x), compare.mean_attention(y)
         print(f"- {x.name}: τ over the cells {stats.kendall_tau(ma.ravel(), mb.ravel()):.3f}, "
               f"max |A − B| {np.nanmax(np.abs(ma - mb)):.3f}")
-    importance = [figures.token_importance(np.asarray(s.trace.source2token.probs)) for s in (a, b)]
+    importance = [measures.token_importance(np.asarray(s.trace.source2token.probs)) for s in (a, b)]
     print(f"- source2token importance: τ {stats.kendall_tau(*importance):.3f}")
     for name, values in zip(("sst5", "trec"), importance):
         top = np.argsort(-values, kind="stable")[:3]

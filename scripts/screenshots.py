@@ -12,7 +12,7 @@ from urllib.parse import quote
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.explore.senses import VECTORS
+from disan.inspect.senses import VECTORS
 from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

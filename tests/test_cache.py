@@ -1,11 +1,11 @@
-"""The byte-bounded trace cache (disan.explore.cache)."""
+"""The byte-bounded trace cache (disan.app.cache)."""
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 import torch
 
-from disan.explore import cache
+from disan.app import cache
 
 
 def test_nbytes_counts_buffers_once_through_containers_and_views():

@@ -304,9 +304,9 @@ def failing_build(monkeypatch):
     def fail():
         raise RuntimeError("no compiler")
     monkeypatch.setattr(cpp, "load", fail)
-    kernels._cpp_builds.cache_clear()
+    kernels.cpp_builds.cache_clear()
     yield
-    kernels._cpp_builds.cache_clear()
+    kernels.cpp_builds.cache_clear()
 
 
 def test_auto_falls_back_to_eager_with_one_warning(failing_build):
@@ -354,15 +354,15 @@ def test_cuda_tensors_use_the_eager_path():
 
 def test_bench_counts_the_work_of_a_step():
     """disan.bench's bound analysis: GEMM FLOPs (6 per weight and row) and dropout elements of a DiSAN step."""
-    from disan.tools.bench import BATCH, _step_work
+    from disan.tools.bench import BATCH, step_work
 
     n = 10
     encoder_weights = 2 * 5 * 300 * 300 + 2 * 600 * 600   # two DiSA blocks, source2token
     head_weights = 600 * 300 + 300 * 5                     # applied once per sentence
-    flops, dropped = _step_work("fast", n)
+    flops, dropped = step_work("fast", n)
     assert flops == 6 * BATCH * (n * encoder_weights + head_weights)
     assert dropped == BATCH * (8 * n * 300 + 2 * n * 600 + 600 + 300)
-    lstm_flops, _ = _step_work("bilstm", n)
+    lstm_flops, _ = step_work("bilstm", n)
     lstm_weights = 2 * 2 * 4 * 300 * 300                   # two directions, input and recurrent
     want = 6 * BATCH * (n * (lstm_weights + 2 * 600 * 600) + head_weights)
     assert abs(lstm_flops - want) / want < 0.02            # less the recurrent gradient of a zero h_0

@@ -10,6 +10,7 @@ import plotly.io as pio
 import pytest
 
 from disan.explore import figures, tables
+from disan.inspect import measures
 
 N, D = 4, 3
 TOKENS = ["the", "cat", "saw", "the"]                  # a repeated token
@@ -68,13 +69,13 @@ def all_strings(fig):
 
 def test_reduce_features_mean_max_and_index():
     p = np.arange(N * N * D, dtype=float).reshape(N, N, D)
-    np.testing.assert_allclose(figures.reduce_features(p, "mean"), p.mean(axis=-1))
-    np.testing.assert_allclose(figures.reduce_features(p, "max"), p[..., -1])
-    np.testing.assert_allclose(figures.reduce_features(p, 1), p[..., 1])
-    assert figures.reduce_features(p, np.int64(2))[3, 1] == p[3, 1, 2]
+    np.testing.assert_allclose(measures.reduce_features(p, "mean"), p.mean(axis=-1))
+    np.testing.assert_allclose(measures.reduce_features(p, "max"), p[..., -1])
+    np.testing.assert_allclose(measures.reduce_features(p, 1), p[..., 1])
+    assert measures.reduce_features(p, np.int64(2))[3, 1] == p[3, 1, 2]
     for bad in ("median", D, -1, True):
         with pytest.raises(ValueError):
-            figures.reduce_features(p, bad)
+            measures.reduce_features(p, bad)
 
 
 def test_sharpness_ranks_one_hot_before_uniform():
@@ -83,10 +84,10 @@ def test_sharpness_ranks_one_hot_before_uniform():
     p[..., 0] = 1.0 / N                       # uniform: entropy log N
     p[:, 2, 1] = 1.0                          # one-hot: entropy 0
     p[..., 2] = np.array([0.5, 0.5, 0, 0])    # in between: log 2
-    sharp = figures.feature_sharpness(p, mask)
+    sharp = measures.feature_sharpness(p, mask)
     np.testing.assert_allclose(sharp, [np.log(N), 0.0, np.log(2)], atol=1e-12)
-    assert figures.rank_features(p, mask) == [1, 2, 0]
-    assert figures.rank_features(p, mask, top=1) == [1]
+    assert measures.rank_features(p, mask) == [1, 2, 0]
+    assert measures.rank_features(p, mask, top=1) == [1]
 
 
 def test_sharpness_ignores_rows_without_keys_and_masked_cells():
@@ -94,13 +95,13 @@ def test_sharpness_ignores_rows_without_keys_and_masked_cells():
     garbage = p.copy()
     garbage[~FW_MASK] = 0.7                   # values outside the mask must not count
     expected = np.mean([-(p[j, :j] * np.log(p[j, :j])).sum(axis=0) for j in range(1, N)], axis=0)
-    np.testing.assert_allclose(figures.feature_sharpness(garbage, FW_MASK), expected)
-    assert np.isnan(figures.feature_sharpness(p, np.zeros((N, N), dtype=bool))).all()
+    np.testing.assert_allclose(measures.feature_sharpness(garbage, FW_MASK), expected)
+    assert np.isnan(measures.feature_sharpness(p, np.zeros((N, N), dtype=bool))).all()
 
 
 def test_token_importance_sums_to_one():
     s2t = make_trace().source2token.probs
-    imp = figures.token_importance(s2t)
+    imp = measures.token_importance(s2t)
     assert imp.shape == (N,)
     assert imp.sum() == pytest.approx(1.0)
     np.testing.assert_allclose(imp, s2t.mean(axis=1))
@@ -108,13 +109,13 @@ def test_token_importance_sums_to_one():
 
 def test_cosine_similarity():
     v = np.array([1.0, -2.0, 3.0])
-    assert figures.cosine_similarity(v, v) == pytest.approx(1.0)
-    assert figures.cosine_similarity(v, -v) == pytest.approx(-1.0)
-    assert figures.cosine_similarity(v, np.zeros(3)) == 0.0
-    assert figures.cosine_similarity(np.zeros(3), np.zeros(3)) == 0.0
+    assert measures.cosine_similarity(v, v) == pytest.approx(1.0)
+    assert measures.cosine_similarity(v, -v) == pytest.approx(-1.0)
+    assert measures.cosine_similarity(v, np.zeros(3)) == 0.0
+    assert measures.cosine_similarity(np.zeros(3), np.zeros(3)) == 0.0
     vs = [v, np.array([0.0, 1.0, 0.0]), np.zeros(3)]
-    sim = figures.similarity_matrix(vs)
-    expected = [[figures.cosine_similarity(a, b) for b in vs] for a in vs]
+    sim = measures.similarity_matrix(vs)
+    expected = [[measures.cosine_similarity(a, b) for b in vs] for a in vs]
     np.testing.assert_allclose(sim, expected, atol=1e-12)
     assert not np.isnan(sim).any()
 
@@ -122,7 +123,7 @@ def test_cosine_similarity():
 # ---------------------------------------------------------------- heatmaps
 
 def test_attention_heatmap_masks_with_nan_and_keeps_exact_values():
-    m = figures.reduce_features(masked_probs(FW_MASK), "mean")
+    m = measures.reduce_features(masked_probs(FW_MASK), "mean")
     fig = figures.attention_heatmap(m, TOKENS, FW_MASK, "forward")
     z = np.asarray(fig.data[0].z, dtype=float)
     assert np.isnan(z[~FW_MASK]).all()
@@ -263,11 +264,11 @@ def test_mean_gate_bars_start_at_one_half():
 
 def test_lift_is_the_probability_times_the_keys_of_the_row():
     p = masked_probs(FW_MASK)
-    lifted = figures.lift(p, FW_MASK)
+    lifted = measures.lift(p, FW_MASK)
     np.testing.assert_allclose(lifted[3], p[3] * 3)
     np.testing.assert_allclose(lifted[1], p[1])
     uniform = np.where(FW_MASK, 1.0 / np.maximum(FW_MASK.sum(axis=1, keepdims=True), 1), 0.0)
-    np.testing.assert_allclose(figures.lift(uniform, FW_MASK)[FW_MASK], 1.0)
+    np.testing.assert_allclose(measures.lift(uniform, FW_MASK)[FW_MASK], 1.0)
 
 
 def test_lift_colours_are_symmetric_in_ratio_and_labelled_as_lifts():
@@ -287,7 +288,7 @@ def test_lift_colours_are_symmetric_in_ratio_and_labelled_as_lifts():
 
 def test_query_entropy_is_per_row_and_feature():
     p = masked_probs(FW_MASK)
-    entropy = figures.query_entropy(p, FW_MASK)
+    entropy = measures.query_entropy(p, FW_MASK)
     assert np.isnan(entropy[0]).all()
     np.testing.assert_allclose(entropy[2], -(p[2, :2] * np.log(p[2, :2])).sum(axis=0))
     np.testing.assert_allclose(entropy[1], 0.0, atol=1e-12)  # one key: all the mass on it

@@ -4,9 +4,11 @@ Floors, lowest first (a subpackage may use the floors below it, never its neighb
 
     1  disan.data
     2  disan.nn
-    3  disan.explore, disan.training
-    4  disan.app, disan.tools
-    5  disan (the public API in __init__) and disan.__main__ (the command line)
+    3  disan.inspect (load, predict, trace, batched traces, token vectors, word senses, measures)
+    4  disan.explore, disan.training
+    5  disan.app (the Streamlit glue)
+    6  disan.tools (benchmarks and commands, which may start the app)
+    7  disan (the public API in __init__, viz) and disan.__main__ (the command line)
 """
 import ast
 import importlib
@@ -16,8 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "disan"
-FLOORS = {"data": 1, "nn": 2, "explore": 3, "training": 3, "app": 4, "tools": 4}
-TOP = 5
+FLOORS = {"data": 1, "nn": 2, "inspect": 3, "explore": 4, "training": 4, "app": 5, "tools": 6}
+TOP = 7
 
 
 def module_name(path: Path) -> str:
@@ -110,3 +112,39 @@ def test_only_the_app_layer_imports_streamlit(name):
 def test_every_module_imports(name):
     # an import of a module that moved or was removed fails here, not when a user runs that command
     importlib.import_module(name)
+
+
+def private_uses(path: Path, root: Path = ROOT) -> list[str]:
+    """Private names of this project's modules used in ``path``: ``from disan.x import _name`` (relative
+    imports too), and ``module._name`` on a module imported from this project. A leading underscore says
+    a name is its module's own."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    where = path.relative_to(root)
+    found, modules = [], set()
+    for node in ast.walk(tree):
+        ours = isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "disan")
+        if ours:
+            found += [f"{where}: from {node.module} import {a.name}" for a in node.names if a.name.startswith("_")]
+            modules |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            modules |= {a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] == "disan"}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in modules):
+            found.append(f"{where}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    sources = [*PACKAGE.rglob("*.py"), ROOT / "app.py",
+               *(p for folder in ("pages", "scripts", "tests") for p in (ROOT / folder).glob("*.py"))]
+    problems = [line for path in sources for line in private_uses(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_private_name_scan_finds_each_form(tmp_path):
+    # the scan must see aliases, relative imports and attribute access, or the test above proves nothing
+    (tmp_path / "m.py").write_text("from disan.nn.model import _per_block as per_block\nfrom .x import _y\n"
+                                   "from disan.inspect import pipeline\nimport disan.nn.model\n"
+                                   "pipeline._on_device(None, 'cpu')\ndisan._hidden\npipeline.__doc__\n")
+    assert len(private_uses(tmp_path / "m.py", tmp_path)) == 4

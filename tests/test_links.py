@@ -1,6 +1,6 @@
-"""Shareable links (disan.explore.links): reading and writing the URL's query parameters."""
-from disan.explore import links
-from disan.explore.pipeline import MAX_TOKENS
+"""Shareable links (disan.app.links): reading and writing the URL's query parameters."""
+from disan.app import links
+from disan.data.text import MAX_TOKENS
 
 KINDS = {"trec": "classify", "sick-e": "pair", "sick": "relatedness"}
 

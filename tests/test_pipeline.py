@@ -2,7 +2,7 @@ import pytest
 import torch
 
 import disan
-from disan.explore.pipeline import MAX_CHARS, MAX_TOKENS
+from disan.data.text import MAX_CHARS, MAX_TOKENS
 
 
 def test_predict_and_trace_agree(make_checkpoint):

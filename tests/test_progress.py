@@ -1,7 +1,7 @@
-"""What the Training page says about a run (disan.explore.progress)."""
+"""What the Training page says about a run (disan.app.progress)."""
 import pytest
 
-from disan.explore import progress
+from disan.app import progress
 
 
 def test_the_remaining_time_covers_the_whole_run():

@@ -11,6 +11,7 @@ import pytest
 import disan
 from disan import viz
 from disan.__main__ import run
+from disan.explore import views
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = '<script>alert(1)</script> the <img src=x onerror=alert(2)> glass </script><b>big</b>'
@@ -66,21 +67,33 @@ def sst5():
 
 def test_viz_attention_shows_the_traced_attention(sst5):
     result = sst5.trace("Families have some dogs in front of a carousel")
-    fig = viz.attention(result)
+    fig = viz.attention(result, scale="probability")
     assert isinstance(fig, go.Figure) and len(fig.data) == 2
     for heatmap, block in zip(fig.data, result.sentence.trace.blocks):
         expected = np.where(block.mask.numpy(), block.probs.numpy().mean(-1), np.nan)
         np.testing.assert_allclose(np.asarray(heatmap.z, dtype=float), expected, rtol=1e-6)
-    one = viz.attention(result, mode=7)
+    one = viz.attention(result, mode=7, scale="probability")
     np.testing.assert_allclose(np.asarray(one.data[0].z, dtype=float)[3, :3],
                                result.sentence.trace.forward.probs[3, :3, 7].numpy(), rtol=1e-6)
+    # by default it is the Attention page's figure: lift over uniform, P x the keys of the row
+    lifted = viz.attention(result)
+    forward = result.sentence.trace.forward
+    np.testing.assert_allclose(np.asarray(lifted.data[0].customdata, dtype=float)[5, :5],
+                               forward.probs[5, :5].numpy().mean(-1) * 5, rtol=1e-5)
+    page = views.attention(result.sentence)["attention-pair"]
+    assert lifted.to_plotly_json() == page.to_plotly_json()
 
 
 def test_viz_figures_of_one_token_and_of_the_gates(sst5):
     result = sst5.trace("Families have some dogs in front of a carousel")
-    assert viz.query(result, j=3).layout.title.text == "query 3: dogs"
+    assert "query 3: dogs" in viz.query(result, j=3).layout.title.text
+    assert "query 4: in" in viz.query(result).layout.title.text  # the page's first query: the middle token
     with pytest.raises(ValueError, match="out of range"):
         viz.query(result, j=9)
+    with pytest.raises(ValueError, match="attends to no token"):
+        viz.query(result, j=0)  # the first token has no earlier token to attend in the forward block
+    received = viz.difference(result)  # DiSAN's blocks never share a cell: what each token receives, in each
+    assert [bar.name for bar in received.data] == ["forward", "backward"]
     gates = viz.gates(result)
     bars = gates.data[1]  # drawn from 0.5, so that a gate's deviation from 0.5 is the bar
     np.testing.assert_allclose(np.asarray(bars.x, dtype=float) + (bars.base or 0.0),

@@ -9,7 +9,9 @@ import torch
 
 import disan
 from disan.explore import figures, markup, views
-from disan.explore.pipeline import Pipeline
+from disan.explore.analyses import attribution, casestudy
+from disan.inspect import senses
+from disan.inspect.pipeline import Pipeline
 from disan.tools import latency
 
 from .conftest import make_model
@@ -71,10 +73,10 @@ def test_keys_and_titles_follow_the_block_names():
     assert views.block_names(s.trace) == ["diag 1", "diag 2"]
     attention = views.attention(s)
     assert list(attention) == ["attention-sentence", "attention-pair", "attention-grid", "attention-query-diag_1",
-                               "attention-query-diag_2", "attention-diff"]
+                               "attention-query-diag_2", "attention-blocks"]
     pair_titles = [a.text for a in attention["attention-pair"].layout.annotations]
     assert pair_titles == ["diag 1 DiSA", "diag 2 DiSA"]
-    assert attention["attention-diff"].layout.title.text.startswith("diag 1 − diag 2: mean over features")
+    assert attention["attention-blocks"].layout.title.text.startswith("diag 1 − diag 2: mean over features")
     assert [row.title for row in attention.rows] == [None, None, "Sharpest features", "One query token, feature by feature",
                                                       "Diag 1 − diag 2"]
     gates = views.gates(s)
@@ -86,14 +88,33 @@ def test_keys_and_titles_follow_the_block_names():
 
 def test_the_difference_compares_only_cells_both_blocks_may_attend():
     s = sentence("disan-nodir")
-    diff = views.attention(s, views.AttentionOptions(scale="probability"))["attention-diff"].data[0]
+    diff = views.attention(s, views.AttentionOptions(scale="probability"))["attention-blocks"].data[0]
     a, b = (block.probs.numpy().mean(axis=-1) for block in s.trace.blocks)
     z = np.asarray(diff.z, dtype=float)
     off = ~np.eye(len(s.tokens), dtype=bool)
     np.testing.assert_allclose(z[off], (a - b)[off], rtol=1e-5, atol=1e-9)
     assert np.isnan(np.diag(z)).all()  # no block attends a token to itself
-    directional = views.attention(sentence())["attention-diff"]
-    assert isinstance(directional, views.Note) and "never attend the same cell" in directional.text
+
+
+def test_directional_blocks_are_compared_by_the_attention_each_token_receives():
+    # forward and backward never share a cell, so the section shows what each token receives in each
+    # block over what uniform attention under the same mask gives: never an empty section
+    s = sentence()
+    drawing = views.attention(s, views.AttentionOptions(mode="max"))
+    bars = drawing["attention-blocks"].data
+    assert [bar.name for bar in bars] == ["forward", "backward"]
+    n = len(s.tokens)
+    for bar, block in zip(bars, s.trace.blocks):
+        p, mask = block.probs.numpy().max(axis=-1), block.mask.numpy()
+        expected = []
+        for i in range(n):
+            senders = [j for j in range(n) if mask[j, i]]
+            got = sum(p[j, i] for j in senders)
+            uniform = sum(1 / mask[j].sum() for j in senders)
+            expected.append(got / uniform if senders else np.nan)
+        np.testing.assert_allclose(np.asarray(bar.customdata, dtype=float), expected, rtol=1e-5)
+    assert np.isnan(bars[0].customdata[-1]) and np.isnan(bars[1].customdata[0])
+    assert drawing.rows[-1].title == "Attention received, forward against backward"
 
 
 def test_attention_masks_come_from_the_trace():
@@ -218,15 +239,30 @@ def test_the_sentence_is_shaded_by_what_each_token_receives_from_escaped_text():
     assert spans == s.tokens and "<" in spans
     forward = s.trace.blocks[0]
     mask = forward.mask.numpy()
-    lifted = forward.probs.numpy().mean(axis=-1) * mask.sum(axis=1)[:, None]
+    p = forward.probs.numpy().mean(axis=-1)
     received = views.shading(s, "received forward")
     for i in range(len(s.tokens) - 1):  # the last token is attended by no forward query
-        assert received.values[i] == pytest.approx(lifted[mask[:, i], i].mean(), rel=1e-5)
+        # what it receives over what uniform attention over each query's keys would give it
+        uniform = sum(1 / mask[j].sum() for j in range(len(s.tokens)) if mask[j, i])
+        assert received.values[i] == pytest.approx(p[mask[:, i], i].sum() / uniform, rel=1e-5)
     assert np.isnan(received.values[-1])
     gate = views.shading(s, "gate backward")
     np.testing.assert_allclose(gate.values, s.trace.blocks[1].gate.numpy().mean(axis=1), rtol=1e-6)
     assert set(views.shade_choices(s.trace)) == {"received forward", "received backward", "source2token",
                                                  "gate forward", "gate backward"}
+
+
+def test_the_attention_page_and_the_analyses_quote_one_received_attention():
+    # the shaded sentence (Attention page), the Attribution table and the Case study measure the same
+    # "attention received ÷ uniform" of each token: one number, whichever page shows it
+    pipe = Pipeline(*make_model("classify", "disan"), {}, {})
+    s = pipe.trace_sentence("the glass bottle is big and the tea is hot")
+    table = attribution.attention_measures(s)
+    study = casestudy.measure(pipe, [s.tokens])
+    for block in s.trace.blocks:
+        page = views.shading(s, f"received {block.name}").values
+        np.testing.assert_allclose(table[f"received · {block.name}"], page, rtol=1e-6)
+        np.testing.assert_allclose(study.tokens[f"{block.name} relative"], page, rtol=1e-5)
 
 
 def test_gates_sort_features_mark_stop_words_and_start_bars_at_one_half():
@@ -279,7 +315,7 @@ def test_word_senses_say_why_they_cannot_draw():
     assert list(drawing.figures) == ["senses-heatmaps"]
     assert "glass" in drawing["senses-heatmaps"].layout.title.text
     assert views.senses_choices([glass, tea]) == (["glass", "is"], ["source2token", "output", "s"])
-    assert views.vector_kinds(sentence("bilstm", "the glass").trace) == ["source2token"]
+    assert senses.vector_kinds(sentence("bilstm", "the glass").trace) == ["source2token"]
     for inputs, message in (([glass], "at least two"), ([glass, sentence(text="tea of man")], "share no word")):
         with pytest.raises(views.Unavailable, match=message):
             views.word_senses(inputs)

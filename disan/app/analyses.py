@@ -11,7 +11,7 @@ import hashlib
 
 import streamlit as st
 
-from disan.app.common import load_pipeline, stamp
+from disan.app.common import load_pipeline
 from disan.data.loaders import SPLITS, TASKS, data_dir
 from disan.explore.analyses import attribution, casestudy, corpus
 
@@ -97,10 +97,10 @@ def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def attribute(path: str, mtime: float, text) -> attribution.Attribution:
-    """Attributions of one input's predicted class."""
-    pipe = load_pipeline(path, mtime)
-    return attribution.attribute(pipe, pipe.trace(text).sentences)
+def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribution:
+    """Attributions of one input's predicted class, keyed by the input; ``_sentences`` are its traced
+    sentences (from the trace cache), so the input is not traced again."""
+    return attribution.attribute(load_pipeline(path, mtime), _sentences)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -116,11 +116,6 @@ def with_status(running: str, done: str, compute, *args):
         value = compute(*args)
         box.update(label=done, state="complete")
     return value
-
-
-def checkpoint_args(entry) -> tuple[str, float]:
-    """The (path, stamp) pair that keys a checkpoint's cached analyses."""
-    return str(entry.path), stamp(entry.path)
 
 
 def open_in_attention(pipe, text: str, pair: tuple[str, str] | None = None) -> None:

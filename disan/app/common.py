@@ -5,25 +5,33 @@ Everything computed here comes from the library (``disan``); this module only ca
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
+from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.explore import catalog, markup, views
-from disan.explore.cache import ByteCache, budget, cache_bytes
-from disan.explore.pipeline import SentenceTrace, TraceResult, load
 from disan.explore.tables import trace_csv, trace_npz
-from disan.nn.checkpoint import CONFIG, resolve
+from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
+from disan.nn.checkpoint import CONFIG
 
 
-def stamp(path) -> float:
+def stamp(directory) -> float:
     """Cache key part that changes when a checkpoint is rewritten (a training run saved a better model)."""
-    return (resolve(path) / CONFIG).stat().st_mtime
+    return (Path(directory) / CONFIG).stat().st_mtime
+
+
+def checkpoint_args(entry: catalog.Entry) -> tuple[str, float]:
+    """The (directory, stamp) pair that keys a listed checkpoint's pipeline, traces and analyses; the
+    directory is the one the listing resolved, so a load resolves nothing again."""
+    return str(entry.directory), stamp(entry.directory)
 
 
 # The stamp arguments are part of the cache keys (Streamlit leaves out only arguments named with a
 # leading underscore), so a rewritten checkpoint is loaded afresh.
 @st.cache_resource(max_entries=8, show_spinner="Loading the model…")
-def load_pipeline(path: str, mtime: float):
+def load_pipeline(path: str, mtime: float) -> Pipeline:
     """The checkpoint's pipeline, loaded once per server and checkpoint version."""
     # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
     return load(path)
@@ -37,14 +45,18 @@ def trace_cache() -> ByteCache:
     return ByteCache(cache_bytes(budget()))
 
 
-def cached_trace(path: str, mtime: float, text) -> TraceResult:
-    """The trace of an input (a text, or a (premise, hypothesis) pair) by a checkpoint, from the trace cache."""
-    return trace_cache().get(("input", path, mtime, text), lambda: load_pipeline(path, mtime).trace(text))
-
-
 def cached_sentence(path: str, mtime: float, text: str) -> SentenceTrace:
-    """The encoder's trace of one sentence (any model, pairs included), from the trace cache."""
-    return trace_cache().get(("sentence", path, mtime, text), lambda: load_pipeline(path, mtime).trace_sentence(text))
+    """The encoder's trace of one sentence by a checkpoint, from the trace cache: the one trace of that
+    (model, sentence) on this server, whichever page asks (pair models share one encoder, so a premise
+    typed as a Word senses line is the same trace)."""
+    return trace_cache().get((path, mtime, text), lambda: load_pipeline(path, mtime).trace_sentence(text))
+
+
+def cached_trace(path: str, mtime: float, text) -> TraceResult:
+    """The trace of an input (a text, or a (premise, hypothesis) pair) by a checkpoint: its sentences
+    from :func:`cached_sentence`, the prediction from their encodings."""
+    pipe = load_pipeline(path, mtime)
+    return pipe.result([cached_sentence(path, mtime, t) for t in pipe.texts(text)])
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -91,18 +103,19 @@ def current_entry() -> catalog.Entry | None:
     return next((e for e in entries() if e.ok and e.name == name), None)
 
 
-def current_pipeline():
-    """The selected pipeline, or None after telling the user why there is none."""
+def current_pipeline() -> tuple[catalog.Entry, Pipeline]:
+    """The sidebar's checkpoint and its pipeline; the page stops after telling the user why when there is
+    none (no checkpoint, or one that cannot be loaded)."""
     entry = current_entry()
     if entry is None:
         st.info("No model is selected. Pick a checkpoint in the sidebar, or train one on the Training page "
                 "or with `python -m disan train`.")
-        return None, None
+        st.stop()
     try:
-        return entry, load_pipeline(str(entry.path), stamp(entry.path))
+        return entry, load_pipeline(*checkpoint_args(entry))
     except ValueError as e:
         st.error(f"This checkpoint cannot be loaded: {e}")
-        return entry, None
+        st.stop()
 
 
 def current_input(pipe):
@@ -113,13 +126,25 @@ def current_input(pipe):
     return st.session_state.get("text", views.PRESET_SENTENCE)
 
 
-def run_trace(entry, text) -> TraceResult | None:
-    """The (cached) trace of the input, or None after showing why the input was refused."""
+def run_trace(entry, text) -> TraceResult:
+    """The (cached) trace of an input by a listed checkpoint; the page stops after showing why an input
+    was refused."""
     try:
-        return cached_trace(str(entry.path), stamp(entry.path), text)
+        return cached_trace(*checkpoint_args(entry), text)
     except ValueError as e:
         st.warning(str(e))
-        return None
+        st.stop()
+
+
+def open_input() -> tuple[catalog.Entry, Pipeline, object, TraceResult]:
+    """How a page that reads the sidebar's input opens: the checkpoint, its pipeline, the input and its
+    trace, with the prediction shown above the page. The page stops, saying why, where there is nothing
+    to show."""
+    entry, pipe = current_pipeline()
+    text = current_input(pipe)
+    result = run_trace(entry, text)
+    show_prediction(pipe, result)
+    return entry, pipe, text, result
 
 
 def show_prediction(pipe, result: TraceResult) -> None:
@@ -179,24 +204,16 @@ def downloads(sentence: SentenceTrace, key: str, where=st) -> None:
                        "application/octet-stream", key=f"{key}-npz", on_click="ignore")
 
 
-def page_sentences(view: views.View) -> list[tuple[str, SentenceTrace]] | None:
+def page_sentences(view: views.View) -> list[tuple[str, SentenceTrace]]:
     """The traced sentences a page draws, as (role, trace): one ("sentence", ...) or, for a pair model,
-    ("premise", ...) and ("hypothesis", ...), which the pages draw side by side. The prediction is shown
-    above them.
-
-    None when there is nothing to draw (no model, bad input, or an encoder without what the view
-    draws, e.g. DiSA blocks for the token2token pages); the user has been told why.
+    ("premise", ...) and ("hypothesis", ...), which the pages draw side by side, after the prediction
+    (:func:`open_input`). The page stops, saying why, where there is nothing to draw (no model, bad
+    input, or an encoder without what the view draws, e.g. DiSA blocks for the token2token pages).
     """
-    entry, pipe = current_pipeline()
-    if pipe is None:
-        return None
-    result = run_trace(entry, current_input(pipe))
-    if result is None:
-        return None
-    show_prediction(pipe, result)
+    entry, _, _, result = open_input()
     if not view.available(result.sentences[0].trace):
         st.info(f"The {entry.encoder} encoder has no {view.lacking}.")
-        return None
+        st.stop()
     if result.sentence is not None:
         return [("sentence", result.sentence)]
     return [("premise", result.premise), ("hypothesis", result.hypothesis)]

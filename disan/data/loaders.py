@@ -42,12 +42,16 @@ POLARITY_LABELS = ["negative", "positive"]
 TREC_LABELS = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
 RELATEDNESS_LEVELS = ["1", "2", "3", "4", "5"]
 
-# Two-file binary tasks: (negative-class file, positive-class file, class names).
+# The folder of the data folder that holds each task's files (and names them in SHA256SUMS).
+FOLDERS = {"sst5": "SST", "sst2": "SST", "trec": "TREC", "subj": "SUBJ", "mpqa": "MPQA", "cr": "CR", "mr": "MR",
+           "sick": "SICK", "sick-e": "SICK", "snli": "SNLI"}
+
+# Two-file binary tasks: (negative-class file, positive-class file, class names), in the task's folder.
 BINARY_FILES = {
-    "subj": ("SUBJ/subj.objective", "SUBJ/subj.subjective", ["objective", "subjective"]),
-    "mpqa": ("MPQA/mpqa.neg", "MPQA/mpqa.pos", POLARITY_LABELS),
-    "cr": ("CR/custrev.neg", "CR/custrev.pos", POLARITY_LABELS),
-    "mr": ("MR/rt-polarity.neg", "MR/rt-polarity.pos", POLARITY_LABELS),
+    "subj": ("subj.objective", "subj.subjective", ["objective", "subjective"]),
+    "mpqa": ("mpqa.neg", "mpqa.pos", POLARITY_LABELS),
+    "cr": ("custrev.neg", "custrev.pos", POLARITY_LABELS),
+    "mr": ("rt-polarity.neg", "rt-polarity.pos", POLARITY_LABELS),
 }
 
 
@@ -163,6 +167,15 @@ def verify_checksums(data_dir: str | os.PathLike | None = None) -> dict[str, boo
             for name, digest in expected.items()}
 
 
+def task_checksums(task: str, root: Path) -> dict[str, str]:
+    """SHA-256 of the task's data files (those in its folder), from the data folder's SHA256SUMS; {} without one."""
+    sums = root / CHECKSUM_FILE
+    if not sums.exists():
+        return {}
+    table = parse_checksums(sums.read_text(encoding="utf-8"))
+    return {name: digest for name, digest in table.items() if name.startswith(FOLDERS.get(task, "?") + "/")}
+
+
 # ---------------------------------------------------------------- SST trees
 
 _TREE_TOKEN = re.compile(r"\(|\)|[^ ()]+")  # only ASCII spaces separate: leaves may hold U+00A0
@@ -256,7 +269,7 @@ def _sst_phrases(trees: list[Tree], binary: bool) -> list[Example]:
 
 
 def _load_sst(root: Path, binary: bool, phrases: bool) -> tuple[list[Example], ...]:
-    train, dev, test = (read_trees(root / "SST" / f"{split}.txt") for split in ("train", "dev", "test"))
+    train, dev, test = (read_trees(root / FOLDERS["sst5"] / f"{split}.txt") for split in ("train", "dev", "test"))
     train_examples = _sst_phrases(train, binary) if phrases else _sst_sentences(train, binary)
     return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)
 
@@ -297,7 +310,7 @@ def _load_lines_binary(root: Path, name: str) -> tuple[list[Example], list[str]]
     negative, positive, labels = BINARY_FILES[name]
     examples = [Example(line.strip(), label)
                 for label, rel in enumerate((negative, positive))
-                for line in read_lines(root / rel)]
+                for line in read_lines(root / FOLDERS[name] / rel)]
     return examples, labels
 
 
@@ -333,7 +346,7 @@ def read_sick(path: Path, relatedness: bool) -> list[Example]:
 
 def read_snli(root: Path, split: str) -> list[Example]:
     """SentEval's s1.<split>, s2.<split> and labels.<split>: line i of each is one pair."""
-    s1, s2, labels = (read_lines(root / "SNLI" / f"{part}.{split}") for part in ("s1", "s2", "labels"))
+    s1, s2, labels = (read_lines(root / FOLDERS["snli"] / f"{part}.{split}") for part in ("s1", "s2", "labels"))
     if not len(s1) == len(s2) == len(labels):
         raise ValueError(f"SNLI {split}: {len(s1)}, {len(s2)} and {len(labels)} lines differ")
     unknown = set(labels) - set(NLI_LABELS)
@@ -363,9 +376,9 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 
         return TaskData(name, "classify", POLARITY_LABELS if binary else SST5_LABELS, train, dev, test,
                         f"standard SST split: train on {unit}, dev and test on whole sentences{drop}.")
     if name == "trec":
-        full = read_trec(root / "TREC" / "train_5500.label")
+        full = read_trec(root / FOLDERS[name] / "train_5500.label")
         kept, held = hold_out(len(full), DEV_FRACTION, np.random.default_rng(seed))
-        test = read_trec(root / "TREC" / "TREC_10.label")
+        test = read_trec(root / FOLDERS[name] / "TREC_10.label")
         return TaskData(name, "classify", TREC_LABELS, _subset(full, kept), _subset(full, held), test,
                         f"test = TREC_10 (500 questions); dev = a random 10% of train_5500 (seed {seed}), "
                         f"train = the other 90%.")
@@ -377,7 +390,7 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 
                         f"dev = a random 10% of the other nine folds, train = the rest.")
     if name in ("sick", "sick-e"):
         relatedness = name == "sick"
-        train, dev, test = (read_sick(root / "SICK" / f"SICK_{split}.txt", relatedness)
+        train, dev, test = (read_sick(root / FOLDERS[name] / f"SICK_{split}.txt", relatedness)
                             for split in ("train", "trial", "test_annotated"))
         return TaskData(name, "relatedness" if relatedness else "pair",
                         RELATEDNESS_LEVELS if relatedness else NLI_LABELS, train, dev, test,

@@ -1,5 +1,5 @@
-"""Floor 3, exploration: the inference pipeline (``disan.load``), the catalog of checkpoints, and
-what the app draws (figures, tables, word senses, the page views).
+"""Floor 4, exploration: what the app draws (figures, tables, the shaded sentence, the page views), the
+catalog of checkpoints, and the analyses across sentences, edits and models.
 
-Imports :mod:`disan.data` and :mod:`disan.nn`; never :mod:`disan.training`.
+Reads models only through :mod:`disan.inspect`; never imports :mod:`disan.training` or Streamlit.
 """

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from disan.nn import checkpoint
+from disan.nn.heads import KINDS, main_metric
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 
@@ -24,7 +25,8 @@ def checkpoints_dir() -> Path:
 class Entry:
     """One checkpoint directory as the app lists it: what it is, its headline figure, or why it is broken."""
     name: str
-    path: Path
+    path: Path                # the checkpoint directory as listed (what --out names)
+    directory: Path | None = None  # where it is read from (path, or path.prev after an interrupted save)
     task: str = "?"
     kind: str = "?"
     encoder: str = "?"
@@ -46,27 +48,26 @@ class Entry:
         return f"{self.name} — {self.task}, {self.encoder}" + (f", {self.headline}" if self.headline else "")
 
 
-def headline(metrics: dict) -> str:
-    """The test figure that names a checkpoint in the picker (accuracy or Pearson r), or ''."""
-    test = metrics.get("test") or {}
-    for key in ("accuracy", "pearson"):
-        if isinstance(test.get(key), (int, float)):
-            return f"test {key} {test[key]:.3f}"
-    return ""
+def headline(kind: str, metrics: dict) -> str:
+    """The test figure that names a checkpoint in the picker (its kind's :func:`~disan.nn.heads.main_metric`), or ''."""
+    key = main_metric(kind) if kind in KINDS else None
+    value = (metrics.get("test") or {}).get(key)
+    return f"test {key} {value:.3f}" if isinstance(value, (int, float)) else ""
 
 
 def describe(path: Path) -> Entry:
     """An :class:`Entry` from :func:`disan.nn.checkpoint.check`: the JSON files, the weights' header and shapes."""
     entry = Entry(path.name, path)
     try:
-        config, _, _, metrics = checkpoint.check(path)
+        entry.directory = checkpoint.resolve(path)
+        config, _, _, metrics = checkpoint.check(entry.directory)
     except checkpoint.CheckpointError as e:
         entry.error = str(e)
         return entry
     entry.config, entry.metrics = config, metrics
     model = config.get("model") or {}
     entry.task, entry.kind, entry.encoder = config.get("task", "?"), config.get("kind", "?"), model.get("encoder", "?")
-    entry.headline = headline(entry.metrics)
+    entry.headline = headline(entry.kind, entry.metrics)
     return entry
 
 
@@ -109,7 +110,7 @@ def where(path: Path) -> str:
 def card(entry: Entry) -> str:
     """The checkpoint's model card, with the ``--out`` of its training command set to where the checkpoint
     lives now (a run trained into ``runs/sick`` and shipped as ``checkpoints/sick`` reproduces there)."""
-    lines = checkpoint.card(entry.path).splitlines()
+    lines = checkpoint.card(entry.directory or entry.path).splitlines()
     for k, line in enumerate(lines):
         command = line.lstrip()
         if not command.startswith("python -m disan train"):
@@ -130,7 +131,7 @@ def runs_table(items: list[Entry]) -> pd.DataFrame:
         config, metrics = e.config, e.metrics
         tc, history = config.get("train_config") or {}, metrics.get("history") or []
         dev, test = metrics.get("dev") or {}, metrics.get("test") or {}
-        key = "pearson" if e.kind == "relatedness" else "accuracy"
+        key = main_metric(e.kind)
         rows.append({
             "checkpoint": e.name, "task": e.task, "encoder": e.encoder, "d_h": tc.get("d_h"),
             "train examples": metrics.get("n_train"), "parameters": config.get("n_params"),

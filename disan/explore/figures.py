@@ -28,6 +28,7 @@ import plotly.io as pio
 from plotly.colors import get_colorscale, make_colorscale, sequential
 
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
+from disan.inspect.measures import lift
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.
@@ -202,99 +203,6 @@ def describe(fig: go.Figure, source: str) -> go.Figure:
 def _masked(matrix: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """matrix with NaN where mask is False, so masked cells differ from small values."""
     return np.where(np.asarray(mask, dtype=bool), np.asarray(matrix, dtype=float), np.nan)
-
-
-# ---------------------------------------------------------------- feature reductions
-
-def reduce_features(probs: np.ndarray, mode: str | int) -> np.ndarray:
-    """(n, n, d) -> (n, n): the mean or max over features, or feature ``k`` alone.
-
-    Multi-dimensional attention has one distribution per feature; a 2-D view needs one number per cell.
-    """
-    probs = np.asarray(probs)  # (n, n, d), reduced in its own precision: no float64 copy of n²·d values
-    if mode == "mean":
-        return probs.mean(axis=-1, dtype=float)
-    if mode == "max":
-        return probs.max(axis=-1).astype(float)
-    if isinstance(mode, (int, np.integer)) and not isinstance(mode, bool):
-        if not 0 <= mode < probs.shape[-1]:
-            raise ValueError(f"feature {mode} out of range for {probs.shape[-1]} features")
-        return probs[..., int(mode)].astype(float)
-    raise ValueError(f"mode must be 'mean', 'max' or a feature index, not {mode!r}")
-
-
-def lift(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Attention relative to uniform: ``values[j, i, ...]`` x the number of keys row j may attend.
-
-    1 is what a row that spreads its attention evenly over its keys gives every key; 2 is twice
-    that. The forward block's row j has j keys, so 1/j is "uniform" there, and the raw
-    probabilities of a long row look small however sharp they are; the lift compares rows fairly.
-    """
-    keys = np.asarray(mask, dtype=bool).sum(axis=1).astype(float)  # (n,)
-    values = np.asarray(values, dtype=float)
-    return values * keys.reshape((-1,) + (1,) * (values.ndim - 1))
-
-
-def query_entropy(probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """(n, d) entropy (nats) of every query row j's attention, feature by feature, over the keys j may attend.
-
-    0 is a feature that puts all of row j's mass on one token; log(keys) is uniform. NaN for rows
-    without any key (the first token of the forward block). Computed row by row, so that no
-    temporary of n²·d values is made.
-    """
-    probs, mask = np.asarray(probs), np.asarray(mask, dtype=bool)  # (n, n, d), (n, n)
-    out = np.full((probs.shape[0], probs.shape[-1]), np.nan)
-    for j in np.flatnonzero(mask.any(axis=1)):
-        p = probs[j][mask[j]]                                      # (keys, d)
-        out[j] = -(p * np.log(np.where(p > 0, p, 1))).sum(axis=0, dtype=float)
-    return out
-
-
-def feature_sharpness(probs: np.ndarray, mask: np.ndarray, entropy: np.ndarray | None = None) -> np.ndarray:
-    """(d,) mean entropy (nats) of each feature's attention over the query rows that have a key.
-
-    Lower is sharper: a feature that puts all its mass on one token scores 0. Rows
-    without any valid key (the first token of the forward block) carry no
-    distribution and are ignored; NaN for a feature when no row is valid.
-    ``entropy``: :func:`query_entropy` of these probabilities, when already computed.
-    """
-    entropy = query_entropy(probs, mask) if entropy is None else entropy  # (n, d)
-    rows = np.asarray(mask, dtype=bool).any(axis=1)
-    if not rows.any():
-        return np.full(entropy.shape[-1], np.nan)
-    return entropy[rows].mean(axis=0)
-
-
-def rank_features(probs: np.ndarray, mask: np.ndarray, top: int | None = None,
-                  entropy: np.ndarray | None = None) -> list[int]:
-    """Feature indices, sharpest (lowest mean entropy) first; ties keep feature order."""
-    order = np.argsort(feature_sharpness(probs, mask, entropy), kind="stable")
-    return [int(k) for k in order[:top]]
-
-
-def token_importance(probs: np.ndarray) -> np.ndarray:
-    """(n, D) source2token probabilities -> (n,) mean over features: one importance per token.
-
-    Each feature's column is a distribution over tokens, so the mean sums to 1 as well.
-    """
-    return np.asarray(probs, dtype=float).mean(axis=1)
-
-
-def cosine_similarity(a: np.ndarray, b: np.ndarray) -> float:
-    """Cosine of the angle between two vectors; 0 when either is the zero vector (never NaN)."""
-    a, b = np.ravel(np.asarray(a, dtype=float)), np.ravel(np.asarray(b, dtype=float))
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 or nb == 0:
-        return 0.0
-    return float(np.clip(a @ b / (na * nb), -1.0, 1.0))
-
-
-def similarity_matrix(vectors: Sequence[np.ndarray]) -> np.ndarray:
-    """(m, m) pairwise :func:`cosine_similarity` of m vectors (a zero vector is 0 with everything)."""
-    v = np.stack([np.ravel(np.asarray(x, dtype=float)) for x in vectors])  # (m, D)
-    norms = np.linalg.norm(v, axis=1, keepdims=True)
-    unit = v / np.where(norms > 0, norms, 1.0)
-    return np.clip(unit @ unit.T, -1.0, 1.0)
 
 
 # ---------------------------------------------------------------- attention figures

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from plotly.colors import sample_colorscale
-from spacy.lang.en.stop_words import STOP_WORDS
 
 from disan.explore.figures import (
     DIVERGING,  # as the figures: blue below the centre, white at it, red above
 )
+from disan.inspect.measures import is_stop_word
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation mark, which CommonMark lets us escape
 
@@ -44,13 +44,8 @@ def token_labels(tokens: Sequence[str]) -> list[str]:
     return labels
 
 
-def is_stop_word(token: str) -> bool:
-    """Whether a token is on spaCy's English stop-word list (compared in lower case: "The" is one)."""
-    return str(token).lower() in STOP_WORDS
-
-
 def stop_words(tokens: Sequence[str]) -> list[bool]:
-    """:func:`is_stop_word` of every token."""
+    """:func:`disan.inspect.measures.is_stop_word` of every token."""
     return [is_stop_word(t) for t in tokens]
 
 

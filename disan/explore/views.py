@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from disan.explore import figures, markup, senses
-from disan.explore.pipeline import SentenceTrace, TraceResult
+from disan.explore import figures, markup
 from disan.explore.tables import differing_features, file_name
+from disan.inspect import measures, senses
+from disan.inspect.pipeline import SentenceTrace, TraceResult
 
 # What the app shows before the user types anything: the paper's case-study sentence (Fig. 4 and 5)
 # and a SICK-like pair for the sentence-pair models.
@@ -140,12 +141,12 @@ _ENTROPY: dict[int, np.ndarray] = {}
 
 
 def entropy(block) -> np.ndarray:
-    """(n, d) :func:`figures.query_entropy` of a block, computed once per trace: a cached trace is drawn on
-    every rerun, and at 200 tokens this is the costliest step. Kept while the block's probabilities live
-    (about 1 % of their size)."""
+    """(n, d) :func:`~disan.inspect.measures.query_entropy` of a block, computed once per trace: a cached
+    trace is drawn on every rerun, and at 200 tokens this is the costliest step. Kept while the block's
+    probabilities live (about 1 % of their size)."""
     key = id(block.probs)
     if key not in _ENTROPY:
-        _ENTROPY[key] = figures.query_entropy(np.asarray(block.probs), np.asarray(block.mask))
+        _ENTROPY[key] = measures.query_entropy(np.asarray(block.probs), np.asarray(block.mask))
         weakref.finalize(block.probs, _ENTROPY.pop, key, None)  # before the id can be reused
     return _ENTROPY[key]
 
@@ -154,13 +155,13 @@ def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RAN
     """The ``top`` features of a block (None: the first) with the sharpest attention (lowest mean entropy
     over the query rows), sharpest first."""
     b = find_block(trace, block)
-    return figures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
+    return measures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
 
 
 def feature_label(trace, block: str | None, k: int) -> str:
     """How a feature is offered in the sharpest-features picker: its index and mean entropy."""
     b = find_block(trace, block)
-    sharpness = figures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
+    sharpness = measures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
     return f"k = {k} · mean entropy {sharpness:.2f} nats"
 
 
@@ -196,26 +197,23 @@ def shade_choices(trace) -> dict[str, str]:
 def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") -> markup.Shading:
     """One value per token for :func:`markup.shaded_sentence`, named by a key of :func:`shade_choices`.
 
-    "received <block>": the mean lift (:func:`figures.lift` of the features reduced by ``reduction``) that
-    the token receives from the queries that may attend it: 1 is as much as uniform attention gives;
-    a token no query may attend has no value. "source2token": n x its importance (1 is 1/n).
+    "received <block>": the attention the token receives, of the features reduced by ``reduction``,
+    ÷ what uniform attention would give it (:func:`disan.inspect.measures.received_lift`, as the
+    Attribution and Case study pages measure it): 1 is as much as uniform attention gives; a token no
+    query may attend has no value. "source2token": n x its importance (1 is 1/n).
     "gate <block>": its mean fusion gate, centred at 0.5.
     """
     tr = sentence.trace
     kind, _, name = key.partition(" ")
     if key == "source2token" and tr.source2token is not None:
-        importance = figures.token_importance(np.asarray(tr.source2token.probs))
+        importance = measures.token_importance(np.asarray(tr.source2token.probs))
         return markup.Shading("source2token importance, relative to uniform (1/n)",
                               importance * len(importance), 1.0, ratio=True)
     if kind == "received" and name in block_names(tr):
         block = find_block(tr, name)
-        mask = np.asarray(block.mask, dtype=bool)
-        lifted = figures.lift(figures.reduce_features(np.asarray(block.probs), reduction), mask)
-        senders = mask.sum(axis=0)  # (n,): the queries that may attend each token
-        with np.errstate(invalid="ignore"):
-            received = np.where(mask, lifted, 0.0).sum(axis=0) / senders
-        return markup.Shading(f"attention received in the {name} block ({_reduction_text(reduction)}, mean lift "
-                              f"over the queries that may attend it)", received, 1.0, ratio=True)
+        received = measures.received_lift(measures.reduce_features(np.asarray(block.probs), reduction), block.mask)
+        return markup.Shading(f"attention received in the {name} block ({_reduction_text(reduction)}), "
+                              f"÷ what uniform attention would give", received, 1.0, ratio=True)
     if kind == "gate" and name in block_names(tr):
         gate = np.asarray(find_block(tr, name).gate, dtype=float).mean(axis=1)
         return markup.Shading(f"mean fusion gate F in the {name} block (1 keeps h, 0 takes s)", gate, 0.5,
@@ -243,7 +241,7 @@ class AttentionOptions:
 
 
 def _reduction(trace, options: AttentionOptions) -> str | int:
-    """What :func:`figures.reduce_features` gets for the chosen mode: "mean", "max" or a feature."""
+    """What :func:`disan.inspect.measures.reduce_features` gets for the chosen mode: "mean", "max" or a feature."""
     if options.mode in ("mean", "max"):
         return options.mode
     if options.mode not in MODES:
@@ -257,79 +255,147 @@ _NO_KEY = {"forward": "it has no earlier token", "backward": "it has no later to
            "diag": "there is no other token"}
 
 
-def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> Drawing:
-    """The Attention page (the paper's Fig. 4): the sentence shaded by what the options say; both blocks'
-    attention side by side, reduced over features, as lift over uniform or as probabilities; the
-    sharpest features of each block as small multiples; what one query token attends to, feature by
-    feature, sharpest first; the blocks' difference. A sentence in which no token may attend another
-    (one token) gets a note instead."""
-    tr, tokens = sentence.trace, sentence.tokens
-    n = len(tokens)
+@dataclass(frozen=True)
+class _Attention:
+    """What every panel of the Attention page reads, worked out once from the sentence and the options."""
+    sentence: SentenceTrace
+    options: AttentionOptions
+    reduction: str | int                 # what measures.reduce_features gets
+    query: int                           # the query token j
+    window: tuple[int, int] | None       # the tokens the heatmaps show
+    masks: list[np.ndarray]              # (n, n) bool per block
+    probs: list[np.ndarray]              # (n, n, d_h) per block
+    what: str                            # the reduction in words, for titles
+    scale: str                           # the colour scale in words
+    shown: str                           # the window in words ("" for the whole sentence)
+
+    @property
+    def blocks(self):
+        return self.sentence.trace.blocks
+
+    def reduced(self) -> list[np.ndarray]:
+        """(n, n) attention of each block, features reduced as the options say."""
+        return [measures.reduce_features(p, self.reduction) for p in self.probs]
+
+
+def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention:
+    tr, n = sentence.trace, len(sentence.tokens)
     if options.scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, not {options.scale!r}")
     reduction = _reduction(tr, options)
     j = default_query(n) if options.query is None else options.query
     if not 0 <= j < n:
         raise ValueError(f"query token {j} is out of range for {n} tokens")
-    masks = [np.asarray(block.mask, dtype=bool) for block in tr.blocks]  # (n, n) each
-    if not any(m.any() for m in masks):
+    window = default_window(n, j) if options.window is None else options.window
+    what = _reduction_text(reduction) + (f" (the sharpest in {options.rank_by or tr.blocks[0].name})"
+                                         if options.mode == "sharpest features" else "")
+    return _Attention(sentence, options, reduction, j, window,
+                      [np.asarray(block.mask, dtype=bool) for block in tr.blocks],
+                      [np.asarray(block.probs) for block in tr.blocks], what,
+                      "lift over uniform" if options.scale == "lift" else "probability",
+                      "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {len(sentence.tokens)}")
+
+
+def attention_heatmaps(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
+    """Both blocks' attention side by side (the paper's Fig. 4), features reduced as the options say."""
+    a = _attention(sentence, options)
+    first, second = a.blocks
+    m1, m2 = a.reduced()
+    fig = figures.attention_pair(m1, m2, sentence.tokens, a.masks[0], a.masks[1],
+                                 titles=(f"{first.name} DiSA", f"{second.name} DiSA"), scale=options.scale,
+                                 window=a.window, title=f"{a.what}, {a.scale}{a.shown}")
+    return figures.describe(fig, source(sentence))
+
+
+def sharpest_grid(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
+    """The :data:`GRID` sharpest features of each block as small multiples, titled by block and k."""
+    a = _attention(sentence, options)
+    tr = sentence.trace
+    fig = figures.feature_grid(
+        [(f"{block.name} · k = {k}", p[..., k], m)
+         for block, p, m in zip(a.blocks, a.probs, a.masks) for k in sharpest_features(tr, block.name, GRID)],
+        sentence.tokens, GRID, scale=options.scale, window=a.window,
+        title=f"the {GRID} sharpest features of each block (lowest mean entropy), {a.scale}{a.shown}")
+    return figures.describe(fig, source(sentence))
+
+
+def query_panel(sentence: SentenceTrace, block: str | None = None,
+                options: AttentionOptions = AttentionOptions()) -> go.Figure | Note:
+    """What the query token attends to in one block (None: the first), its :data:`QUERY_FEATURES` sharpest
+    features first; a note when the query may attend no token in that block."""
+    a = _attention(sentence, options)
+    b = find_block(sentence.trace, block)
+    k = [x.name for x in a.blocks].index(b.name)
+    j, tokens = a.query, sentence.tokens
+    if not a.masks[k][j].any():
+        return Note(f"In the {b.name} block, query {j} “{tokens[j]}” attends to no token: "
+                    f"{_NO_KEY.get(b.direction, 'it may attend no token')}.")
+    features = query_features(b, j)
+    fig = figures.query_view(a.probs[k], j, tokens, a.masks[k], features, scale=options.scale, window=a.window,
+                             title=f"{b.name} · query {j}: {tokens[j]} · {len(features)} sharpest features, {a.scale}")
+    return figures.describe(fig, source(sentence))
+
+
+def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
+    """The two blocks compared. Where they may attend the same cells (DiSAN without directions), the
+    first block's attention minus the second's on those cells. Where they never do (DiSAN's forward
+    block attends earlier tokens, the backward block later ones), what each token receives in each
+    block, ÷ what uniform attention would give it (:func:`disan.inspect.measures.received_lift`)."""
+    a = _attention(sentence, options)
+    first, second = a.blocks
+    m1, m2 = a.reduced()
+    if (a.masks[0] & a.masks[1]).any():
+        fig = figures.difference_heatmap(m1, m2, sentence.tokens, f"{first.name} − {second.name}: {a.what}, "
+                                         f"{a.scale}{a.shown}", masks=(a.masks[0], a.masks[1]),
+                                         scale=options.scale, window=a.window)
+    else:
+        received = {f"{b.name}": measures.received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
+        fig = figures.token_bars(received, sentence.tokens, f"attention received, {first.name} against "
+                                 f"{second.name} ({a.what}), ÷ uniform", "received ÷ uniform (×1: uniform)",
+                                 base=1.0)
+    return figures.describe(fig, source(sentence))
+
+
+def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> Drawing:
+    """The Attention page (the paper's Fig. 4): the sentence shaded by what the options say; both blocks'
+    attention side by side, reduced over features, as lift over uniform or as probabilities; the
+    sharpest features of each block as small multiples; what one query token attends to, feature by
+    feature, sharpest first; the two blocks compared. A sentence in which no token may attend another
+    (one token) gets a note instead."""
+    tr, tokens = sentence.trace, sentence.tokens
+    n = len(tokens)
+    if not any(np.asarray(block.mask).any() for block in tr.blocks):
         return Drawing([Row({"attention-none": Note(
             f"“{shorten(sentence.text)}” has {n} token{'s' if n != 1 else ''}, and no token may attend another: "
             f"a DiSA block never lets a token attend to itself (the forward block attends to earlier tokens, "
             f"the backward block to later ones). So there is no token2token attention to show; each block's "
             f"output is u = F ⊙ h, since its attention output s is 0. Type a longer sentence, or see the "
             f"Fusion gates and Source2token pages.")})])
-    window = default_window(n, j) if options.window is None else options.window
-    shade = options.shade or next(iter(shade_choices(tr)))
-    probs = [np.asarray(block.probs) for block in tr.blocks]  # (n, n, d_h) each
+    a = _attention(sentence, options)
     first, second = tr.blocks
-    m1, m2 = (figures.reduce_features(p, reduction) for p in probs)
-    what = _reduction_text(reduction) + (f" (the sharpest in {options.rank_by or first.name})"
-                                         if options.mode == "sharpest features" else "")
-    scale = "lift over uniform" if options.scale == "lift" else "probability"
-    shown = "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {n}"
-    about = source(sentence)
-    pair = figures.attention_pair(m1, m2, tokens, masks[0], masks[1], titles=(f"{first.name} DiSA", f"{second.name} DiSA"),
-                                  scale=options.scale, window=window, title=f"{what}, {scale}{shown}")
-    grid = figures.feature_grid(
-        [(f"{block.name} · k = {k}", p[..., k], m)
-         for block, p, m in zip(tr.blocks, probs, masks) for k in sharpest_features(tr, block.name, GRID)],
-        tokens, GRID, scale=options.scale, window=window,
-        title=f"the {GRID} sharpest features of each block (lowest mean entropy), {scale}{shown}")
-    queries = {}
-    for block, p, m in zip(tr.blocks, probs, masks):
-        key = f"attention-query-{file_name(block.name)}"
-        if not m[j].any():
-            queries[key] = Note(f"In the {block.name} block, query {j} “{tokens[j]}” attends to no token: "
-                                f"{_NO_KEY.get(block.direction, 'it may attend no token')}.")
-            continue
-        features = query_features(block, j)
-        queries[key] = figures.query_view(
-            p, j, tokens, m, features, scale=options.scale, window=window,
-            title=f"{block.name} · query {j}: {tokens[j]} · {len(features)} sharpest features, {scale}")
-    difference = f"{first.name} − {second.name}"
-    if (masks[0] & masks[1]).any():
-        diff = figures.difference_heatmap(m1, m2, tokens, f"{difference}: {what}, {scale}{shown}",
-                                          masks=(masks[0], masks[1]), scale=options.scale, window=window)
-    else:
-        diff = Note(f"The {first.name} and {second.name} blocks never attend the same cell ({first.direction}: "
-                    f"earlier tokens, {second.direction}: later ones), so there is no difference to show; the "
-                    f"heatmaps above show each block's own attention.")
-    for fig in (pair, grid, diff, *queries.values()):
-        if isinstance(fig, go.Figure):
-            figures.describe(fig, about)
+    shade = options.shade or next(iter(shade_choices(tr)))
     lift_note = (" Lift over uniform: P × the number of tokens the query row may attend; ×1 (white) is what "
                  "attention spread evenly over them gives, red above, blue below." if options.scale == "lift" else "")
+    overlap = (a.masks[0] & a.masks[1]).any()
     return Drawing([
-        Row({"attention-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, shade, reduction)))}),
-        Row({"attention-pair": pair}, caption=("Grey cells are masked." + lift_note)),
-        Row({"attention-grid": grid}, "Sharpest features",
+        Row({"attention-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, shade, a.reduction)))}),
+        Row({"attention-pair": attention_heatmaps(sentence, options)}, caption=("Grey cells are masked." + lift_note)),
+        Row({"attention-grid": sharpest_grid(sentence, options)}, "Sharpest features",
             "Each panel is one feature k of one block: the features whose attention is most concentrated "
             "(lowest entropy, averaged over query tokens)."),
-        Row(queries, "One query token, feature by feature",
-            f"Rows: the {QUERY_FEATURES} of the {probs[0].shape[-1]} features whose attention from the query token is "
-            f"sharpest (lowest entropy over the tokens it may attend), sharpest at the top."),
-        Row({"attention-diff": diff}, difference.capitalize()),
+        Row({f"attention-query-{file_name(b.name)}": query_panel(sentence, b.name, options) for b in tr.blocks},
+            "One query token, feature by feature",
+            f"Rows: the {QUERY_FEATURES} of the {a.probs[0].shape[-1]} features whose attention from the query token "
+            f"is sharpest (lowest entropy over the tokens it may attend), sharpest at the top."),
+        Row({"attention-blocks": blocks_compared(sentence, options)},
+            f"{first.name} − {second.name}".capitalize() if overlap
+            else f"Attention received, {first.name} against {second.name}",
+            ("Red where the first block attends more, blue where the second does, on the cells both may attend."
+             if overlap else
+             f"The blocks never attend the same cell ({first.direction}: earlier tokens, {second.direction}: later "
+             f"ones), so they are compared token by token: the attention each token receives in each block, ÷ "
+             f"what uniform attention over the same mask would give it (×1). A token no query may attend in a "
+             f"block (the last token forward, the first backward) has no bar there.")),
     ])
 
 
@@ -338,23 +404,34 @@ class GatesOptions:
     """The Fusion gates page has no widgets yet."""
 
 
+def mean_gates(sentence: SentenceTrace) -> go.Figure:
+    """The mean fusion gate per token of every block, as deviations from 0.5 (the paper's Fig. 5); stop
+    words hatched."""
+    gate = {block.name: np.asarray(block.gate) for block in sentence.trace.blocks}  # (n, d_h) each
+    return figures.describe(figures.mean_gate_bars(gate, sentence.tokens, markup.stop_words(sentence.tokens)),
+                            source(sentence))
+
+
+def gate_panel(sentence: SentenceTrace, block: str | None = None) -> go.Figure:
+    """One block's (None: the first) (n, d_h) fusion gate, features ordered by their mean gate; stop words marked."""
+    b = find_block(sentence.trace, block)
+    fig = figures.gate_heatmap(np.asarray(b.gate), sentence.tokens, f"{b.name} fusion gate F",
+                               stop=markup.stop_words(sentence.tokens))
+    return figures.describe(fig, source(sentence))
+
+
 def gates(sentence: SentenceTrace, options: GatesOptions = GatesOptions()) -> Drawing:
     """The Fusion gates page (the paper's Fig. 5): the sentence shaded by each block's mean gate, the mean
     gate per token of every block as deviations from 0.5, then each block's (n, d_h) gate with the
     features ordered by their mean gate; stop words are marked."""
-    tr, tokens = sentence.trace, sentence.tokens
-    gate = {block.name: np.asarray(block.gate) for block in tr.blocks}  # (n, d_h) each
-    stop = markup.stop_words(tokens)
-    about = source(sentence)
-    bars = figures.describe(figures.mean_gate_bars(gate, tokens, stop), about)
-    heatmaps = {f"gates-{file_name(name)}": figures.describe(figures.gate_heatmap(g, tokens, f"{name} fusion gate F",
-                                                                                  stop=stop), about)
-                for name, g in gate.items()}
+    names = block_names(sentence.trace)
     return Drawing([
-        Row({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(tokens, shading(sentence, f"gate {name}")))
-             for name in gate}),
-        Row({"gates-mean": bars}, caption="Grey italic labels and hatched bars: stop words (spaCy's English list)."),
-        Row(heatmaps, "Every feature",
+        Row({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(sentence.tokens,
+                                                                             shading(sentence, f"gate {name}")))
+             for name in names}),
+        Row({"gates-mean": mean_gates(sentence)},
+            caption="Grey italic labels and hatched bars: stop words (spaCy's English list)."),
+        Row({f"gates-{file_name(name)}": gate_panel(sentence, name) for name in names}, "Every feature",
             "White is F = 0.5, an even mix of h and the attention output s; red keeps more of h, blue takes more "
             "of s. Features are sorted by their mean gate over the tokens."),
     ])
@@ -365,18 +442,27 @@ class Source2TokenOptions:
     """The Source2token page has no widgets yet."""
 
 
+def source2token_importance(sentence: SentenceTrace) -> go.Figure:
+    """Each token's source2token importance (the mean over features) against the uniform 1/n."""
+    probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
+    return figures.describe(figures.importance_bars(measures.token_importance(probs), sentence.tokens),
+                            source(sentence))
+
+
+def source2token_heatmap(sentence: SentenceTrace) -> go.Figure:
+    """Every feature's source2token distribution over the tokens, the DiSA blocks' halves marked."""
+    probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
+    return figures.describe(figures.source2token_heatmap(probs, sentence.tokens, block_names(sentence.trace)),
+                            source(sentence))
+
+
 def source2token(sentence: SentenceTrace, options: Source2TokenOptions = Source2TokenOptions()) -> Drawing:
     """The Source2token page: the sentence shaded by importance, the importance of each token, then every
     feature's distribution over tokens with the features of each DiSA block marked."""
-    tokens = sentence.tokens
-    probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
-    about = source(sentence)
     return Drawing([
-        Row({"s2t-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, "source2token")))}),
-        Row({"s2t-importance": figures.describe(figures.importance_bars(figures.token_importance(probs), tokens),
-                                                about)}),
-        Row({"s2t-heatmap": figures.describe(figures.source2token_heatmap(probs, tokens, block_names(sentence.trace)),
-                                             about)},
+        Row({"s2t-sentence": Html(markup.shaded_sentence(sentence.tokens, shading(sentence, "source2token")))}),
+        Row({"s2t-importance": source2token_importance(sentence)}),
+        Row({"s2t-heatmap": source2token_heatmap(sentence)},
             caption="Each column is one feature's distribution over the tokens. The features are the DiSA "
                     "blocks' outputs concatenated: the dashed line separates the blocks' halves."),
     ])
@@ -422,17 +508,11 @@ class SensesOptions:
     occurrences: tuple[int, ...] | None = None  # per sentence, which occurrence of the word (None: the first each)
 
 
-def vector_kinds(trace) -> list[str]:
-    """The keys of :data:`senses.VECTORS` the encoder has, in that order."""
-    has = {"source2token": trace.source2token is not None, "output": bool(trace.blocks), "s": bool(trace.blocks)}
-    return [kind for kind in senses.VECTORS if has[kind]]
-
-
 def senses_choices(sentences: Sequence[SentenceTrace]) -> tuple[list[str], list[str]]:
     """The words and vector kinds the Word senses page offers; :class:`Unavailable` says why there are none."""
     if len(sentences) < 2:
         raise Unavailable("Type at least two sentences that share a word.")
-    kinds = vector_kinds(sentences[0].trace)
+    kinds = senses.vector_kinds(sentences[0].trace)
     if not kinds:
         raise Unavailable("This encoder has no per-token attention vectors.")
     words = senses.shared_words([s.tokens for s in sentences])
@@ -479,7 +559,7 @@ def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = Sen
     at = [p[c] for p, c in zip(places, chosen)]
     vectors = [senses.word_vector(s.trace, i, kind) for s, i in zip(sentences, at)]
     labels = sentence_labels(sentences)
-    similarity = pd.DataFrame(figures.similarity_matrix(vectors), index=labels,
+    similarity = pd.DataFrame(measures.similarity_matrix(vectors), index=labels,
                               columns=[str(i + 1) for i in range(len(sentences))])
     halves = block_names(sentences[0].trace)
     differing = differing_features(vectors[0], vectors[1]).rename(

@@ -118,9 +118,8 @@ def read_json(path: Path, what: str) -> dict:
         raise CheckpointError(f"{what} is not valid JSON ({path}): {e}") from None
 
 
-def read_config(path: str | Path) -> dict:
-    """The checkpoint's config.json, checked for format and version."""
-    path = resolve(path)
+def read_config(path: Path) -> dict:
+    """The config.json of a checkpoint directory (as :func:`resolve` returns it), checked for format and version."""
     config = read_json(path / CONFIG, "config.json")
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a DiSAN Explorer checkpoint "
@@ -218,14 +217,14 @@ def read_metrics(path: Path) -> dict:
     return metrics
 
 
-def check(path: str | Path) -> tuple[dict, ModelConfig, Vocab, dict]:
+def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
     """(config, model configuration, vocab, metrics) of a checkpoint that is whole, without reading the tensors.
 
-    Everything :func:`load` checks short of the tensor data: the JSON files, the vocabulary size,
-    the safetensors header against the file length, and every weight's shape against the
-    configuration. The app lists checkpoints with it, so what it lists as working loads.
+    ``path`` is a checkpoint directory as :func:`resolve` returns it. Everything :func:`read` checks
+    short of the tensor data: the JSON files, the vocabulary size, the safetensors header against the
+    file length, and every weight's shape against the configuration. The app lists checkpoints with
+    it, so what it lists as working loads.
     """
-    path = resolve(path)
     config = read_config(path)
     cfg = model_config(config)
     words = read_json(path / VOCAB, "vocab.json")
@@ -243,14 +242,21 @@ def check(path: str | Path) -> tuple[dict, ModelConfig, Vocab, dict]:
 
 def load(path: str | Path, kernel: str | None = None,
          device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
-    """Load (model in eval mode, vocab, config, metrics) without unpickling anything.
+    """Load (model in eval mode, vocab, config, metrics) without unpickling anything: :func:`read` of
+    the directory :func:`resolve` finds at ``path``."""
+    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
+    return read(resolve(path), kernel, device)
+
+
+def read(path: Path, kernel: str | None = None,
+         device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
+    """(model in eval mode, vocab, config, metrics) of a checkpoint directory as :func:`resolve` returns it.
 
     ``kernel`` overrides the token2token path of the checkpoint's configuration (see
     :mod:`disan.nn.kernels`: "auto", "cpp", "eager" or "dense"); the model is put on ``device``
     (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N).
     """
-    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
-    path = resolve(path)
+    device = resolve_device(device)
     config, cfg, vocab, metrics = check(path)
     if kernel is not None:
         cfg.encoder_cfg = dataclasses.replace(cfg.encoder_cfg, kernel=kernel)  # validated like the rest

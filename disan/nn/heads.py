@@ -18,6 +18,18 @@ from disan.nn.baselines import build_encoder
 from disan.nn.model import Dense, DiSANConfig, DiSANEncoder
 
 KINDS = ("classify", "pair", "relatedness")
+PAIR_KINDS = ("pair", "relatedness")  # the kinds whose input is a (premise, hypothesis) pair
+METRICS = {"classify": "accuracy", "pair": "accuracy", "relatedness": "pearson"}  # the figure that ranks models
+
+
+def takes_pairs(kind: str) -> bool:
+    """Whether a model of this kind takes (premise, hypothesis) pairs rather than single sentences."""
+    return kind in PAIR_KINDS
+
+
+def main_metric(kind: str) -> str:
+    """The figure that selects and ranks models of this kind: Pearson r for relatedness, accuracy otherwise."""
+    return METRICS[kind]
 
 
 @dataclass
@@ -98,9 +110,11 @@ class TextModel(nn.Module):
         self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout)
         init_weights(self)
 
-    def encode(self, ids: torch.Tensor, trace: bool = False, t2t_mask=None):
-        """ids (B, n) -> (B, d_out) [, EncoderTrace]. ``t2t_mask`` forbids token2token edges of a DiSAN
-        encoder (see :meth:`disan.nn.model.DiSANEncoder.forward`); other encoders have none to forbid."""
+    def encode(self, ids: torch.Tensor, trace: bool | str = False, t2t_mask=None):
+        """ids (B, n) -> (B, d_out) [, EncoderTrace]. ``trace``: False, True (every intermediate) or
+        ``"tokens"`` (the per-token ones, without the n² probabilities), as
+        :meth:`disan.nn.model.DiSANEncoder.forward` says. ``t2t_mask`` forbids token2token edges of a DiSAN
+        encoder; other encoders have none to forbid."""
         if t2t_mask is None:
             return self.encoder(self.embed(ids), ids != 0, trace)
         if not isinstance(self.encoder, DiSANEncoder):

@@ -58,7 +58,8 @@ class DirectionTrace:
     name: str            # the block's name in its encoder: "forward", "backward", "diag 1", ...
     direction: str       # the kind of its mask: "forward", "backward" or "diag"
     h: torch.Tensor      # (B, n, d_h)      h = sigma(W_h x + b_h)
-    probs: torch.Tensor  # (B, n, n, d_h)   P[j, i, k]: query j, attended token i, feature k
+    probs: torch.Tensor | None  # (B, n, n, d_h) P[j, i, k]: query j, attended token i, feature k;
+    #                             None in a trace of the per-token intermediates only (trace="tokens")
     s: torch.Tensor      # (B, n, d_h)      s_j = sum_i P[j, i] * h_i
     gate: torch.Tensor   # (B, n, d_h)      fusion gate F
     u: torch.Tensor      # (B, n, d_h)      u = F * h + (1 - F) * s
@@ -99,7 +100,8 @@ class EncoderTrace:
         def cut(x, axes):
             return x[(b,) + (slice(0, n),) * axes]
 
-        blocks = tuple(replace(t, h=cut(t.h, 1), probs=cut(t.probs, 2), s=cut(t.s, 1), gate=cut(t.gate, 1),
+        blocks = tuple(replace(t, h=cut(t.h, 1), probs=None if t.probs is None else cut(t.probs, 2), s=cut(t.s, 1),
+                               gate=cut(t.gate, 1),
                                u=cut(t.u, 1), mask=cut(t.mask, 2)) for t in self.blocks)
         s2t = None if self.source2token is None else Source2TokenTrace(cut(self.source2token.probs, 1))
         return EncoderTrace(blocks, s2t, self.encoding[b], self.lengths[b:b + 1])
@@ -159,8 +161,9 @@ class DiSA(nn.Module):
         self.b_f = nn.Parameter(torch.zeros(d))
         self.name = name or direction  # what the trace calls the block
 
-    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
-        """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`.
+    def forward(self, x, pad_mask, trace: bool | str = False, t2t_mask=None):
+        """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`
+        (``trace="tokens"``: without the probabilities, which the fast path then never makes).
 
         ``t2t_mask``: an optional bool (n, n) or (B, n, n) [j, i] that forbids more edges than the block's
         own mask (False: j may not attend i).
@@ -174,7 +177,7 @@ class DiSA(nn.Module):
         # key = W^(1) h_i (the attended token), query = W^(2) h_j + b^(1) (the query token)
         key, query = self.w1(h_dp), self.w2(h_dp) + self.b1          # (B, n, d)
         # §3.1 (token2token): P^j = softmax_i f(h_i, h_j) per feature, s_j = Σ_i P^j_i ⊙ h_i
-        s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace)  # (B, n, d), P or None
+        s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace is True)  # (B, n, d), P|None
         # §3.3 fusion gate: F = sigmoid(W^(f1) s + W^(f2) h + b^(f))
         gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
         # §3.3: u = F ⊙ h + (1 − F) ⊙ s; padded tokens output 0
@@ -195,8 +198,9 @@ class Source2Token(nn.Module):
         self.fc1 = Dense(d, d, activation, dropout)
         self.fc2 = Dense(d, d, None, dropout)
 
-    def forward(self, x, pad_mask, trace: bool = False):
-        """x (B, n, d), pad_mask (B, n) bool -> (B, d) and, with ``trace``, a :class:`Source2TokenTrace`."""
+    def forward(self, x, pad_mask, trace: bool | str = False):
+        """x (B, n, d), pad_mask (B, n) bool -> (B, d) and, with ``trace`` (True or "tokens"), a
+        :class:`Source2TokenTrace`."""
         # §3.1 (source2token): f(x_i) = W^T σ(W^(1) x_i + b^(1)) + b; P = softmax over tokens i, per feature
         probs = source2token_probs(self.fc2(self.fc1(x)), pad_mask)  # (B, n, d)
         # §3.1: s = Σ_i P_i ⊙ x_i
@@ -253,8 +257,14 @@ class DiSANEncoder(nn.Module):
         """The DiSA blocks in order; their outputs are concatenated in this order."""
         return [getattr(self, module) for module in self.block_modules]
 
-    def forward(self, x, pad_mask, trace: bool = False, t2t_mask=None):
+    def forward(self, x, pad_mask, trace: bool | str = False, t2t_mask=None):
         """x (B, n, d_e) float, pad_mask (B, n) bool -> (B, 2 d_h) [, EncoderTrace].
+
+        ``trace``: False, the encoding alone; True, also an :class:`EncoderTrace` of every intermediate,
+        the (B, n, n, d_h) attention probabilities included (the dense path); ``"tokens"``, an
+        :class:`EncoderTrace` of the per-token intermediates only (h, s, gates, u, source2token
+        probabilities, masks; ``probs`` None), computed on the fast path without any n² tensor: what
+        analyses over many sentences read.
 
         ``t2t_mask`` removes token2token edges (an attention knockout): a bool (n, n) or (B, n, n) [j, i]
         for every block, or a mapping from block names to such masks (blocks not named keep theirs).

@@ -20,8 +20,8 @@ import time
 
 import torch
 
-from disan.explore.analyses import batched, casestudy, corpus
-from disan.explore.pipeline import load
+from disan.explore.analyses import casestudy, corpus
+from disan.inspect.pipeline import load
 from disan.nn import kernels
 
 
@@ -45,7 +45,7 @@ def senses_rows(pipe, chosen: corpus.Corpus, word: str, n: int, repeats: int) ->
         raise ValueError(f"{word!r} occurs only {found} times in {chosen.name}; choose another word or fewer")
     corpus.analyse(pipe, chosen, word, "source2token", k=2, limit=50)  # warm-up: kernel, allocations
     rows = []
-    for kind in batched.vector_kinds(pipe.model.encoder):
+    for kind in pipe.vector_kinds:
         for k, how in ((None, "by silhouette (2..8)"), (3, "chosen (3)")):
             rows.append((kind, how, _median_seconds(lambda: corpus.analyse(pipe, chosen, word, kind, k, n), repeats)))
     return rows

@@ -276,7 +276,7 @@ def ops_benchmark(args) -> None:
     print("|---|---|---|---|---|---|---|")
     for n in args.sizes or (40,):
         for name in args.models or ("reference", "fast", "eager", "bilstm", "multihead"):
-            flops, dropped = _step_work(name, n)
+            flops, dropped = step_work(name, n)
             plane, valid = 2 * BATCH * n * n * DIM, 2 * BATCH * n * (n - 1) // 2 * DIM  # both blocks
             tanh, exp = {"reference": (plane, plane), "eager": (2 * valid, 2 * valid),
                          "fast": (0, 2 * valid)}.get(name, (0, 0))
@@ -319,7 +319,7 @@ def embedding_benchmark(args) -> None:
         print(f"| {name} | {1e3 * statistics.median(ts):.1f} | {1e3 * min(ts):.1f} |")
 
 
-def _step_work(name: str, n: int) -> tuple[float, float]:
+def step_work(name: str, n: int) -> tuple[float, float]:
     """(GEMM FLOPs, dropout elements) of one training step, counted on a step at batch 1 and scaled.
 
     oneDNN is switched off while counting: FlopCounterMode cannot see inside its fused LSTM,

@@ -33,10 +33,10 @@ from pathlib import Path
 import plotly.io
 import torch
 
-from disan.explore.cache import CACHE_ENV, budget
+from disan.app.cache import CACHE_ENV, budget
 from disan.explore.catalog import list_checkpoints
-from disan.explore.pipeline import load
 from disan.explore.views import VIEWS
+from disan.inspect.pipeline import load
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from disan.explore.analyses.attribution import STEPS
 from disan.explore.analyses.report import report_html
-from disan.explore.pipeline import load
+from disan.inspect.pipeline import load
 
 
 def main(argv=None) -> int:

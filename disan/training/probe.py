@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from disan.data.batching import pad
 from disan.data.text import Vocab, check_text
+from disan.inspect.pipeline import trace_ids
 from disan.nn.device import device_of
 from disan.nn.heads import TextModel
 
@@ -26,22 +26,15 @@ class Snapshot:
 
 
 def snapshot(model: TextModel, vocab: Vocab, probe: str, epoch: int) -> Snapshot | None:
-    """Trace the probe sentence with the model as it is now (on the model's device), leaving the
-    model's train/eval mode as it was; None when the probe cannot be traced (too long, no words) or
-    the encoder has no DiSA blocks to show."""
+    """Trace the probe sentence with the model as it is now (on the model's device, in eval mode, as
+    :func:`disan.inspect.pipeline.trace_ids` does for the app); None when the probe cannot be traced
+    (too long, no words) or the encoder has no DiSA blocks to show."""
     try:
         tokens = check_text(probe)
     except ValueError:
         return None
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            _, traces = model.encode(pad([vocab.encode(tokens)]).to(device_of(model)), trace=True)
-    finally:
-        model.train(was_training)
-    blocks = traces[0].blocks
+    blocks = trace_ids(model, pad([vocab.encode(tokens)]).to(device_of(model)))[0].blocks
     if not blocks:
         return None
-    return Snapshot(epoch, tokens, tuple(b.name for b in blocks), tuple(b.probs.mean(-1).cpu().numpy() for b in blocks),
-                    tuple(b.mask.cpu().numpy() for b in blocks))
+    return Snapshot(epoch, tokens, tuple(b.name for b in blocks), tuple(b.probs.mean(-1).numpy() for b in blocks),
+                    tuple(b.mask.numpy() for b in blocks))

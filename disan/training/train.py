@@ -28,13 +28,7 @@ import numpy as np
 import torch
 
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
-from disan.data.loaders import (
-    CHECKSUM_FILE,
-    TaskData,
-    data_dir,
-    load_task,
-    parse_checksums,
-)
+from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import default_source, description, embedding_matrix, load_glove
 from disan.nn import checkpoint
@@ -44,6 +38,7 @@ from disan.nn.heads import (
     TextModel,
     count_parameters,
     loss_fn,
+    main_metric,
     param_groups,
 )
 from disan.nn.model import DiSANConfig
@@ -348,8 +343,8 @@ def targets(kind: str, labels: list) -> torch.Tensor:
 
 
 def selection_metric(kind: str, metrics: dict) -> float:
-    """The dev figure that selects the model: Pearson r for relatedness, accuracy otherwise."""
-    return metrics["pearson"] if kind == "relatedness" else metrics["accuracy"]
+    """The dev figure that selects the model (:func:`disan.nn.heads.main_metric`)."""
+    return metrics[main_metric(kind)]
 
 
 def improves(score: float, best: float) -> bool:
@@ -362,8 +357,9 @@ def no_checkpoint(kind: str, history: list[dict]) -> Exception:
     """The error of a run that ended without writing a checkpoint, saying why."""
     if not history:
         return TrainingStopped("stopped before the first epoch ended: no checkpoint was written")
-    metric, why = (("pearson", "a model that predicts the same score for every dev pair has no Pearson r")
-                   if kind == "relatedness" else ("accuracy", "is the dev split empty?"))
+    metric = main_metric(kind)
+    why = ("a model that predicts the same score for every dev pair has no Pearson r" if metric == "pearson"
+           else "is the dev split empty?")
     return ValueError(f"no checkpoint was written: the dev {metric} was not a number in any of the "
                       f"{len(history)} epochs ({why}); try another learning rate or more training examples")
 
@@ -379,20 +375,6 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
     metrics["data_sha256"] = task_checksums(prep.data.name, data_dir(cfg.data_dir))
     checkpoint.save(cfg.out, model, prep.vocab, run.meta, metrics, model_card(cfg, prep.data, metrics, run.n_params))
     return metrics
-
-
-# The data folder of each task, whose files' checksums the model card records.
-FOLDERS = {"sst5": "SST", "sst2": "SST", "trec": "TREC", "subj": "SUBJ", "mpqa": "MPQA", "cr": "CR", "mr": "MR",
-           "sick": "SICK", "sick-e": "SICK", "snli": "SNLI"}
-
-
-def task_checksums(task: str, root: Path) -> dict[str, str]:
-    """SHA-256 of the task's data files, from the data folder's SHA256SUMS."""
-    sums = root / CHECKSUM_FILE
-    if not sums.exists():
-        return {}
-    table = parse_checksums(sums.read_text(encoding="utf-8"))
-    return {name: digest for name, digest in table.items() if name.startswith(FOLDERS.get(task, "?") + "/")}
 
 
 def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -> str:

@@ -10,7 +10,7 @@ expected score for relatedness) to each token, summed over the embedding dimensi
   sum to f(x) - f(x') up to the quadrature error (completeness).
 
 Attention measures per token: its source2token importance (mean over features) and, per DiSA block,
-the attention it receives relative to uniform attention (:mod:`disan.explore.analyses.measures`).
+the attention it receives relative to uniform attention (:mod:`disan.inspect.measures`).
 Agreement is Kendall's tau-b between |attribution| and each measure.
 """
 from __future__ import annotations
@@ -22,11 +22,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from disan.explore import figures
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.measures import relative_received
-from disan.explore.pipeline import SentenceTrace
 from disan.explore.views import Drawing, Row
+from disan.inspect import measures
+from disan.inspect.pipeline import SentenceTrace
 from disan.nn.heads import relatedness_score
 
 STEPS = 50
@@ -96,9 +95,9 @@ def attention_measures(sentence: SentenceTrace) -> pd.DataFrame:
     tr = sentence.trace
     columns = {}
     if tr.source2token is not None:
-        columns["source2token"] = figures.token_importance(np.asarray(tr.source2token.probs))
+        columns["source2token"] = measures.token_importance(np.asarray(tr.source2token.probs))
     for block in tr.blocks:
-        columns[f"received · {block.name}"] = relative_received(block.probs, block.mask)
+        columns[f"received · {block.name}"] = measures.received_lift(block.probs, block.mask)
     return pd.DataFrame(columns, index=pd.RangeIndex(len(sentence.tokens), name="position"))
 
 

@@ -1,7 +1,7 @@
 """The paper's case study (its Fig. 4 and 5), measured over a corpus instead of two sentences.
 
 Claims, as the paper reads its two example sentences, and how each is measured here (per DiSA block;
-word classes from spaCy's English stop-word list, see :mod:`disan.explore.analyses.measures`):
+word classes from spaCy's English stop-word list, see :mod:`disan.inspect.measures`):
 
 * stop words get little attention: the attention a token receives relative to uniform attention, mean
   over content words minus mean over stop words; holds when the interval lies above 0;
@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.batched import traces
-from disan.explore.analyses.measures import WORD_CLASSES, received, word_class
 from disan.explore.figures import token_bars
 from disan.explore.views import Drawing, Row
+from disan.inspect.batched import traces
+from disan.inspect.measures import WORD_CLASSES, received, word_class
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
                    "volleyball match is in progress between ladies")

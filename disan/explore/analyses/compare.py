@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from disan.explore import figures
-from disan.explore.pipeline import Prediction, SentenceTrace
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
+from disan.inspect import measures
+from disan.inspect.pipeline import Prediction, SentenceTrace
 
 
 @dataclass
@@ -84,7 +85,7 @@ def drawing(a: Side, b: Side) -> Drawing:
     if gates:
         rows.append(Row({"compare-gates": figures.token_bars(gates, tokens, "mean fusion gate per token",
                                                                "mean gate F", (0.0, 1.0))}, "Fusion gates"))
-    importance = {label[:1]: figures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
+    importance = {label[:1]: measures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
                   for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
     if importance:
         panels = {"compare-s2t": figures.token_bars(importance, tokens, "source2token importance",

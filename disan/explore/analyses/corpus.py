@@ -17,11 +17,11 @@ import pandas as pd
 
 from disan.data.loaders import TASKS, decode_line, load_task
 from disan.data.text import check_text, normalize
-from disan.explore import senses
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.batched import token_vectors
-from disan.explore.analyses.measures import word_class
 from disan.explore.views import Drawing, Row
+from disan.inspect import senses
+from disan.inspect.batched import token_vectors
+from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
 MAX_SENTENCES = 20_000   # lines of an uploaded file that are read

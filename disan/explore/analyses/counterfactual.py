@@ -18,9 +18,9 @@ import torch
 from disan.data.text import UNK
 from disan.explore import figures
 from disan.explore.analyses import charts
-from disan.explore.pipeline import Prediction, SentenceTrace
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
+from disan.inspect.pipeline import Prediction, SentenceTrace
 
 EDITS = ("delete", "replace", "mask")
 

@@ -16,7 +16,7 @@ import plotly.io as pio
 
 from disan.explore import views
 from disan.explore.analyses import attribution
-from disan.explore.pipeline import Pipeline
+from disan.inspect.pipeline import Pipeline
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;color:#222}
 h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd}

@@ -43,7 +43,7 @@ KERNELS = ("auto", "cpp", "triton", "eager", "dense")
 
 
 @functools.lru_cache(maxsize=None)
-def _cpp_builds() -> bool:
+def cpp_builds() -> bool:
     """Whether the C++ ops build here; warns once where they do not (no compiler, no ninja, a build error)."""
     try:
         cpp.load()
@@ -82,7 +82,7 @@ def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
         name = _check(os.environ.get("DISAN_KERNEL", "auto"), "DISAN_KERNEL")
     if name == "auto":
         if cpp.supports(like):
-            return "cpp" if _cpp_builds() else "eager"
+            return "cpp" if cpp_builds() else "eager"
         triton = _triton() if like.device.type == "cuda" else None
         return "triton" if triton is not None and triton.supports(like) else "eager"
     if name == "cpp" and not cpp.supports(like):

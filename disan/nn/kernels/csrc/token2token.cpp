@@ -1,6 +1,10 @@
 // Multi-dimensional token2token attention on the CPU, registered as the torch custom ops
-//   disan::token2token_forward(key, query, values, mask, c) -> (s, inv_z)
-//   disan::token2token_backward(grad_s, key, query, values, mask, s, inv_z, c) -> (d_key, d_query, d_values)
+//   disan::token2token_forward(key, query, values, mask, c)
+//       -> (s, inv_z, key_factor, query_factor, direct)
+//   disan::token2token_backward(grad_s, key_factor, query_factor, direct, values, mask, s, inv_z, c)
+//       -> (d_key, d_query, d_values)
+// The forward op's last three outputs (the factors the kernels read for key and query, and whether
+// they are the direct copies) go to the backward op, which so needs no exps of its own to refactorise.
 // The design (one exp per element, valid keys only, vectorised over features, nothing n^2 kept)
 // is explained in disan/nn/kernels/cpp.py.
 #include <ATen/ATen.h>

@@ -39,6 +39,16 @@ def positions(tokens: Sequence[str], word: str) -> list[int]:
     return [i for i, t in enumerate(tokens) if normalize(t) == word]
 
 
+def vector_kinds(trace) -> list[str]:
+    """The keys of :data:`VECTORS` an encoder's trace holds, in that order: source2token vectors where its
+    source2token attention has more than one feature (an additive encoder's single weight per token is no
+    vector to compare), and the DiSA blocks' outputs u and attention outputs s where it has blocks."""
+    s2t = trace.source2token
+    has = {"source2token": s2t is not None and s2t.probs.shape[-1] > 1, "output": bool(trace.blocks),
+           "s": bool(trace.blocks)}
+    return [kind for kind in VECTORS if has[kind]]
+
+
 def word_vector(trace, i: int, kind: str = "source2token") -> np.ndarray:
     """The (2 d_h,) vector of token ``i`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
     block order)."""

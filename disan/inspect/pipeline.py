@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,10 +10,11 @@ from pathlib import Path
 import torch
 
 from disan.data.batching import pad
-from disan.data.text import MAX_CHARS, MAX_TOKENS, check_text  # noqa: F401 (the app and tests read the limits here)
+from disan.data.text import check_text
+from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
-from disan.nn.device import device_of
-from disan.nn.heads import relatedness_score
+from disan.nn.device import device_of, resolve_device
+from disan.nn.heads import TextModel, relatedness_score, takes_pairs
 from disan.nn.model import EncoderTrace
 
 
@@ -58,12 +60,12 @@ class TraceResult:
         return sorted({t for s in self.sentences for t in s.unknown})
 
 
-def _on_cpu(value):
+def on_cpu(value):
     """A tensor, or a trace dataclass of tensors, with every tensor moved to the CPU."""
     if isinstance(value, torch.Tensor):
         return value.cpu()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: _on_cpu(getattr(value, f.name))
+        return dataclasses.replace(value, **{f.name: on_cpu(getattr(value, f.name))
                                              for f in dataclasses.fields(value)})
     return value
 
@@ -75,6 +77,24 @@ def _on_device(mask, device):
     if isinstance(mask, Mapping):
         return {name: m.to(device) for name, m in mask.items()}
     return mask
+
+
+@torch.no_grad()
+def trace_ids(model: TextModel, ids: torch.Tensor, level: bool | str = True, t2t_mask=None) -> EncoderTrace:
+    """The encoder's batched trace of ``ids`` (B, n) on the CPU, computed in eval mode (the model's
+    train/eval mode is restored afterwards, so a training loop can trace its model between steps).
+
+    ``level`` is the encoder's ``trace`` argument (see :meth:`disan.nn.model.DiSANEncoder.forward`):
+    True for every intermediate, the attention probabilities included; ``"tokens"`` for the per-token
+    ones only, computed on the fast path. ``t2t_mask`` removes token2token edges (a knockout).
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        _, trace = model.encode(ids, trace=level, t2t_mask=_on_device(t2t_mask, ids.device))
+    finally:
+        model.train(was_training)
+    return on_cpu(trace)
 
 
 class Pipeline:
@@ -96,7 +116,13 @@ class Pipeline:
     @property
     def is_pair(self) -> bool:
         """Whether the model takes (premise, hypothesis) pairs."""
-        return self.kind in ("pair", "relatedness")
+        return takes_pairs(self.kind)
+
+    @functools.cached_property
+    def vector_kinds(self) -> list[str]:
+        """The per-token vectors this encoder has (keys of :data:`disan.inspect.senses.VECTORS`), read off
+        the trace of a two-word sentence."""
+        return vector_kinds(trace_ids(self.model, self.ids([["a", "word"]]), "tokens"))
 
     def _inputs(self, texts) -> tuple[list, ...]:
         """Token lists of every input; a pair model takes (premise, hypothesis) tuples."""
@@ -152,8 +178,8 @@ class Pipeline:
         if not tokens:
             raise ValueError("the sentence has no tokens")
         ids = self.ids([tokens])
-        _, tr = self.model.encode(ids, trace=True, t2t_mask=_on_device(t2t_mask, self.device))
-        return SentenceTrace(" ".join(tokens) if text is None else text, list(tokens), ids[0].tolist(), _on_cpu(tr[0]),
+        trace = trace_ids(self.model, ids, t2t_mask=t2t_mask)[0]
+        return SentenceTrace(" ".join(tokens) if text is None else text, list(tokens), ids[0].tolist(), trace,
                              self.name)
 
     @torch.no_grad()
@@ -170,13 +196,22 @@ class Pipeline:
         logits = self.model.head(*(e.to(self.device) for e in encodings)).cpu()
         return [self.prediction(row) for row in logits]
 
-    @torch.no_grad()
-    def trace(self, text) -> TraceResult:
-        """Prediction and every attention internal of one input (a text, or a (premise, hypothesis) pair)."""
+    def texts(self, text) -> list[str]:
+        """The sentences of one input: ``[text]``, or ``[premise, hypothesis]`` for a pair model."""
         texts = list(text) if self.is_pair and isinstance(text, (tuple, list)) else [text]
         if self.is_pair and len(texts) != 2:
             raise ValueError("this is a sentence-pair model: give a (premise, hypothesis) pair")
-        sentences = [self.trace_sentence(t) for t in texts]
+        return texts
+
+    @torch.no_grad()
+    def trace(self, text) -> TraceResult:
+        """Prediction and every attention internal of one input (a text, or a (premise, hypothesis) pair)."""
+        return self.result([self.trace_sentence(t) for t in self.texts(text)])
+
+    @torch.no_grad()
+    def result(self, sentences: list[SentenceTrace]) -> TraceResult:
+        """The prediction for traced sentences (one, or a premise and a hypothesis) and the sentences, as
+        :meth:`trace` returns them: the head runs on the encodings their traces hold."""
         pred = self.predict_encodings(*(s.trace.encoding[None] for s in sentences))[0]
         if self.is_pair:
             return TraceResult(pred, premise=sentences[0], hypothesis=sentences[1])
@@ -188,5 +223,7 @@ def load(path: str | Path, kernel: str | None = None, device: str | torch.device
     the CPU), ``kernel`` overriding its token2token path (see :mod:`disan.nn.kernels`); raises
     :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason, and ValueError for a
     device that is not there."""
-    model, vocab, config, metrics = checkpoint.load(path, kernel, device)
-    return Pipeline(model, vocab, config, metrics, checkpoint.resolve(path))
+    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
+    directory = checkpoint.resolve(path)
+    model, vocab, config, metrics = checkpoint.read(directory, kernel, device)
+    return Pipeline(model, vocab, config, metrics, directory)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from disan.data.text import check_text
-
-PAIR_KINDS = ("pair", "relatedness")
+from disan.nn.heads import takes_pairs
 
 
 def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | None) -> tuple[dict, list[str]]:
@@ -31,7 +30,7 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
             messages.append(f"The link names the model “{shown}”, which is not a working checkpoint here "
                             f"(the working ones: {', '.join(sorted(kinds)) or 'none'}); showing {default or 'none'}.")
     kind = kinds.get(values.get("checkpoint", default))
-    pair = kind in PAIR_KINDS
+    pair = kind is not None and takes_pairs(kind)
     fields = [("text", "premise" if pair else "text")] + ([("hypothesis", "hypothesis")] if pair else [])
     for param, key in fields:
         text = params.get(param)
@@ -52,7 +51,7 @@ def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str]) ->
     """The query parameters that link to a checkpoint and the input in ``state`` (the session's values)."""
     if checkpoint is None:
         return {}
-    if kind in PAIR_KINDS:
+    if kind is not None and takes_pairs(kind):
         params = {"text": state.get("premise"), "hypothesis": state.get("hypothesis")}
     else:
         params = {"text": state.get("text")}
