@@ -397,12 +397,15 @@ def test_differences_only_where_both_models_have_the_view():
     a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
     both = compare.drawing(a, b)
     assert {"compare-diff-forward", "compare-diff-backward", "compare-s2t-diff"} <= set(both)
-    heatmaps = [both[k].data[0] for k in both if k.startswith("compare-attention-")]
-    assert len(heatmaps) == 4 and len({h.zmax for h in heatmaps}) == 1  # one colour scale for both models
-    peak = max(np.nanmax(np.asarray(h.z, dtype=float)) for h in heatmaps)
-    assert heatmaps[0].zmax == pytest.approx(peak)
+    for name in ("forward", "backward"):
+        pair = both[f"compare-attention-{name}"].data
+        assert len(pair) == 2 and pair[0].zmax == pair[1].zmax  # A beside B on one colour scale
+    assert list(both["compare-agreement"].view) == ["forward attention (lift)", "backward attention (lift)",
+                                                    "source2token importance"]
     nodir = compare.drawing(a, side("disan-nodir"))
     assert not any(k.startswith("compare-diff-") for k in nodir)
+    assert {"compare-attention-a-forward", "compare-attention-b-diag_1"} <= set(nodir)
+    assert list(nodir["compare-agreement"].view) == ["source2token importance"]
     baseline = compare.drawing(a, side("bilstm"))
     assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
     with pytest.raises(ValueError):

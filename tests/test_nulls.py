@@ -4,7 +4,8 @@ comparison on lift against two unrelated models, and case-study claims against t
 import numpy as np
 import pytest
 
-from disan.explore.analyses import stats
+from disan.explore import figures
+from disan.explore.analyses import compare, stats
 
 
 # ---------------------------------------------------------------- statistics
@@ -81,3 +82,43 @@ def test_bootstrap_counts_the_resamples_where_the_statistic_is_undefined():
     est = stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], resamples=400)
     assert 60 < est.undefined < 140  # both draws miss the cluster: 1/4 of the resamples
     assert est.low == est.high == 3.0
+
+
+# ---------------------------------------------------------------- comparing models
+
+def random_attention(rng: np.random.Generator, mask: np.ndarray, features: int = 8) -> np.ndarray:
+    """(n, n) mean over features of softmax attention with random logits: a model that prefers nothing."""
+    logits = np.where(mask[..., None], rng.normal(scale=1.5, size=mask.shape + (features,)), -np.inf)
+    weights = np.where(mask[..., None], np.exp(logits - logits.max(axis=1, keepdims=True, initial=0.0)), 0.0)
+    totals = weights.sum(axis=1, keepdims=True)
+    return (weights / np.where(totals > 0, totals, 1.0)).mean(axis=-1)
+
+
+def test_unrelated_models_agree_on_raw_probabilities_but_not_on_lift():
+    rng = np.random.default_rng(0)
+    forward = np.tril(np.ones((30, 30), dtype=bool), -1)
+    inside = 0
+    for _ in range(10):
+        a, b = random_attention(rng, forward), random_attention(rng, forward)
+        # raw probabilities: short rows hold large values in both, so the models look alike
+        assert stats.kendall_tau(a[forward], b[forward]) > 0.15
+        unrelated = compare.agreement(figures.lift(a, forward), figures.lift(b, forward), forward, draws=100)
+        assert abs(unrelated.tau) < 0.1 and abs(unrelated.null.mean) < 0.1
+        inside += unrelated.null.low < unrelated.tau < unrelated.null.high
+    assert inside >= 7  # the null's 5-95% range holds the τ of unrelated models about 9 times in 10
+    # a model against a noisy copy of itself agrees far beyond the null
+    copy = figures.lift(a * np.exp(rng.normal(scale=0.3, size=a.shape)), forward)
+    related = compare.agreement(figures.lift(a, forward), copy, forward)
+    assert related.tau > 0.5 > related.null.high
+
+
+def test_a_row_shuffle_keeps_every_rows_values_and_the_masked_cells():
+    rng = np.random.default_rng(2)
+    values = rng.normal(size=(4, 6, 6))
+    mask = rng.random((4, 6, 6)) < 0.6
+    shuffled = stats.shuffle_rows(values, mask, rng)
+    np.testing.assert_array_equal(shuffled[~mask], values[~mask])
+    for b in range(4):
+        for j in range(6):
+            np.testing.assert_array_equal(np.sort(shuffled[b, j][mask[b, j]]), np.sort(values[b, j][mask[b, j]]))
+    assert not np.array_equal(shuffled, values)

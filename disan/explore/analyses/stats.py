@@ -228,6 +228,47 @@ def gini(x):
     return float(g) if x.ndim == 1 else g
 
 
+# ---------------------------------------------------------------- null models
+
+@dataclass(frozen=True)
+class NullRange:
+    """What a statistic takes under a null model (a model without the property it measures): the mean
+    and the 5th and 95th percentiles of its draws."""
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def null_range(draws) -> NullRange:
+    """The :class:`NullRange` of a statistic's draws under a null model (NaN draws left out)."""
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return NullRange(float("nan"), float("nan"), float("nan"))
+    low, high = np.percentile(draws, [5, 95])
+    return NullRange(float(draws.mean()), float(low), float(high))
+
+
+def shuffle_rows(values: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(..., n, m) values with each row's allowed cells (``mask`` True, broadcast to ``values``) permuted
+    among themselves, independently per row; masked cells keep their values.
+
+    A row keeps the values it spreads over its keys, and loses which key gets which: the null of "these
+    rows prefer these keys".
+    """
+    values = np.asarray(values)
+    mask = np.broadcast_to(np.asarray(mask, dtype=bool), values.shape)
+    # allowed cells in a random order, then the masked ones; and the allowed cells in place order
+    shuffled = np.argsort(np.where(mask, rng.random(values.shape), 2.0), axis=-1, kind="stable")
+    in_place = np.argsort(~mask, axis=-1, kind="stable")
+    source = np.empty_like(shuffled)
+    np.put_along_axis(source, in_place, shuffled, axis=-1)  # cell in_place[t] takes the value of shuffled[t]
+    return np.take_along_axis(values, source, axis=-1)
+
+
 # ---------------------------------------------------------------- bootstrap
 
 @functools.lru_cache(maxsize=8)
