@@ -2,10 +2,17 @@
 signs that do not depend on the order of the points, k-means that finds planted clusters, model
 comparison on lift against two unrelated models, and case-study claims against their nulls."""
 import numpy as np
+import pandas as pd
 import pytest
+import torch
 
 from disan.explore import figures
-from disan.explore.analyses import compare, stats
+from disan.explore.analyses import casestudy, compare, stats
+from disan.explore.pipeline import Pipeline
+from disan.nn.model import DirectionTrace, EncoderTrace
+
+from .conftest import LABELS, make_model
+from .test_analyses import synthetic_study
 
 
 # ---------------------------------------------------------------- statistics
@@ -122,3 +129,106 @@ def test_a_row_shuffle_keeps_every_rows_values_and_the_masked_cells():
         for j in range(6):
             np.testing.assert_array_equal(np.sort(shuffled[b, j][mask[b, j]]), np.sort(values[b, j][mask[b, j]]))
     assert not np.array_equal(shuffled, values)
+
+
+# ---------------------------------------------------------------- case-study claims against their nulls
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(B, n, n, d) softmax over the keys i of each query j and feature k; rows without keys are 0."""
+    logits = logits.masked_fill(~mask[..., None], float("-inf"))
+    return torch.nan_to_num(torch.softmax(logits, dim=2))
+
+
+def synthetic_batch(rng: np.random.Generator, sentences: int = 40, n: int = 20, features: int = 16,
+                    preference: float = 0.0):
+    """One batch of sentences through forward and backward blocks whose logits are i.i.d. per query,
+    key and feature (σ = 1), plus ``preference`` × one weight per word shared by every query and feature:
+    0 gives a model with no preferred word."""
+    gen = torch.Generator().manual_seed(int(rng.integers(1 << 31)))
+    words = torch.randn(sentences, 1, n, 1, generator=gen)
+    blocks = []
+    for name, mask in (("forward", torch.ones(n, n).tril(-1)), ("backward", torch.ones(n, n).triu(1))):
+        mask = mask.bool().expand(sentences, n, n)
+        logits = torch.randn(sentences, n, n, features, generator=gen) + preference * words
+        probs = masked_softmax(logits, mask)
+        zeros = torch.zeros(sentences, n, features)
+        blocks.append(DirectionTrace(name, name, zeros, probs, zeros, torch.rand(sentences, n, features, generator=gen),
+                                     zeros, mask))
+    trace = EncoderTrace(tuple(blocks), None, torch.zeros(sentences, 1), torch.full((sentences,), n))
+    tokens = [[f"w{i}" for i in range(n)] for _ in range(sentences)]
+    return [(list(range(sentences)), trace)], tokens
+
+
+def verdicts(study: casestudy.CaseStudy) -> dict[str, str]:
+    table = casestudy.claims(study, resamples=300)
+    return dict(zip(table["paper claim"], table["holds?"]))
+
+
+def test_a_model_with_no_preferred_word_fails_the_per_feature_concentration_claim():
+    batches, tokens = synthetic_batch(np.random.default_rng(0))
+    study = casestudy.measure_traces(batches, tokens, "i.i.d. noise")
+    s = study.sentences
+    # by construction each feature's received attention is more unequal than uniform attention ...
+    assert (s["forward gini features"] - s["forward gini uniform"]).mean() > 0.01
+    # ... and every sentence's mean of per-feature Ginis exceeds the Gini of the mean (Gini is convex)
+    assert (s["forward gini features"] >= s["forward gini"]).all()
+    # ... which the null shares, so the claim does not hold against it
+    got = verdicts(study)
+    for name in ("forward", "backward"):
+        assert got[f"a few words receive large attention from all others ({name}, each feature)"].startswith("no")
+        assert got[f"a few words receive large attention from all others ({name}, mean over features)"].startswith("no")
+
+
+def test_a_model_with_preferred_words_beats_the_null():
+    batches, tokens = synthetic_batch(np.random.default_rng(0), preference=1.0)
+    got = verdicts(casestudy.measure_traces(batches, tokens, "preferred words"))
+    for name in ("forward", "backward"):
+        assert got[f"a few words receive large attention from all others ({name}, each feature)"] == "yes"
+        assert got[f"a few words receive large attention from all others ({name}, mean over features)"] == "yes"
+
+
+def test_directions_that_prefer_the_same_words_do_not_attend_to_different_words():
+    batches, tokens = synthetic_batch(np.random.default_rng(1), preference=2.0)
+    study = casestudy.measure_traces(batches, tokens, "one preference")
+    assert verdicts(study)["forward and backward attend to different words"] == "no: alike beyond the null"
+    batches, tokens = synthetic_batch(np.random.default_rng(1))
+    study = casestudy.measure_traces(batches, tokens, "no preference")
+    assert verdicts(study)["forward and backward attend to different words"] == "yes: within the null"
+
+
+def test_a_stop_word_effect_made_by_sentence_composition_does_not_beat_the_shuffled_classes():
+    # sentences with three stop words get 0.8 everywhere, those with one get 1.2: pooled over tokens,
+    # content words receive more (Δ = +0.2), yet within no sentence do they
+    rows = []
+    for s in range(40):
+        stop_words, value = (3, 0.8) if s % 2 else (1, 1.2)
+        for p in range(4):
+            stop = p < stop_words
+            rows.append({"sentence": s, "position": p, "token": "the" if stop else "dogs",
+                         "class": "stop" if stop else "content",
+                         **{f"{b} {m}": value for b in ("forward", "backward") for m in ("relative", "gate")}})
+    sentences = pd.DataFrame({"sentence": range(40), "length": 4, "tau": 0.5, "tau null": 0.5,
+                              **{f"{b} gini{x}": 0.3 for b in ("forward", "backward")
+                                 for x in ("", " features", " uniform", " null", " features null")}})
+    study = casestudy.CaseStudy("composition", ["forward", "backward"], pd.DataFrame(rows), sentences, 0.0)
+    null = casestudy.shuffled_classes(study, ["forward relative"], draws=50)["forward relative"]
+    np.testing.assert_allclose(null, 0.2, atol=1e-12)
+    table = casestudy.claims(study, resamples=200)
+    row = table.set_index("paper claim").loc["stop words get little attention (forward)"]
+    assert "Δ +0.200" in row["measured"] and row["holds?"] == "no: not beyond the null"
+
+
+@pytest.mark.parametrize("sentences", [1, 2])
+def test_one_or_two_sentences_give_measures_and_no_verdict(sentences):
+    pipe = Pipeline(*make_model("classify", "disan", 0), {"labels": LABELS["classify"]}, {})
+    texts = ["the glass bottle is big", "a man is pouring tea of the restaurant"][:sentences]
+    table = casestudy.claims(casestudy.measure(pipe, [t.split() for t in texts]), resamples=100)
+    assert set(table["holds?"]) == {casestudy.TOO_FEW}
+    assert table["measured"].str.contains("Δ|τ").all() and (table["n"] <= sentences).all()
+
+
+def test_the_minimum_number_of_sentences_is_where_verdicts_start():
+    below = casestudy.claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES - 1), resamples=100)
+    at = casestudy.claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES), resamples=100)
+    assert set(below["holds?"]) == {casestudy.TOO_FEW} and at["holds?"].str.startswith("yes").all()
+    assert casestudy.MIN_SENTENCES >= 20

@@ -260,13 +260,19 @@ def shuffle_rows(values: np.ndarray, mask: np.ndarray, rng: np.random.Generator)
     rows prefer these keys".
     """
     values = np.asarray(values)
-    mask = np.broadcast_to(np.asarray(mask, dtype=bool), values.shape)
+    return np.take_along_axis(values, row_shuffle_index(np.broadcast_to(mask, values.shape), rng), axis=-1)
+
+
+def row_shuffle_index(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(..., n, m) the cell of the same row whose value each cell takes in :func:`shuffle_rows`: a random
+    permutation of every row's allowed cells (``mask`` True); masked cells point at themselves."""
+    mask = np.asarray(mask, dtype=bool)
     # allowed cells in a random order, then the masked ones; and the allowed cells in place order
-    shuffled = np.argsort(np.where(mask, rng.random(values.shape), 2.0), axis=-1, kind="stable")
+    shuffled = np.argsort(np.where(mask, rng.random(mask.shape), 2.0), axis=-1, kind="stable")
     in_place = np.argsort(~mask, axis=-1, kind="stable")
     source = np.empty_like(shuffled)
     np.put_along_axis(source, in_place, shuffled, axis=-1)  # cell in_place[t] takes the value of shuffled[t]
-    return np.take_along_axis(values, source, axis=-1)
+    return source
 
 
 # ---------------------------------------------------------------- bootstrap
