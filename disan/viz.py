@@ -14,7 +14,7 @@
     viz.attribution(pipe, "A gorgeous, witty film")   # integrated gradients beside attention
     viz.knockout(pipe, "A gorgeous, witty film", keys=[1])  # forbid attention into token 1
     viz.compare(pipe, disan.load("checkpoints/trec"), "What is a carousel ?")
-    viz.case_study(pipe, ["first sentence", "second sentence", ...])  # the claims table (pandas)
+    viz.case_study(pipe, ["first sentence", ...])  # the claims against their nulls (pandas; 20+ texts)
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
@@ -160,7 +160,9 @@ def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
 
 
 def case_study(pipe, texts, resamples: int = 1000):
-    """The paper's case-study claims measured on the texts: a pandas table paper claim | measured | holds? | n."""
+    """The paper's case-study claims measured on the texts: a pandas table paper claim | measured | null |
+    holds? | n, each claim judged against its null model. Fewer than
+    :data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` texts give the measures and no verdict."""
     study = _casestudy.measure(pipe, [check_text(t) for t in texts])
     return _casestudy.claims(study, resamples)
 

@@ -9,8 +9,10 @@ from disan.explore.analyses import casestudy, corpus
 st.header("Case study")
 st.caption("The paper reads two sentences: stop words get little attention, a few words get large attention from "
            "all others, the fusion gate is smaller for stop words, and the two directions attend to different "
-           "words. Here each claim is measured over a corpus, with 95% intervals from resampling sentences; "
-           f"one that holds by less than {casestudy.SMALL:.0%} of the level it is compared with is marked small.")
+           "words. Here each claim is measured over a corpus, with 95% intervals from resampling sentences, and "
+           "judged against a null: what a model without the claimed property gives under the same masks and "
+           f"sentence lengths. One that beats its null by less than {casestudy.SMALL:.0%} of the level it is "
+           f"compared with is marked small; below {casestudy.MIN_SENTENCES} sentences there is no verdict.")
 
 entry, pipe = current_pipeline()
 args = checkpoint_args(entry)

@@ -3,7 +3,7 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, current_pipeline, draw
-from disan.explore.analyses import corpus
+from disan.explore.analyses import corpus, stats
 from disan.inspect import senses
 
 st.header("Corpus senses")
@@ -37,8 +37,10 @@ try:
 except ValueError as e:
     st.info(str(e))
     st.stop()
-st.caption(f"{len(result.table)} occurrences (at most {corpus.MAX_OCCURRENCES}); {result.k} clusters; "
-           f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} of the variance.")
+st.caption(f"{len(result.table)} occurrences (at most {corpus.MAX_OCCURRENCES}); {result.k} clusters (k-means++, "
+           f"the lowest inertia of at least {stats.RESTARTS} runs); PC 1 and PC 2 explain {result.explained[0]:.1%} "
+           f"and {result.explained[1]:.1%} of the variance of the unit-length vectors, each component signed so that "
+           "its largest loading is positive.")
 
 
 @st.fragment

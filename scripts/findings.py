@@ -4,8 +4,8 @@
 
 Every number comes from the functions the analysis pages call, with the pages' defaults (the test
 split, k by silhouette, 200 sampled inputs, up to 2,000 sentences, the same seeds), so each can be
-checked on the page. The pages show no Kendall's τ between two models; that section computes it with
-the analyses' own tau over the arrays the Compare models page draws.
+checked on the page. Two figures are not on a page: the τ of raw probabilities between two models
+(beside its null, to show why the page compares lifts) and the correlation of PC 1 with the position.
 """
 import functools
 import sys
@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.explore import views
-from disan.explore.analyses import attribution, casestudy, compare, corpus, stats
+from disan.explore.analyses import attribution, casestudy, compare, corpus
 from disan.explore.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
@@ -47,8 +47,9 @@ def corpus_senses() -> None:
         t = result.table
         silhouettes = ", ".join(f"{k}: {s:.3f}" for k, s in result.silhouettes.items())
         print(f"### “{word}”: {len(t)} occurrences, k = {result.k} (silhouette {silhouettes})\n")
-        print(f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%}; "
-              f"r(PC 1, position) = {np.corrcoef(t.pc1, t.position)[0, 1]:+.2f}\n")
+        print(f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} (unit vectors); "
+              f"r(PC 1, position) = {np.corrcoef(t.pc1, t.position)[0, 1]:+.2f} (each PC signed so that its "
+              f"largest loading is positive)\n")
         clusters = t.groupby("cluster").agg(size=("position", "size"), first=("position", "min"),
                                             last=("position", "max"), median=("position", "median"))
         print(markdown(clusters.reset_index()) + "\n")
@@ -105,17 +106,23 @@ def attributions() -> None:
 
 def compare_models() -> None:
     print(f"## Compare models (sst5 against trec, “{SENTENCE}”)\n")
-    a, b = (pipeline(name).trace(SENTENCE).sentence for name in ("sst5", "trec"))
-    for x, y in zip(a.trace.blocks, b.trace.blocks):
-        # the page's heatmaps: mean attention over features, NaN where the mask forbids the edge
-        ma, mb = compare.mean_attention(x), compare.mean_attention(y)
-        print(f"- {x.name}: τ over the cells {stats.kendall_tau(ma.ravel(), mb.ravel()):.3f}, "
-              f"max |A − B| {np.nanmax(np.abs(ma - mb)):.3f}")
+    sides = []
+    for name in ("sst5", "trec"):
+        result = pipeline(name).trace(SENTENCE)
+        sides.append(compare.Side(name, pipeline(name).model.cfg.encoder, result.prediction, result.sentence))
+    print("The page's table (lift over uniform; source2token importance):\n")
+    print(markdown(compare.agreements(*sides)) + "\n")
+    print("The same on raw probabilities (what the page compared before), against its own null:\n")
+    for x, y in zip(sides[0].sentence.trace.blocks, sides[1].sentence.trace.blocks):
+        mask = np.asarray(x.mask, dtype=bool)
+        raw = compare.agreement(compare.mean_attention(x), compare.mean_attention(y), mask)
+        print(f"- {x.name}: τ {raw.tau:.3f}, unrelated models {raw.null}, largest |A − B| "
+              f"{raw.largest_difference:.3f}")
+    a, b = (s.sentence for s in sides)
     importance = [measures.token_importance(np.asarray(s.trace.source2token.probs)) for s in (a, b)]
-    print(f"- source2token importance: τ {stats.kendall_tau(*importance):.3f}")
     for name, values in zip(("sst5", "trec"), importance):
         top = np.argsort(-values, kind="stable")[:3]
-        print(f"  - {name} top 3: " + ", ".join(f"{a.tokens[i]} ({values[i]:.3f})" for i in top))
+        print(f"- {name} source2token top 3: " + ", ".join(f"{a.tokens[i]} ({values[i]:.3f})" for i in top))
     print()
 
 
@@ -130,10 +137,10 @@ def case_study() -> None:
     pipe = pipeline("sst5")
     paper = casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
                               "the paper's sentences")
-    print("### sst5 on the paper's two sentences\n")
+    print("### sst5 on the paper's two sentences (measures; too few sentences for verdicts)\n")
     print(markdown(casestudy.claims(paper)) + "\n")
-    for s, tau in zip(casestudy.PAPER_SENTENCES, paper.sentences["tau"]):
-        print(f"- τ (forward vs backward) {tau:.3f}: {s}")
+    for s, tau, null in zip(casestudy.PAPER_SENTENCES, paper.sentences["tau"], paper.sentences["tau null"]):
+        print(f"- τ (forward vs backward) {tau:.3f}, unrelated directions {null:.3f}: {s}")
     print()
 
 

@@ -402,12 +402,15 @@ def test_differences_only_where_both_models_have_the_view():
     a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
     both = compare.drawing(a, b)
     assert {"compare-diff-forward", "compare-diff-backward", "compare-s2t-diff"} <= set(both)
-    heatmaps = [both[k].data[0] for k in both if k.startswith("compare-attention-")]
-    assert len(heatmaps) == 4 and len({h.zmax for h in heatmaps}) == 1  # one colour scale for both models
-    peak = max(np.nanmax(np.asarray(h.z, dtype=float)) for h in heatmaps)
-    assert heatmaps[0].zmax == pytest.approx(peak)
+    for name in ("forward", "backward"):
+        pair = both[f"compare-attention-{name}"].data
+        assert len(pair) == 2 and pair[0].zmax == pair[1].zmax  # A beside B on one colour scale
+    assert list(both["compare-agreement"].view) == ["forward attention (lift)", "backward attention (lift)",
+                                                    "source2token importance"]
     nodir = compare.drawing(a, side("disan-nodir"))
     assert not any(k.startswith("compare-diff-") for k in nodir)
+    assert {"compare-attention-a-forward", "compare-attention-b-diag_1"} <= set(nodir)
+    assert list(nodir["compare-agreement"].view) == ["source2token importance"]
     baseline = compare.drawing(a, side("bilstm"))
     assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
     with pytest.raises(ValueError):
@@ -441,32 +444,35 @@ def test_case_study_measures_every_token_of_every_sentence():
     assert three.sentences["forward gini uniform"][0] == pytest.approx(0.25)
 
 
-def synthetic_study(stop_relative: float, content_relative: float, tau: float) -> casestudy.CaseStudy:
-    """Two blocks, 40 sentences of two stop and two content words with the given measures (plus noise)."""
+def synthetic_study(stop_relative: float, content_relative: float, tau: float,
+                    sentences_n: int = 40) -> casestudy.CaseStudy:
+    """Two blocks, sentences of two stop and two content words with the given measures (plus noise); the
+    Gini nulls below the model's, the τ null at 0.6."""
     rng = np.random.default_rng(0)
     rows, sentences = [], []
-    for s in range(40):
+    for s in range(sentences_n):
         words = [("the", "stop", stop_relative), ("dogs", "content", content_relative),
                  ("of", "stop", stop_relative), ("carousel", "content", content_relative)]
         for p, (token, cls, rel) in enumerate(words):
             value = rel + rng.normal(scale=0.01)
             rows.append({"sentence": s, "position": p, "token": token, "class": cls,
                          **{f"{b} {m}": value for b in ("forward", "backward") for m in ("relative", "gate")}})
-        sentences.append({"sentence": s, "length": 4, "tau": tau + rng.normal(scale=0.01),
-                          **{f"{b} gini{x}": g for b in ("forward", "backward")
-                             for x, g in (("", 0.4), (" features", 0.5), (" uniform", 0.3))}})
+        sentences.append({"sentence": s, "length": 4, "tau": tau + rng.normal(scale=0.01), "tau null": 0.6,
+                          **{f"{b} gini{x}": g + rng.normal(scale=0.01) for b in ("forward", "backward")
+                             for x, g in (("", 0.4), (" features", 0.5), (" uniform", 0.3),
+                                          (" null", 0.35), (" features null", 0.45))}})
     return casestudy.CaseStudy("synthetic", ["forward", "backward"], pd.DataFrame(rows), pd.DataFrame(sentences), 0.0)
 
 
 def test_the_claims_table_says_whether_each_claim_holds():
     holds = casestudy.claims(synthetic_study(0.5, 1.5, 0.1), resamples=200)
-    assert list(holds.columns) == ["paper claim", "measured", "holds?", "n"]
-    assert list(holds["holds?"]) == ["yes"] * len(holds)
+    assert list(holds.columns) == ["paper claim", "measured", "null", "holds?", "n"]
+    assert list(holds["holds?"]) == ["yes"] * (len(holds) - 1) + ["yes: within the null"]
     fails = casestudy.claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
     verdicts = dict(zip(fails["paper claim"], fails["holds?"]))
-    assert verdicts["stop words get little attention (forward)"] == "no"
-    assert verdicts["the fusion gate F is smaller for stop words (backward)"] == "no"
-    assert verdicts["forward and backward attend to different words"] == "no"
+    assert verdicts["stop words get little attention (forward)"] == "no: not beyond the null"
+    assert verdicts["the fusion gate F is smaller for stop words (backward)"] == "no: not beyond the null"
+    assert verdicts["forward and backward attend to different words"] == "no: alike beyond the null"
     small = casestudy.claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
     assert small["holds?"][0].startswith("yes, small")
     assert list(holds.n) == [40] * len(holds)  # sentences: the unit the bootstrap resamples
@@ -478,7 +484,7 @@ def test_the_case_study_drawing_shows_the_paper_sentences():
     paper = casestudy.measure(pipe, [s.split() for s in casestudy.PAPER_SENTENCES])
     drawing = casestudy.drawing(study, paper, resamples=50)
     assert {"case-claims", "case-received", "case-gates", "case-gini", "case-tau"} <= set(drawing)
-    assert {"case-paper-0-received", "case-paper-1-gates"} <= set(drawing)
+    assert {"case-paper-0-received", "case-paper-1-gates", "case-paper-claims"} <= set(drawing)
     ticks = drawing["case-paper-0-received"].layout.yaxis.ticktext
     assert "some · stop" in ticks and "dogs" in ticks
     with pytest.raises(ValueError, match="no DiSA blocks"):

@@ -10,6 +10,7 @@ import pytest
 
 import disan
 from disan import viz
+from disan.explore.analyses import casestudy
 from disan.__main__ import run
 from disan.explore import views
 
@@ -118,6 +119,7 @@ def test_viz_analyses_return_their_panels(sst5, tmp_path):
     assert "cf-knockout-forward" in knocked and "cf-knockout-backward" not in knocked
     assert list(viz.attribution(sst5, text).figures) == ["attr-measures-0"]
     table = viz.case_study(sst5, [text, "The plot is dull and the acting is worse"], resamples=50)
-    assert list(table.columns) == ["paper claim", "measured", "holds?", "n"]
+    assert list(table.columns) == ["paper claim", "measured", "null", "holds?", "n"]
+    assert set(table["holds?"]) == {casestudy.TOO_FEW}  # two texts: measures, no verdict
     path = viz.report(sst5, text, tmp_path / "r.html")
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

@@ -8,7 +8,7 @@ columns ``i`` the attended token, ``k`` the feature; ``mask[j, i]`` says whether
 * :func:`lift`: attention relative to uniform within its row, ``P[j, i] * keys(j)``.
 * :func:`query_entropy`: ``H[j, k] = -sum_i P[j, i, k] log P[j, i, k]`` over the keys of row j.
 * :func:`feature_sharpness`: ``mean_j H[j, k]`` over the rows that have a key; lower is sharper.
-* :func:`received` and :func:`received_lift`: attention received by token i,
+* :func:`received`, :func:`received_lift` and :func:`lift_of`: attention received by token i,
   ``r_i = sum_j A[j, i]``, against what uniform attention over every row's keys gives,
   ``u_i = sum_j mask[j, i] / keys(j)``; the received lift is ``r_i / u_i``. This is the one
   "attention received ÷ uniform" of the app: the shaded sentence of the Attention page, the Attribution
@@ -156,5 +156,11 @@ def received(attention, mask) -> tuple[torch.Tensor, torch.Tensor]:
 def received_lift(attention, mask) -> np.ndarray:
     """(n,) attention received relative to uniform, ``r_i / u_i`` (:func:`received`): 1 is what attention
     spread evenly over every query's keys would give token i; NaN where no query may attend i."""
-    got, uniform = (t.double().numpy() for t in received(attention, mask))
-    return np.where(uniform > 0, got / np.where(uniform > 0, uniform, 1.0), np.nan)
+    return lift_of(*(t.double().numpy() for t in received(attention, mask)))
+
+
+def lift_of(got: np.ndarray, uniform: np.ndarray) -> np.ndarray:
+    """``r / u`` of what tokens received and what uniform attention gives them (:func:`received`); NaN where
+    u = 0 (no query may attend the token)."""
+    reached = uniform > 0
+    return np.where(reached, got / np.where(reached, uniform, 1.0), np.nan)

@@ -1,43 +1,60 @@
 """The paper's case study (its Fig. 4 and 5), measured over a corpus instead of two sentences.
 
-Claims, as the paper reads its two example sentences, and how each is measured here (per DiSA block;
-word classes from spaCy's English stop-word list, see :mod:`disan.inspect.measures`):
+Claims, as the paper reads its two example sentences, how each is measured here (per DiSA block; word
+classes from spaCy's English stop-word list, see :mod:`disan.inspect.measures`), and the null
+model each is judged against: what a model without the claimed property gives under the same masks and
+sentence lengths. A measure can differ from its naive reference by construction (a directional mask
+alone makes attention unequal; each feature's Gini is convex at a fixed total, so the mean of per-feature
+Ginis exceeds the Gini of their mean in every sentence); the null shares that construction, so only the
+part beyond it counts.
 
 * stop words get little attention: the attention a token receives relative to uniform attention, mean
-  over content words minus mean over stop words; holds when the interval lies above 0;
+  over content words minus mean over stop words (Δ). Null: the same with the word classes shuffled
+  within each sentence (:data:`NULL_DRAWS` shuffles);
 * a few words are globally important, receiving large attention from all others: per sentence, the Gini
-  coefficient of the attention received minus the Gini of what uniform attention under the same mask
-  gives (the directional masks alone make it unequal), mean over sentences; holds above 0. Measured on
-  the mean over features (what the Attention page shows) and per feature (each of the d_h features has
-  its own distribution; the mean of their Gini coefficients);
+  coefficient of the attention received, on the mean over features (what the Attention page shows) and
+  per feature (each of the d_h features has its own distribution; the mean of their Ginis). Δ is the
+  model minus uniform attention under the same mask. Null: every query's attention (each feature's
+  distribution over its keys) kept and shuffled among its keys, one permutation per query shared by the
+  features, so that no word is preferred by the queries together, while each feature keeps its noise;
 * the fusion gate F is smaller for stop words (they take more of the attention output s): mean gate over
-  content words minus over stop words; holds above 0;
-* forward and backward attend to different words: per sentence, Kendall's tau between the two blocks'
-  relative attention received; holds when the interval lies below 0.5 (at most a moderate agreement).
+  content words minus over stop words. Null: word classes shuffled within each sentence;
+* forward and backward attend to different words: per sentence, Kendall's τ between the two blocks'
+  relative attention received. Null: unrelated directions, the same shuffles as for the Gini in both
+  blocks, so that only the masks and the spread of each query's attention relate them; the claim fails
+  when the directions rank words alike beyond that.
 
-Intervals are 95% cluster-bootstrap intervals (1,000 resamples of whole sentences). A claim that holds
-with an effect under 5% of the level it is compared with (the stop words' mean, the uniform Gini) is
-marked small: with thousands of tokens, tiny differences are significant.
+A verdict comes from the 95% cluster-bootstrap interval (1,000 resamples of whole sentences) of the
+measure minus its null, per sentence (the mean of the shuffles for word classes): the claim holds when
+that interval lies above 0 (for the directions: fails when it does). A claim that holds with an effect
+under 5% of the level it is compared with (the stop words' mean, the uniform Gini) is marked small: with
+thousands of tokens, tiny differences are significant. Below :data:`MIN_SENTENCES` sentences no verdict is given:
+two sentences allow three distinct resamples, one allows none, and any Δ would read as a finding.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
 from disan.explore.analyses import charts, stats
 from disan.explore.figures import token_bars
 from disan.explore.views import Drawing, Row
 from disan.inspect.batched import traces
-from disan.inspect.measures import WORD_CLASSES, received, word_class
+from disan.inspect.measures import WORD_CLASSES, lift_of, received, word_class
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
                    "volleyball match is in progress between ladies")
 MAX_SENTENCES = 2000
-AGREEMENT = 0.5  # the tau below which two directions count as attending to different words
+MIN_SENTENCES = 20   # below this many sentences a claim gets its measures and no verdict
+NULL_DRAWS = 200     # shuffles of the word classes in the stop-word nulls
+SMALL = 0.05         # an effect below this share of the level it is compared with is reported as small
+TOO_FEW = f"too few sentences for a verdict (fewer than {MIN_SENTENCES})"
+COLUMNS = ["paper claim", "measured", "null", "holds?", "n"]
 
 
 @dataclass
@@ -48,41 +65,65 @@ class CaseStudy:
     tokens: pd.DataFrame       # sentence, position, token, class, then per block: "{b} received",
                                # "{b} uniform", "{b} relative" (NaN where no query may attend), "{b} gate"
     sentences: pd.DataFrame    # sentence, length, per block "{b} gini", "{b} gini features" (the mean over features
-                               # of each feature's Gini) and "{b} gini uniform"; "tau" (blocks 1 and 2)
+                               # of each feature's Gini), "{b} gini uniform" and the nulls "{b} gini null",
+                               # "{b} gini features null"; "tau" (blocks 1 and 2) and its null "tau null"
+                               # (the same shuffles in both blocks)
     seconds: float             # how long the measurement took
 
 
-def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "") -> CaseStudy:
+def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", seed: int = 0) -> CaseStudy:
     """Trace every sentence (dense, in length-bucketed batches) and keep the measures of the module's
-    claims. Raises ValueError for an encoder without DiSA blocks."""
+    claims and of their nulls (``seed`` draws the null's shuffles). Raises ValueError for an encoder
+    without DiSA blocks."""
+    return measure_traces(traces(pipe, token_lists), token_lists, corpus, seed)
+
+
+def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corpus: str = "",
+                   seed: int = 0) -> CaseStudy:
+    """The measures of batched traces: ``batches`` yields (sentence indices, an encoder trace with a batch
+    axis, padding and ``lengths``), as :func:`disan.inspect.batched.traces` does."""
     start = time.perf_counter()
+    rng = np.random.default_rng(seed)
     token_rows, sentence_rows, names = [], [], None
-    for idx, tr in traces(pipe, token_lists):
+    for idx, tr in batches:
         if not tr.blocks:
             raise ValueError("this encoder has no DiSA blocks: the case study is about their attention and gates")
         names = [block.name for block in tr.blocks]
-        # (B, n) received, uniform and mean gate, and (B, n, d) the attention each feature gives each token
-        per_block = [(*(t.numpy() for t in received(block.probs, block.mask)), block.gate.mean(dim=-1).numpy(),
-                      block.probs.sum(dim=1).numpy()) for block in tr.blocks]
+        per_block = []
+        for block in tr.blocks:
+            probs, mask = torch.as_tensor(block.probs), torch.as_tensor(block.mask)
+            (size, n, _), d = mask.shape, probs.shape[-1]
+            # the null: each query's attention shuffled among its keys, one permutation per query for all
+            # features; adding every cell into the key it moves to gives what the tokens receive under the
+            # null without building the shuffled (B, n, n, d) attention (3x faster than gathering it)
+            moves_to = torch.from_numpy(np.argsort(stats.row_shuffle_index(mask.numpy(), rng), axis=-1))
+            null_by_feature = torch.zeros(size, n, d, dtype=probs.dtype).scatter_add_(
+                1, moves_to.reshape(size, n * n, 1).expand(-1, -1, d), probs.reshape(size, n * n, d))
+            # (B, n) received, uniform and mean gate; (B, n, d) what each feature gives each token, and its null
+            per_block.append((*(t.numpy() for t in received(probs, mask)), block.gate.mean(dim=-1).numpy(),
+                              probs.sum(dim=1).numpy(), null_by_feature.numpy()))
         for b, s in enumerate(idx):
             n = int(tr.lengths[b])
             frame = {"sentence": s, "position": np.arange(n), "token": list(token_lists[s]),
                      "class": [word_class(t) for t in token_lists[s]]}
             row = {"sentence": s, "length": n}
-            relative = []
-            for name, (got, uniform, gate, by_feature) in zip(names, per_block):
+            relative, null_relative = [], []
+            for name, (got, uniform, gate, by_feature, null_by_feature) in zip(names, per_block):
                 got, uniform = got[b, :n], uniform[b, :n]
-                rel = np.where(uniform > 0, got / np.where(uniform > 0, uniform, 1.0), np.nan)
+                reached = uniform > 0
+                rel, null_rel = (lift_of(r, uniform) for r in (got, null_by_feature[b, :n].mean(axis=-1)))
                 frame.update({f"{name} received": got, f"{name} uniform": uniform, f"{name} relative": rel,
                               f"{name} gate": gate[b, :n]})
-                reached = uniform > 0
                 enough = reached.sum() >= 2
-                row[f"{name} gini"] = stats.gini(got[reached]) if enough else np.nan
-                row[f"{name} gini features"] = (float(np.mean(stats.gini(by_feature[b, :n][reached])))
-                                                if enough else np.nan)
+                for suffix, features in (("", by_feature), (" null", null_by_feature)):
+                    features = features[b, :n][reached]
+                    row[f"{name} gini{suffix}"] = stats.gini(features.mean(axis=-1)) if enough else np.nan
+                    row[f"{name} gini features{suffix}"] = float(np.mean(stats.gini(features))) if enough else np.nan
                 row[f"{name} gini uniform"] = stats.gini(uniform[reached]) if enough else np.nan
                 relative.append(rel)
-            row["tau"] = stats.kendall_tau(relative[0], relative[1]) if len(relative) >= 2 else np.nan
+                null_relative.append(null_rel)
+            row["tau"] = stats.kendall_tau(*relative[:2]) if len(relative) >= 2 else np.nan
+            row["tau null"] = stats.kendall_tau(*null_relative[:2]) if len(relative) >= 2 else np.nan
             token_rows.append(pd.DataFrame(frame))
             sentence_rows.append(row)
     if names is None:
@@ -116,12 +157,39 @@ def class_means(study: CaseStudy, column: str, resamples: int = 1000, seed: int 
 
 def _content_minus_stop(study: CaseStudy, column: str, resamples: int,
                         seed: int) -> tuple[stats.Estimate, float, float, int]:
-    """Content minus stop-word mean of a column, with its interval; both means; the sentences that have either."""
+    """Content minus stop-word mean of a column, with its interval; both means; the sentences resampled
+    (those with a token of either class)."""
     sums = _class_sums(study, column, ("content", "stop"))
+    sums = sums[(sums[:, 1] + sums[:, 3]) > 0]
+    if not len(sums):
+        return stats.Estimate(np.nan, np.nan, np.nan), np.nan, np.nan, 0
     diff = stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1] - t[..., 2] / t[..., 3], resamples, seed=seed)
     totals = sums.sum(axis=0)
-    sentences = int(((sums[:, 1] + sums[:, 3]) > 0).sum())
-    return diff, totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1), sentences
+    return diff, totals[0] / max(totals[1], 1), totals[2] / max(totals[3], 1), len(sums)
+
+
+def shuffled_classes(study: CaseStudy, columns: Sequence[str], draws: int = NULL_DRAWS,
+                     seed: int = 0) -> dict[str, np.ndarray]:
+    """(draws,) per per-token column: content minus stop-word mean with the word classes shuffled among
+    the tokens of each sentence (one shuffle per draw for every column; tokens where a column is NaN
+    keep their place and are left out of its means). Each sentence keeps its length, its positions and
+    how many stop words it has; which tokens they are is random."""
+    tokens = study.tokens  # sorted by sentence, then position
+    sentence = tokens["sentence"].to_numpy(dtype=float)
+    classes = tokens["class"].to_numpy()
+    values = {column: tokens[column].to_numpy(dtype=float) for column in columns}
+    finite = {column: np.isfinite(v) for column, v in values.items()}
+    rng = np.random.default_rng(seed)
+    out = {column: np.full(draws, np.nan) for column in columns}
+    for r in range(draws):
+        # sorted by sentence, then by a random key: a random permutation within each sentence
+        shuffled = classes[np.argsort(sentence + 0.5 * rng.random(len(sentence)), kind="stable")]
+        content, stop = shuffled == "content", shuffled == "stop"
+        for column, v in values.items():
+            c, s = v[content & finite[column]], v[stop & finite[column]]
+            if len(c) and len(s):
+                out[column][r] = c.mean() - s.mean()
+    return out
 
 
 def _sentence_mean(values: np.ndarray, resamples: int, seed: int) -> stats.Estimate:
@@ -132,88 +200,132 @@ def _sentence_mean(values: np.ndarray, resamples: int, seed: int) -> stats.Estim
     return stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], resamples, seed=seed)
 
 
-SMALL = 0.05  # an effect below this share of the level it is compared with is reported as small
-
-
-def _verdict(estimate: stats.Estimate, above: float | None = None, below: float | None = None,
-             level: float | None = None) -> str:
-    """yes / no by the interval; "yes, small" when the effect is under :data:`SMALL` of ``level``."""
-    if not np.isfinite(estimate.low):
+def _verdict(effect: stats.Estimate, n: int, level: float | None = None, claim_is_beyond: bool = True) -> str:
+    """The verdict on a claim from the interval of measure minus null. A claim of an effect holds when
+    the interval lies above 0 ("yes, small" when the effect is under :data:`SMALL` of ``level``); a
+    claim of no effect (``claim_is_beyond`` False) fails when it does. None below :data:`MIN_SENTENCES`
+    sentences."""
+    if n < MIN_SENTENCES:
+        return TOO_FEW
+    if not np.isfinite(effect.low):
         return "n/a"
-    holds = estimate.low > above if above is not None else estimate.high < below
-    if holds and level and abs(estimate.value) < SMALL * abs(level):
+    beyond = effect.low > 0
+    if not claim_is_beyond:
+        return "no: alike beyond the null" if beyond else "yes: within the null"
+    if not beyond:
+        return "no: not beyond the null"
+    if level and abs(effect.value) < SMALL * abs(level):
         return "yes, small"
-    return "yes" if holds else "no"
+    return "yes"
 
 
 def _interval(e: stats.Estimate) -> str:
     return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
 
 
+def _undefined(e: stats.Estimate, resamples: int) -> str:
+    """A note on the resamples left out of an interval, or nothing."""
+    return f" ({e.undefined} of {resamples} resamples lacked a word class)" if e.undefined else ""
+
+
+def _shifted(e: stats.Estimate, by: float) -> stats.Estimate:
+    return stats.Estimate(e.value - by, e.low - by, e.high - by, e.undefined)
+
+
+def _class_claim(study: CaseStudy, name: str, column: str, null_draws: np.ndarray, resamples: int,
+                 seed: int) -> dict:
+    """The claims row of a stop-word claim: on the block's relative attention received or its gate,
+    against the draws of its null (:func:`shuffled_classes`)."""
+    claim, what = {"relative": ("stop words get little attention", "received ÷ uniform"),
+                   "gate": ("the fusion gate F is smaller for stop words", "gate")}[column]
+    diff, content, stop, n = _content_minus_stop(study, f"{name} {column}", resamples, seed)
+    null = stats.null_range(null_draws)
+    return {"paper claim": f"{claim} ({name})",
+            "measured": f"{what}: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}"
+                        + _undefined(diff, resamples),
+            "null": f"word classes shuffled within sentences: Δ {null}",
+            "holds?": _verdict(_shifted(diff, null.mean), n, level=stop), "n": n}
+
+
 def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """The table: paper claim | measured | holds? | n, one row per claim and DiSA block. Δ is content
-    minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; n counts the
-    sentences measured (the unit the bootstrap resamples)."""
-    rows = []
-    for name in study.blocks:
-        diff, content, stop, n = _content_minus_stop(study, f"{name} relative", resamples, seed)
-        rows.append({"paper claim": f"stop words get little attention ({name})",
-                     "measured": f"received ÷ uniform: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
-                     "holds?": _verdict(diff, above=0.0, level=stop), "n": n})
+    """The table: paper claim | measured | null | holds? | n, one row per claim and DiSA block. Δ is
+    content minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; the
+    null column gives what the claim's null model gives (the 5-95% range of the shuffles for word
+    classes; a 95% interval for the other nulls); "holds?" judges the measure against the null; n counts
+    the sentences measured (the unit the bootstrap resamples). Below :data:`MIN_SENTENCES` sentences
+    "holds?" says that there are too few for a verdict."""
+    nulls = shuffled_classes(study, [f"{name} {column}" for name in study.blocks for column in ("relative", "gate")],
+                             seed=seed)
+    rows = [_class_claim(study, name, "relative", nulls[f"{name} relative"], resamples, seed) for name in study.blocks]
     for name in study.blocks:
         uniform = study.sentences[f"{name} gini uniform"].to_numpy(dtype=float)
         for suffix, how in (("", "mean over features"), (" features", "each feature")):
             model = study.sentences[f"{name} gini{suffix}"].to_numpy(dtype=float)
-            diff = _sentence_mean(model - uniform, resamples, seed)
+            null = study.sentences[f"{name} gini{suffix} null"].to_numpy(dtype=float)
+            kept = np.isfinite(model) & np.isfinite(null) & np.isfinite(uniform)
+            model, null, uniform_kept = model[kept], null[kept], uniform[kept]
             rows.append({"paper claim": f"a few words receive large attention from all others ({name}, {how})",
-                         "measured": f"Gini {np.nanmean(model):.3f}, uniform {np.nanmean(uniform):.3f}; "
-                                     f"Δ {_interval(diff)}",
-                         "holds?": _verdict(diff, above=0.0, level=np.nanmean(uniform)),
-                         "n": int(np.isfinite(model - uniform).sum())})
-    for name in study.blocks:
-        diff, content, stop, n = _content_minus_stop(study, f"{name} gate", resamples, seed)
-        rows.append({"paper claim": f"the fusion gate F is smaller for stop words ({name})",
-                     "measured": f"gate: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}",
-                     "holds?": _verdict(diff, above=0.0, level=stop), "n": n})
+                         "measured": f"Gini {np.mean(model):.3f}, uniform {np.mean(uniform_kept):.3f}; "
+                                     f"Δ {_interval(_sentence_mean(model - uniform_kept, resamples, seed))}",
+                         "null": f"each query's attention shuffled among its keys: Gini {np.mean(null):.3f}; "
+                                 f"Δ {_interval(_sentence_mean(null - uniform_kept, resamples, seed))}",
+                         "holds?": _verdict(_sentence_mean(model - null, resamples, seed), int(kept.sum()),
+                                            level=np.mean(uniform_kept)),
+                         "n": int(kept.sum())})
+    rows += [_class_claim(study, name, "gate", nulls[f"{name} gate"], resamples, seed) for name in study.blocks]
     if len(study.blocks) >= 2:
         tau = study.sentences["tau"].to_numpy(dtype=float)
-        est = _sentence_mean(tau, resamples, seed)
+        null = study.sentences["tau null"].to_numpy(dtype=float)
+        kept = np.isfinite(tau) & np.isfinite(null)
+        tau, null = tau[kept], null[kept]
         rows.append({"paper claim": f"{study.blocks[0]} and {study.blocks[1]} attend to different words",
-                     "measured": f"mean τ {_interval(est)}; different below {AGREEMENT}",
-                     "holds?": _verdict(est, below=AGREEMENT), "n": int(np.isfinite(tau).sum())})
-    return pd.DataFrame(rows)
+                     "measured": f"mean τ {_interval(_sentence_mean(tau, resamples, seed))}",
+                     "null": f"unrelated directions (queries' attention shuffled among their keys): "
+                             f"τ {_interval(_sentence_mean(null, resamples, seed))}",
+                     # the claim is that the directions differ: it fails when they agree beyond unrelated ones
+                     "holds?": _verdict(_sentence_mean(tau - null, resamples, seed), len(tau), claim_is_beyond=False),
+                     "n": len(tau)})
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = 1000, seed: int = 0) -> Drawing:
     """The claims table, then a plot per claim, then (if given) the paper's sentences with the same measures."""
     received_by = {name: class_means(study, f"{name} relative", resamples, seed) for name in study.blocks}
     gate_by = {name: class_means(study, f"{name} gate", resamples, seed) for name in study.blocks}
-    gini = {f"{name}{label}: model − uniform": (study.sentences[f"{name} gini{suffix}"]
-                                                 - study.sentences[f"{name} gini uniform"]).to_numpy(dtype=float)
+    gini = {f"{name}{label}": (study.sentences[f"{name} gini{suffix}"]
+                               - study.sentences[f"{name} gini{suffix} null"]).to_numpy(dtype=float)
             for name in study.blocks for suffix, label in (("", ""), (" features", ", per feature"))}
+    verdicts = "" if len(study.sentences) >= MIN_SENTENCES else f" ({TOO_FEW})"
     rows = [
         Row({"case-claims": claims(study, resamples, seed)},
-            f"Claims over {len(study.sentences)} sentences of {study.corpus}"),
+            f"Claims over {len(study.sentences)} sentences of {study.corpus}{verdicts}",
+            caption="“holds?” compares each measure with its null, a model without the claimed property under the "
+                    "same masks and sentence lengths."),
         Row({"case-received": charts.estimate_bars(received_by, "attention received ÷ uniform, by word class",
                                                    "mean (95% interval)", reference=1.0),
              "case-gates": charts.estimate_bars(gate_by, "fusion gate F, by word class", "mean gate (95% interval)")},
             "Stop words: attention received and gates"),
-        Row({"case-gini": charts.histograms(gini, "concentration of the attention received, per sentence",
-                                            "Gini(model) − Gini(uniform attention)", reference=0.0)},
+        Row({"case-gini": charts.histograms(gini, "concentration beyond the null, per sentence",
+                                            "Gini(model) − Gini(queries' attention shuffled among their keys)",
+                                            reference=0.0)},
             "Globally important words"),
     ]
     if len(study.blocks) >= 2:
         rows[-1].panels["case-tau"] = charts.histograms(
-            {f"{study.blocks[0]} vs {study.blocks[1]}": study.sentences["tau"].to_numpy(dtype=float)},
-            "do the directions rank words alike?", "Kendall's τ per sentence", reference=AGREEMENT)
+            {f"{study.blocks[0]} vs {study.blocks[1]}": study.sentences["tau"].to_numpy(dtype=float),
+             "null: unrelated directions": study.sentences["tau null"].to_numpy(dtype=float)},
+            "do the directions rank words alike?", "Kendall's τ per sentence")
     if paper is not None:
-        rows += paper_rows(paper)
+        rows += paper_rows(paper, resamples, seed)
     return Drawing(rows)
 
 
-def paper_rows(paper: CaseStudy) -> list[Row]:
-    """Per paper sentence: each token's attention received ÷ uniform and mean gate per block (stop words marked)."""
-    rows = []
+def paper_rows(paper: CaseStudy, resamples: int = 1000, seed: int = 0) -> list[Row]:
+    """The paper's sentences: the claims' measures (too few sentences for verdicts), then per sentence
+    each token's attention received ÷ uniform and mean gate per block (stop words marked)."""
+    rows = [Row({"case-paper-claims": claims(paper, resamples, seed)},
+                f"The paper's {len(paper.sentences)} sentences: measures, not verdicts",
+                caption=f"A verdict needs at least {MIN_SENTENCES} sentences; the paper reads its claims from these.")]
     for s, group in paper.tokens.groupby("sentence"):
         labels = [f"{t} · stop" if c == "stop" else t for t, c in zip(group["token"], group["class"])]
         received_bars = {name: group[f"{name} relative"].to_numpy() for name in paper.blocks}

@@ -149,7 +149,7 @@ class Senses:
     corpus: str
     table: pd.DataFrame      # occurrence, sentence, position, label, cluster, pc1, pc2, context, text
     vectors: np.ndarray      # (N, D)
-    explained: np.ndarray    # (2,) the variance share of PC 1 and PC 2
+    explained: np.ndarray    # (2,) the variance share of PC 1 and PC 2 (of the unit vectors)
     k: int
     silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette (when k was picked by it)
     hover: list[str] = field(default_factory=list)              # the escaped context of each occurrence
@@ -159,7 +159,8 @@ def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
             limit: int = MAX_OCCURRENCES, seed: int = 0) -> Senses:
     """Collect up to ``limit`` occurrences of ``word`` and their ``kind`` vectors (batched, fast path),
     project them with PCA and cluster them with k-means: ``k`` clusters, or (None) the k in 2..8 with
-    the best silhouette. Clusters are computed on the unit-length vectors, as the cosine neighbours are."""
+    the best silhouette. The projection and the clusters both use the unit-length vectors, as the cosine
+    neighbours do, so that the scatter shows the geometry the clusters were found in."""
     places = occurrences(corpus, word, limit)
     if len(places) < 2:
         raise ValueError(f"{word!r} occurs {len(places)} time(s) in {corpus.name}; at least 2 are needed")
@@ -170,7 +171,7 @@ def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
     if k is None:
         k, scores = stats.best_k(unit, range(2, min(8, len(places) - 1) + 1), seed)
     labels = stats.kmeans(unit, min(k, len(places)), seed)
-    projection = stats.pca_2d(vectors)
+    projection = stats.pca_2d(unit)
     sentence = [s for s, _ in places]
     position = [p for _, p in places]
     table = pd.DataFrame({
@@ -213,7 +214,8 @@ def drawing(result: Senses, colour: str = "cluster", selected: int | None = None
         order = [f"cluster {c}" for c in range(result.k)]
     else:
         groups, order = list(result.table["label"]), None
-    title = f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]}"
+    title = (f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]} "
+             f"at unit length (projected and clustered alike)")
     rows = [Row({"corpus-scatter": charts.occurrence_scatter(
         result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order)})]
     if selected is not None:

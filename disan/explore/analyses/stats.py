@@ -1,6 +1,7 @@
-"""The statistics the analyses need (the project installs neither scipy nor scikit-learn): PCA,
-k-means with k-means++ seeding, the silhouette score, Kendall's tau-b, the Gini coefficient and a
-cluster bootstrap of ratio statistics.
+"""The statistics the analyses need (the project installs neither scipy nor scikit-learn): PCA with
+deterministic signs, k-means with k-means++ seeding and restarts, the silhouette score, Kendall's tau-b
+(O(m log² m), for the thousands of cells of an attention matrix), the Gini coefficient and a cluster
+bootstrap of ratio statistics.
 
 Arguments and results are numpy arrays. The matrix products of PCA, k-means and the silhouette run in
 torch (float64): the app runs torch on one thread, while numpy's OpenBLAS starts a thread per core and
@@ -17,34 +18,43 @@ import torch
 
 
 def _tensor(x) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+    return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float64))
 
 
 # ---------------------------------------------------------------- projection and clustering
 
 @dataclass
 class Projection:
-    """Points in 2-D and the share of the variance each of the two components explains."""
-    coords: np.ndarray     # (N, 2)
-    explained: np.ndarray  # (2,) fractions of the total variance, largest first
+    """Points in 2-D, the two components and the share of the variance each explains."""
+    coords: np.ndarray      # (N, 2)
+    explained: np.ndarray   # (2,) fractions of the total variance, largest first
+    components: np.ndarray  # (2, D) unit loadings; the largest |loading| of each is positive
 
 
 def pca_2d(x: np.ndarray) -> Projection:
     """Project (N, D) points on their first two principal components (SVD of the centred data).
 
-    Components that the data lack (N < 3, or points on a line) come out as zeros with 0 explained variance.
+    An SVD fixes each component only up to its sign, so a correlation with PC 1 could read +0.5 here and
+    −0.5 elsewhere; each component is turned so that its largest loading (by magnitude, the first of
+    equals) is positive, which does not depend on the order of the points. Components that the data lack
+    (N < 3, or points on a line) come out as zeros with 0 explained variance.
     """
     centred = _tensor(x)
     centred = centred - centred.mean(dim=0)
     _, sing, vt = torch.linalg.svd(centred, full_matrices=False)
+    m = min(2, len(sing))
+    vt = vt[:m]
+    largest = vt.gather(1, vt.abs().argmax(dim=1, keepdim=True))
+    vt = vt * torch.where(largest < 0, -1.0, 1.0).to(vt.dtype)
     total = float((sing ** 2).sum())
     coords = np.zeros((len(centred), 2))
     explained = np.zeros(2)
-    m = min(2, len(sing))
-    coords[:, :m] = (centred @ vt[:m].T).numpy()
+    components = np.zeros((2, centred.shape[1]))
+    coords[:, :m] = (centred @ vt.T).numpy()
+    components[:m] = vt.numpy()
     if total > 0:
         explained[:m] = (sing[:m] ** 2 / total).numpy()
-    return Projection(coords, explained)
+    return Projection(coords, explained, components)
 
 
 def _squared_distances(x: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
@@ -69,15 +79,24 @@ def _seed_centres(x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Te
     return x[chosen].clone()
 
 
-def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: int = 100) -> np.ndarray:
-    """(N,) cluster labels 0..k-1 of (N, D) points: Lloyd's algorithm from k-means++ seeds, the best of
-    ``restarts`` runs by inertia. Labels are renumbered by cluster size, largest first."""
+RESTARTS = 10       # k-means runs at least this many times from new k-means++ seeds ...
+MAX_RESTARTS = 50   # ... and goes on, up to this many, until a second run reaches the best inertia
+
+
+def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = RESTARTS, max_restarts: int = MAX_RESTARTS,
+           iterations: int = 100) -> np.ndarray:
+    """(N,) cluster labels 0..k-1 of (N, D) points: Lloyd's algorithm from k-means++ seeds, the run of
+    lowest inertia. Lloyd's algorithm stops in local minima, so it runs ``restarts`` times and then
+    more, up to ``max_restarts``, until the lowest inertia has been reached twice (evidence that it is
+    the global one). Labels are renumbered by cluster size, largest first."""
     x = _tensor(x)
     if not 1 <= k <= len(x):
         raise ValueError(f"k must be between 1 and the number of points ({len(x)}), not {k}")
     rng = np.random.default_rng(seed)
-    best, best_inertia = None, np.inf
-    for _ in range(restarts):
+    best, best_inertia, reached = None, np.inf, 0
+    run = 0
+    while run < restarts or (reached < 2 and run < max_restarts):
+        run += 1
         centres = _seed_centres(x, k, rng)
         labels = None
         for _ in range(iterations):
@@ -90,8 +109,10 @@ def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = 4, iterations: 
             filled = counts > 0  # an emptied cluster keeps its centre
             centres[filled] = sums[filled] / counts[filled, None]
         inertia = float(_squared_distances(x, centres).gather(1, labels[:, None]).sum())
-        if inertia < best_inertia:
-            best, best_inertia = labels.numpy(), inertia
+        if np.isclose(inertia, best_inertia, rtol=1e-9, atol=1e-12):
+            reached += 1
+        elif inertia < best_inertia:
+            best, best_inertia, reached = labels.numpy(), inertia, 1
     order = np.argsort(-np.bincount(best, minlength=k), kind="stable")
     return np.argsort(order)[best]
 
@@ -137,25 +158,62 @@ def cosine_to(x: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- rank agreement and concentration
 
+def _tied_pairs(*columns: np.ndarray) -> int:
+    """Pairs of rows equal in every column, for rows sorted so that equal rows are adjacent."""
+    change = np.zeros(len(columns[0]) - 1, dtype=bool)
+    for column in columns:
+        change |= column[1:] != column[:-1]
+    runs = np.diff(np.flatnonzero(np.concatenate(([True], change, [True]))))
+    return int((runs * (runs - 1) // 2).sum())
+
+
+def _inversions(ranks: np.ndarray) -> int:
+    """Pairs a < b with ranks[a] > ranks[b], by a bottom-up merge sort whose every level is one numpy pass.
+
+    At width w the array is sorted within blocks of w; for each element of the right half of a pair of
+    blocks, the elements of the left half above it are inversions. Offsetting every value by its pair's
+    number times the rank range makes the left halves one sorted array that searchsorted can use.
+    """
+    m = len(ranks)
+    span = int(ranks.max()) + 1 if m else 1
+    values, position, total, width = ranks.astype(np.int64), np.arange(m), 0, 1
+    while width < m:
+        pair = position // (2 * width)
+        keys = pair * span + values
+        right = (position // width) % 2 == 1
+        left_keys = keys[~right]
+        left_end = np.searchsorted(left_keys, (pair[right] + 1) * span)
+        total += int((left_end - np.searchsorted(left_keys, keys[right], side="right")).sum())
+        values = np.sort(keys) - pair * span  # the pair's blocks merged; pairs stay in place
+        width *= 2
+    return total
+
+
 def kendall_tau(x, y) -> float:
     """Kendall's tau-b of two equally long sequences (ties in either corrected for); NaN pairs are left out.
 
-    NaN when fewer than two pairs remain or one side is constant.
+    NaN when fewer than two pairs remain or one side is constant. Knight's algorithm: sorted by x then
+    y, the discordant pairs are the inversions of y, so m values take O(m log² m), not m² pairs.
     """
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape:
         raise ValueError(f"tau needs sequences of one length, not {x.shape} and {y.shape}")
     keep = np.isfinite(x) & np.isfinite(y)
     x, y = x[keep], y[keep]
-    if len(x) < 2:
+    m = len(x)
+    if m < 2:
         return float("nan")
-    upper = np.triu_indices(len(x), 1)
-    dx = np.sign(x[:, None] - x[None, :])[upper]
-    dy = np.sign(y[:, None] - y[None, :])[upper]
-    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
-    if untied_x == 0 or untied_y == 0:
+    order = np.lexsort((y, x))
+    x, y = x[order], y[order]
+    pairs = m * (m - 1) // 2
+    sorted_y = np.sort(y)
+    tied_x, tied_y, tied_both = _tied_pairs(x), _tied_pairs(sorted_y), _tied_pairs(x, y)
+    if tied_x == pairs or tied_y == pairs:
         return float("nan")
-    return float((dx * dy).sum() / np.sqrt(untied_x * untied_y))
+    discordant = _inversions(np.searchsorted(sorted_y, y))  # y as ranks, ties sharing one
+    # concordant + discordant = the pairs tied in neither
+    difference = pairs - tied_x - tied_y + tied_both - 2 * discordant
+    return float(difference / np.sqrt(float(pairs - tied_x) * float(pairs - tied_y)))
 
 
 def gini(x):
@@ -172,6 +230,53 @@ def gini(x):
     with np.errstate(invalid="ignore", divide="ignore"):
         g = np.where(total > 0, (rank * x).sum(axis=0) / (n * np.where(total > 0, total, 1.0)), np.nan)
     return float(g) if x.ndim == 1 else g
+
+
+# ---------------------------------------------------------------- null models
+
+@dataclass(frozen=True)
+class NullRange:
+    """What a statistic takes under a null model (a model without the property it measures): the mean
+    and the 5th and 95th percentiles of its draws."""
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.3f} [{self.low:+.3f}, {self.high:+.3f}]"
+
+
+def null_range(draws) -> NullRange:
+    """The :class:`NullRange` of a statistic's draws under a null model (NaN draws left out)."""
+    draws = np.asarray(draws, dtype=np.float64)
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return NullRange(float("nan"), float("nan"), float("nan"))
+    low, high = np.percentile(draws, [5, 95])
+    return NullRange(float(draws.mean()), float(low), float(high))
+
+
+def shuffle_rows(values: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(..., n, m) values with each row's allowed cells (``mask`` True, broadcast to ``values``) permuted
+    among themselves, independently per row; masked cells keep their values.
+
+    A row keeps the values it spreads over its keys, and loses which key gets which: the null of "these
+    rows prefer these keys".
+    """
+    values = np.asarray(values)
+    return np.take_along_axis(values, row_shuffle_index(np.broadcast_to(mask, values.shape), rng), axis=-1)
+
+
+def row_shuffle_index(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """(..., n, m) the cell of the same row whose value each cell takes in :func:`shuffle_rows`: a random
+    permutation of every row's allowed cells (``mask`` True); masked cells point at themselves."""
+    mask = np.asarray(mask, dtype=bool)
+    # allowed cells in a random order, then the masked ones; and the allowed cells in place order
+    shuffled = np.argsort(np.where(mask, rng.random(mask.shape), 2.0), axis=-1, kind="stable")
+    in_place = np.argsort(~mask, axis=-1, kind="stable")
+    source = np.empty_like(shuffled)
+    np.put_along_axis(source, in_place, shuffled, axis=-1)  # cell in_place[t] takes the value of shuffled[t]
+    return source
 
 
 # ---------------------------------------------------------------- bootstrap
@@ -191,6 +296,8 @@ class Estimate:
     value: float
     low: float
     high: float
+    undefined: int = 0  # resamples where the statistic is undefined (a class none of the drawn clusters has):
+                        # left out of the interval, and counted so that a reader can judge the interval
 
 
 def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = 1000,
@@ -200,6 +307,7 @@ def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.nda
     ``sums`` is (S, m): m totals per cluster (e.g. per sentence: the attention its stop words receive,
     their count, ...); ``statistic`` maps totals (..., m) to the statistic (...), e.g. a ratio of sums.
     Resampling sentences rather than tokens keeps the dependence between the tokens of one sentence.
+    Resamples whose statistic is not finite are left out of the interval and counted in ``undefined``.
     """
     sums = np.asarray(sums, dtype=np.float64)
     if sums.ndim != 2 or len(sums) == 0:
@@ -208,9 +316,10 @@ def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.nda
     with np.errstate(invalid="ignore", divide="ignore"):
         value = float(statistic(sums.sum(axis=0)))
         draws = statistic(counts @ sums)  # (R,)
-    draws = draws[np.isfinite(draws)]
-    if not len(draws):
-        return Estimate(value, float("nan"), float("nan"))
+    defined = np.isfinite(draws)
+    undefined = int(resamples - defined.sum())
+    if not defined.any():
+        return Estimate(value, float("nan"), float("nan"), undefined)
     tail = (1 - level) / 2 * 100
-    low, high = np.percentile(draws, [tail, 100 - tail])
-    return Estimate(value, float(low), float(high))
+    low, high = np.percentile(draws[defined], [tail, 100 - tail])
+    return Estimate(value, float(low), float(high), undefined)
