@@ -2,21 +2,29 @@
 features whose weights are set to attend to the adjacent token, to a sentence end, or uniformly."""
 import io
 import math
+from pathlib import Path
+from urllib.parse import parse_qs
 
 import numpy as np
 import pandas as pd
 import pytest
 import spacy
 import torch
+from streamlit.testing.v1 import AppTest
 
+import disan
 from disan import viz
 from disan.data.text import Vocab
 from disan.explore import atlas
+from disan.explore.analyses import corpus
 from disan.explore.pipeline import Pipeline
+from disan.explore.views import Drawing
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
 
 from .conftest import LABELS, make_model
+from .test_analysis_pages import models  # noqa: F401 (a fixture: tiny checkpoints named for benchmarks)
+from .test_app import APP, app, assert_page_draws, charts, texts, visit
 
 STEEP = 10.0  # logit slope of the set features: one step away costs c·tanh(10/c) = 4.8 of the logit
 
@@ -232,3 +240,63 @@ def test_one_feature_is_explained_on_its_sharpest_sentences(positional):
     assert n == len(lift)
     with pytest.raises(ValueError, match="out of range"):
         atlas.explain(pipe, result, texts, "backward", 3)
+
+
+# ---------------------------------------------------------------- the page (AppTest)
+
+PAGE = "pages/feature_atlas.py"
+SHIPPED = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "checkpoints").iterdir()
+                 if (p / "config.json").is_file())
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_draws_the_library_view_and_links_to_the_feature(models, tmp_path):
+    at = visit(app(), PAGE)
+    trec = corpus.benchmark_corpus("trec", "test")
+    result = atlas.profile(disan.load(tmp_path / "a-trec"), trec.tokens, trec.name)
+    block, feature = at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value
+    first = result.table[result.table["block"] == block].sort_values("entropy ÷ uniform", kind="stable")
+    assert (block, feature) == ("forward", first["feature"].iloc[0])  # the sharpest feature first
+    pipe = disan.load(tmp_path / "a-trec")
+    for block, feature in (("forward", feature), ("backward", 3)):
+        at.selectbox(key="atlas-block").set_value(block).run()
+        at.selectbox(key="atlas-feature").set_value(feature).run()
+        selected = result.blocks.index(block) * result.d + feature
+        shown = atlas.drawing(result, "type", selected).rows + atlas.explain(pipe, result, trec.texts, block, feature).rows
+        assert_page_draws(at, Drawing(shown))
+    link = at.get("link_button")[0].proto.url
+    assert link.startswith("./?")
+    params = parse_qs(link[3:])
+    assert params == {"model": ["a-trec"], "feature": ["3"],
+                      "text": [trec.texts[atlas.top_sentences(result, "backward", 3)[0]]]}
+    expected = atlas.search(result, "negations")
+    searched = [d.value for d in at.dataframe if list(d.value.columns) == list(expected.columns)]
+    assert len(searched) == 1
+    pd.testing.assert_frame_equal(searched[0].reset_index(drop=True), expected)
+    at.number_input(key="atlas-n").set_value(50).run()
+    assert "50 sentences" in texts(at.caption)
+
+
+def test_a_link_with_a_feature_opens_the_attention_page_on_it(models):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(model="a-trec", text="the glass bottle is big", feature="3")
+    at.run()
+    assert not at.exception and not at.warning
+    assert at.radio(key="attention-mode").value == "one feature" and at.number_input(key="attention-k").value == 3
+    assert at.pills(key="attention-query-sentence").options[:2] == ["the", "glass"]
+    assert "k = 3" in " ".join(c.proto.spec for c in charts(at).values())
+    for feature, message, mode in (("9", "features 0 to 4", "one feature"), ("x1", "not a feature number", "mean")):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params.update(model="a-trec", feature=feature)
+        at.run()
+        assert not at.exception and message in texts(at.warning)
+        assert at.radio(key="attention-mode").value == mode and len(charts(at)) == 4
+
+
+@pytest.mark.usefixtures("data_root")
+@pytest.mark.parametrize("name", SHIPPED)
+def test_the_page_renders_with_its_defaults_on_every_shipped_checkpoint(name, monkeypatch):
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(Path(__file__).resolve().parent.parent / "checkpoints"))
+    at = visit(app(checkpoint=name), PAGE)
+    assert {"atlas-map", "atlas-sentence-0"} <= set(charts(at))
+    assert "2000 sentences" in texts(at.caption) and "600 features" in texts(at.caption)
