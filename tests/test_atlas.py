@@ -1,6 +1,7 @@
 """The feature atlas (disan.explore.atlas): profiles against a per-sentence reference, and the labels of
 features whose weights are set to attend to the adjacent token, to a sentence end, or uniformly."""
 import io
+import json
 import math
 from pathlib import Path
 from urllib.parse import parse_qs
@@ -245,8 +246,8 @@ def test_one_feature_is_explained_on_its_sharpest_sentences(positional):
 # ---------------------------------------------------------------- the page (AppTest)
 
 PAGE = "pages/feature_atlas.py"
-SHIPPED = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "checkpoints").iterdir()
-                 if (p / "config.json").is_file())
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = sorted(p.name for p in (ROOT / "checkpoints").iterdir() if (p / "config.json").is_file())
 
 
 @pytest.mark.usefixtures("data_root")
@@ -296,7 +297,22 @@ def test_a_link_with_a_feature_opens_the_attention_page_on_it(models):
 @pytest.mark.usefixtures("data_root")
 @pytest.mark.parametrize("name", SHIPPED)
 def test_the_page_renders_with_its_defaults_on_every_shipped_checkpoint(name, monkeypatch):
-    monkeypatch.setenv("DISAN_CHECKPOINTS", str(Path(__file__).resolve().parent.parent / "checkpoints"))
-    at = visit(app(checkpoint=name), PAGE)
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(ROOT / "checkpoints"))
+    at = app(checkpoint=name)
+    at.switch_page(PAGE)
+    at.run(timeout=300)  # 2,000 sentences, on a machine that may be busy
+    assert not at.exception, at.exception
     assert {"atlas-map", "atlas-sentence-0"} <= set(charts(at))
-    assert "2000 sentences" in texts(at.caption) and "600 features" in texts(at.caption)
+    task = json.loads((ROOT / "checkpoints" / name / "config.json").read_text())["task"]
+    sentences = min(atlas.MAX_SENTENCES, len(corpus.benchmark_corpus(task, "test")))
+    assert f"{sentences} sentences" in texts(at.caption) and "600 features" in texts(at.caption)
+
+
+def test_the_map_rings_the_selected_feature_and_names_it(positional):
+    _, result = positional
+    fig = atlas.feature_map(result, "kind", selected=result.d + 1)
+    ring = fig.data[-1]
+    assert ring.name == "selected: backward k = 1"
+    assert (ring.x[0], ring.y[0]) == tuple(result.table[["pc1", "pc2"]].iloc[result.d + 1])
+    assert "backward k=1" in ring.hovertext[0] and "last token ×" in ring.hovertext[0]
+    assert {t.name for t in fig.data[:-1]} == {"local (2)", "sentence-end detector (2)", "global (2)"}

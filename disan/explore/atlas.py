@@ -494,7 +494,10 @@ def feature_map(atlas: Atlas, colour: str = "type", selected: int | None = None)
              f"{atlas.k} types")
     fig = charts.occurrence_scatter(table[["pc1", "pc2"]].to_numpy(), table[colour], hover, atlas.explained,
                                     title, selected, order[colour])
-    return fig.update_traces(hovertemplate="%{hovertext}<extra></extra>")
+    fig.update_traces(hovertemplate="%{hovertext}<extra></extra>")
+    if selected is not None:  # the ring's legend names the feature, not its table row
+        fig.data[-1].name = figures.esc(f"selected: {table['block'].iloc[selected]} k = {table['feature'].iloc[selected]}")
+    return fig
 
 
 def drawing(atlas: Atlas, colour: str = "type", selected: int | None = None) -> Drawing:
