@@ -1,7 +1,7 @@
 """The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
 the README's captions say, saved as small PNGs in docs/.
 
-    python scripts/screenshots.py
+    python scripts/screenshots.py [feature-atlas.png ...]   # all of them, or the ones named
 """
 import io
 import sys
@@ -48,6 +48,7 @@ SHOTS = [
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
     ("compare-models.png", "/compare_models" + EXAMPLE, "A: sst5 · forward", "h2", ()),
     ("case-study.png", "/case_study", "by word class", "h2", ()),
+    ("feature-atlas.png", "/feature_atlas", "attention features of", "h2", ()),
 ]
 
 
@@ -60,6 +61,8 @@ def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         for name, path, title, top, steps in SHOTS:
+            if sys.argv[1:] and name not in sys.argv[1:]:
+                continue
             page.goto(url + path)
             wait_drawn(page, title)
             for step, drawn in steps:
