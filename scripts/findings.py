@@ -158,6 +158,9 @@ def feature_atlas() -> None:
                   f"mean gate {rows['mean gate'].min():.3f}–{rows['mean gate'].max():.3f}")
             for cls in ("stop words", "punctuation", "negations", "content words", "sentence ends"):
                 lift = rows[f"{cls} ÷ uniform"]
+                if lift.isna().all():
+                    print(f"  - {cls}: none in the corpus")
+                    continue
                 print(f"  - {cls} ÷ uniform: median {lift.median():.2f}, {lift.min():.2f}–{lift.max():.2f} "
                       f"(highest: k = {rows.loc[lift.idxmax(), 'feature']})")
         for query in ("negations", "punctuation", "not"):

@@ -195,10 +195,18 @@ def test_top_words_need_the_minimum_count():
     model, vocab = make_model("classify", "disan", 0)
     pipe = Pipeline(model, vocab, {"labels": LABELS["classify"]}, {})
     tokens = [pipe.trace_sentence(s).tokens for s in SENTENCES]
-    listed = atlas.profile(pipe, tokens, "mine", min_count=4).table["top words by lift"]
-    words = {w.split(" ×")[0] for cell in listed for w in cell.split(", ")}
+    result = atlas.profile(pipe, tokens, "mine", min_count=4)
+    words = {w for listed in result.top_words for w, _ in listed}
     counts = pd.Series([t.lower() for s in tokens for t in s]).value_counts()
     assert words and all(counts[w] >= 4 for w in words)
+    frequent = [w for w, c in counts.items() if c >= 4]
+    for row in (0, 7):  # forward k = 0, backward k = 2
+        block, k = result.table.loc[row, ["block", "feature"]]
+        lifts = {w: atlas.search(result, w, top=None).set_index(["block", "feature"]).loc[(block, k), "lift"]
+                 for w in frequent}
+        best = sorted(frequent, key=lambda w: -lifts[w])[:atlas.TOP_WORDS]
+        assert [w for w, _ in result.top_words[row]] == best
+        assert [lift for _, lift in result.top_words[row]] == pytest.approx([lifts[w] for w in best], rel=1e-5)
 
 
 def test_the_table_downloads_as_csv_and_viz_returns_it_with_the_map():

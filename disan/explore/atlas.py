@@ -118,6 +118,7 @@ class Atlas:
     sharpness: np.ndarray            # (S, blocks x d) per sentence: mean over queries of log(keys) - entropy
     lengths: np.ndarray              # (S,) tokens per sentence
     seconds: float                   # how long the profiles took
+    top_words: list[list[tuple[str, float]]]  # per table row: (word, lift), highest first
     k: int = 0                       # feature types
     silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette, when k was picked by it
     explained: np.ndarray = field(default_factory=lambda: np.zeros(2))  # variance share of PC 1 and PC 2
@@ -210,11 +211,12 @@ def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int
     table, uniform, queries = _tables(names, directions, d, totals, tokens)
     words = np.array(list(vocab), dtype=object)
     word_got, word_u = word_got.numpy(), word_u.numpy()
-    table["top words by lift"] = _top_words(words, counts, word_got, word_u, d, min_count)
+    top = _top_words(words, counts, word_got, word_u, d, min_count)
+    table["top words by lift"] = [", ".join(f"{w} ×{lift:.2f}" for w, lift in listed) for listed in top]
     kept = counts >= SEARCH_MIN_COUNT
     atlas = Atlas(corpus, names, directions, d, table, uniform, list(words[kept]), counts[kept],
                   word_got[kept].astype(np.float32), word_u[kept], queries, sharpness,
-                  np.array([len(t) for t in token_lists]), 0.0)
+                  np.array([len(t) for t in token_lists]), 0.0, top)
     assign_types(atlas, k, seed)
     atlas.seconds = time.perf_counter() - start
     return atlas
@@ -246,18 +248,18 @@ def _tables(names, directions, d, totals, tokens) -> tuple[pd.DataFrame, pd.Data
     return pd.concat(frames, ignore_index=True), pd.DataFrame(uniform_rows), queries
 
 
-def _top_words(words, counts, received, uniform, d: int, min_count: int) -> list[str]:
-    """Per feature: its :data:`TOP_WORDS` words by lift among those with ``min_count`` occurrences or
-    more, as "word ×lift, ..." (empty when no word is that frequent)."""
+def _top_words(words, counts, received, uniform, d: int, min_count: int) -> list[list[tuple[str, float]]]:
+    """Per feature: its :data:`TOP_WORDS` (word, lift) by lift among the words with ``min_count``
+    occurrences or more (none when no word is that frequent)."""
     keep = np.flatnonzero(counts >= min_count)
     if not len(keep):
-        return [""] * received.shape[1]
+        return [[] for _ in range(received.shape[1])]
     blocks = np.repeat(np.arange(uniform.shape[1]), d)
     lift = class_lift(received[keep], uniform[keep][:, blocks])       # (V', F)
     lift = np.where(np.isfinite(lift), lift, -np.inf)
     top = min(TOP_WORDS, len(keep))
     order = np.argsort(-lift, axis=0, kind="stable")[:top]            # (top, F)
-    return [", ".join(f"{words[keep[w]]} ×{lift[w, f]:.2f}" for w in order[:, f] if np.isfinite(lift[w, f]))
+    return [[(str(words[keep[w]]), float(lift[w, f])) for w in order[:, f] if np.isfinite(lift[w, f])]
             for f in range(received.shape[1])]
 
 
@@ -291,9 +293,9 @@ def primary_kind(atlas: Atlas) -> pd.Series:
     return follows.apply(lambda row: next((k for k in follows.columns if row[k]), "other"), axis=1)
 
 
-def summary(row: pd.Series, direction: str, detects: pd.Series) -> str:
+def summary(row: pd.Series, direction: str, detects: pd.Series, words: Sequence[tuple[str, float]]) -> str:
     """A feature in words: "local: 62% on the previous token · negations ×4.1 · entropy ×0.35 uniform";
-    ``detects``: its row of :func:`kinds`."""
+    ``detects``: its row of :func:`kinds`; ``words``: its top words, (word, lift)."""
     if row["share at distance 1"] >= LOCAL:
         where = f"local: {row['share at distance 1']:.0%} on the {ADJACENT.get(direction, 'adjacent')} token"
     else:
@@ -305,8 +307,8 @@ def summary(row: pd.Series, direction: str, detects: pd.Series) -> str:
     parts = [where] + [f"{cls} ×{v:.1f}" for v, cls in strong[:2]] + [f"{cls} ×{row[f'{cls} ÷ uniform']:.1f}"
                                                                      for cls in ends]
     parts.append(f"entropy ×{row['entropy ÷ uniform']:.2f} uniform")
-    if row.get("top words by lift"):
-        parts.append("top words: " + ", ".join(w.split(" ×")[0] for w in row["top words by lift"].split(", ")[:3]))
+    if words:
+        parts.append("top words: " + " ".join(w for w, _ in words[:3]))
     return " · ".join(parts)
 
 
@@ -345,7 +347,8 @@ def assign_types(atlas: Atlas, k: int | None = None, seed: int = 0) -> Atlas:
     table["type"] = [names[c] for c in labels]
     table["kind"] = primary
     directions = dict(zip(atlas.blocks, atlas.directions))
-    table["summary"] = [summary(row, directions[row["block"]], follows.iloc[i]) for i, row in table.iterrows()]
+    table["summary"] = [summary(row, directions[row["block"]], follows.iloc[i], atlas.top_words[i])
+                        for i, row in table.iterrows()]
     table["pc1"], table["pc2"] = projection.coords[:, 0], projection.coords[:, 1]
     first = ["block", "feature", "type", "kind", "summary"]
     atlas.table = table[first + [c for c in table.columns if c not in first]]
@@ -462,10 +465,9 @@ def explain(pipe, atlas: Atlas, texts: Sequence[str], block: str, k: int) -> Dra
     row = atlas.row(block, k)
     rows = [Row({"atlas-profile": feature_profile(atlas, block, k)},
                 f"{block} feature {k}: type {row['type']}", row["summary"])]
-    if row["top words by lift"]:
-        words = pd.DataFrame([w.rsplit(" ×", 1) for w in row["top words by lift"].split(", ")],
-                             columns=["word", "lift"]).astype({"lift": float})
-        rows[0].panels["atlas-top-words"] = words
+    words = atlas.top_words[atlas.blocks.index(block) * atlas.d + k]
+    if words:
+        rows[0].panels["atlas-top-words"] = pd.DataFrame(words, columns=["word", "lift"])
     for rank, s in enumerate(top_sentences(atlas, block, k)):
         sentence = pipe.trace_sentence(texts[s])
         b = next(t for t in sentence.trace.blocks if t.name == block)
