@@ -165,7 +165,10 @@ def feature_atlas() -> None:
                       f"(highest: k = {rows.loc[lift.idxmax(), 'feature']})")
         for query in ("negations", "punctuation", "not"):
             print(f"\nSearch “{query}”:\n")
-            print(markdown(atlas.search(result, query, 3)[["block", "feature", "lift", "share", "summary"]]))
+            try:
+                print(markdown(atlas.search(result, query, 3)[["block", "feature", "lift", "share", "summary"]]))
+            except ValueError as e:
+                print(e)
         print()
 
 

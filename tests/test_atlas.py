@@ -117,6 +117,8 @@ def test_search_ranks_the_feature_that_attends_to_the_word(positional):
     assert (found.loc[0, "block"], found.loc[0, "feature"]) == ("backward", 1)
     with pytest.raises(ValueError, match="no word"):
         atlas.search(result, "absent")
+    with pytest.raises(ValueError, match="has no negations"):
+        atlas.search(result, "negations")
 
 
 # ---------------------------------------------------------------- against a reference from single traces

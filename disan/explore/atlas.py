@@ -406,7 +406,7 @@ def search(atlas: Atlas, query: str, top: int | None = 20) -> pd.DataFrame:
     words typed by the user (separated by commas or spaces; their occurrences pooled), by class lift.
 
     Columns: block, feature, lift, share (of each query's attention, on average), uniform share, type,
-    summary. ValueError when no typed word occurs in the corpus.
+    summary. ValueError when no typed word occurs in the corpus, or no query can attend the class.
     """
     query = query.strip()
     table = atlas.table
@@ -414,6 +414,8 @@ def search(atlas: Atlas, query: str, top: int | None = 20) -> pd.DataFrame:
         lift = table[f"{query.lower()} ÷ uniform"].to_numpy(dtype=float)
         share = table[f"{query.lower()} share"].to_numpy(dtype=float)
         uniform = atlas.uniform[f"{query.lower()} share"].reindex(table["block"]).to_numpy(dtype=float)
+        if not np.isfinite(lift).any():
+            raise ValueError(f"{atlas.corpus} has no {query.lower()} that a query can attend")
     else:
         wanted = [normalize(w) for w in query.replace(",", " ").split()]
         index = {w: i for i, w in enumerate(atlas.words)}
