@@ -48,7 +48,8 @@ SHOTS = [
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
     ("compare-models.png", "/compare_models" + EXAMPLE, "A: sst5 · forward", "h2", ()),
     ("case-study.png", "/case_study", "by word class", "h2", ()),
-    ("feature-atlas.png", "/feature_atlas", "attention features of", "h2", ()),
+    ("feature-atlas.png", "/feature_atlas", "attention features of",
+     "[data-testid='stRadio']:has-text('Colour the map by')", ()),
 ]
 
 
@@ -60,6 +61,9 @@ def save(png: bytes, path: Path) -> None:
 def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
+        # the server's first run must be app.py's: one that starts on another page gets pages/ as a plain folder
+        page.goto(url)
+        wait_drawn(page, "· query ")
         for name, path, title, top, steps in SHOTS:
             if sys.argv[1:] and name not in sys.argv[1:]:
                 continue

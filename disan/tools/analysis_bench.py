@@ -30,13 +30,20 @@ from disan.explore.pipeline import load
 from disan.nn import kernels
 
 
-def _median_seconds(run, repeats: int) -> float:
-    times = []
+def _median_times(run, repeats: int) -> tuple[float, float]:
+    """Median wall-clock seconds and median CPU seconds of this process (what the run cost, whatever
+    else shares the cores) over ``repeats`` runs."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _median_seconds(run, repeats: int) -> float:
+    return _median_times(run, repeats)[0]
 
 
 def _load() -> str:
@@ -69,20 +76,20 @@ def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, floa
     return rows
 
 
-def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, float]]:
-    """(step, median seconds) of the feature atlas on the corpus."""
+def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, float, float]]:
+    """(step, median seconds, median CPU seconds) of the feature atlas on the corpus."""
     result = None
 
     def measure():
         nonlocal result
         result = atlas.profile(pipe, chosen.tokens, chosen.name)
-    rows = [("trace, profile every feature, types (k by silhouette, 2..8), map", _median_seconds(measure, repeats))]
-    rows.append(("types with k chosen (4)", _median_seconds(lambda: atlas.assign_types(result, 4), repeats)))
-    rows.append(("map, counts and mirroring", _median_seconds(lambda: atlas.drawing(result), repeats)))
+    rows = [("trace, profile every feature, types (k by silhouette, 2..8), map", *_median_times(measure, repeats))]
+    rows.append(("types with k chosen (4)", *_median_times(lambda: atlas.assign_types(result, 4), repeats)))
+    rows.append(("map, counts and mirroring", *_median_times(lambda: atlas.drawing(result), repeats)))
     block, k = result.blocks[0], 0
     rows.append(("one feature explained (its sharpest sentences traced)",
-                 _median_seconds(lambda: atlas.explain(pipe, result, chosen.texts, block, k), repeats)))
-    rows.append(("search for a word", _median_seconds(lambda: atlas.search(result, "not"), repeats)))
+                 *_median_times(lambda: atlas.explain(pipe, result, chosen.texts, block, k), repeats)))
+    rows.append(("search for a word", *_median_times(lambda: atlas.search(result, "not"), repeats)))
     return rows
 
 
@@ -124,9 +131,9 @@ def main(argv=None) -> None:
             print(f"| {step} | {seconds:.2f} |")
     if "atlas" in wanted:
         print(f"\nFeature atlas: {len(test)} sentences of {test.name}, {tokens} tokens\n")
-        print("| step | seconds |\n|---|---:|")
-        for step, seconds in atlas_rows(pipe, test, args.repeats):
-            print(f"| {step} | {seconds:.2f} |")
+        print("| step | seconds | CPU seconds |\n|---|---:|---:|")
+        for step, seconds, cpu in atlas_rows(pipe, test, args.repeats):
+            print(f"| {step} | {seconds:.2f} | {cpu:.2f} |")
     print(f"\nload average after {_load()}")
 
 
