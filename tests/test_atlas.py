@@ -326,3 +326,19 @@ def test_the_map_rings_the_selected_feature_and_names_it(positional):
     assert (ring.x[0], ring.y[0]) == tuple(result.table[["pc1", "pc2"]].iloc[result.d + 1])
     assert "backward k=1" in ring.hovertext[0] and "last token ×" in ring.hovertext[0]
     assert {t.name for t in fig.data[:-1]} == {"local (2)", "sentence-end detector (2)", "global (2)"}
+
+
+def test_blocks_without_directions_are_profiled_and_a_baseline_gets_a_message(models):
+    model, vocab = make_model("classify", "disan-nodir", 0)
+    pipe = Pipeline(model, vocab, {"labels": LABELS["classify"]}, {})
+    result = atlas.profile(pipe, [pipe.trace_sentence(s).tokens for s in SENTENCES], "mine")
+    assert result.blocks == ["diag 1", "diag 2"] and len(result.table) == 10
+    # a diag block reaches both ends: the first and the last token are both some query's keys
+    assert result.table[["first token ÷ uniform", "last token ÷ uniform"]].notna().all().all()
+    assert np.isfinite(atlas.mirroring(result)[1])
+    models("f-bilstm", encoder="bilstm")
+    at = visit(app(checkpoint="f-bilstm"), PAGE)
+    assert "has no DiSA blocks" in texts(at.info)
+    with pytest.raises(ValueError, match="no DiSA blocks"):
+        atlas.profile(Pipeline(*make_model("classify", "bilstm", 0), {"labels": LABELS["classify"]}, {}),
+                      [["the", "glass"]])
