@@ -510,8 +510,8 @@ def drawing(atlas: Atlas, colour: str = "type", selected: int | None = None) -> 
     counts = kind_counts(atlas)
     mirror, alike = mirroring(atlas)
     caption = (f"Rules: local = at least {LOCAL:.0%} of the attention at distance 1; global = mean distance at "
-               f"least ×{GLOBAL:g} uniform attention's; a detector of a class gives it at least ×{DETECTOR:g} "
-               f"the attention uniform attention gives.")
+               f"least ×{GLOBAL:g} uniform attention's; a detector of a class gives it at least ×{DETECTOR:g} what "
+               f"uniform attention gives, or halfway to the most it can (1 ÷ the uniform share) where that is less.")
     rows = [Row({"atlas-map": feature_map(atlas, colour, selected)}),
             Row({"atlas-kinds": counts}, "Features per block that follow each rule", caption)]
     if np.isfinite(alike):
