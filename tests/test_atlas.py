@@ -280,7 +280,9 @@ def test_the_page_draws_the_library_view_and_links_to_the_feature(models, tmp_pa
     params = parse_qs(link[3:])
     assert params == {"model": ["a-trec"], "feature": ["3"],
                       "text": [trec.texts[atlas.top_sentences(result, "backward", 3)[0]]]}
-    expected = atlas.search(result, "negations")
+    assert "trec test has no negations" in texts(at.info)  # the default search: TREC's questions have none
+    at.text_input(key="atlas-search").set_value("what, how").run()
+    expected = atlas.search(result, "what, how")
     searched = [d.value for d in at.dataframe if list(d.value.columns) == list(expected.columns)]
     assert len(searched) == 1
     pd.testing.assert_frame_equal(searched[0].reset_index(drop=True), expected)
