@@ -25,6 +25,7 @@ PAGES = [
     st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
     st.Page("pages/compare_models.py", title="Compare models", icon=":material/difference:"),
     st.Page("pages/case_study.py", title="Case study", icon=":material/fact_check:"),
+    st.Page("pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
 ]
 
 

@@ -19,7 +19,7 @@ FORWARDED = {
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
     "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
-    "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses and case-study analyses"),
+    "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study and feature-atlas analyses"),
 }
 
 

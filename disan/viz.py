@@ -15,6 +15,7 @@
     viz.knockout(pipe, "A gorgeous, witty film", keys=[1])  # forbid attention into token 1
     viz.compare(pipe, disan.load("checkpoints/trec"), "What is a carousel ?")
     viz.case_study(pipe, ["first sentence", ...])  # the claims against their nulls (pandas; 20+ texts)
+    viz.feature_atlas(pipe, sentences)    # what each attention feature does: .table (pandas), .figures
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
@@ -31,6 +32,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from disan.data.text import check_text
+from disan.explore import atlas as _atlas
 from disan.explore import views
 from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
@@ -167,6 +169,15 @@ def case_study(pipe, texts, resamples: int = 1000):
     return _casestudy.claims(study, resamples)
 
 
+def feature_atlas(pipe, texts, k: int | None = None) -> _atlas.FeatureAtlas:
+    """Every attention feature of every DiSA block profiled over the texts (a list of sentences), typed
+    (``k`` types, or None: k by silhouette) and mapped: ``.table`` is the pandas table (one row per block
+    and feature, columns named after the measures), ``.figures`` the map, ``.atlas`` the rest
+    (see :mod:`disan.explore.atlas`: search, one feature explained)."""
+    result = _atlas.profile(pipe, [check_text(t) for t in texts], "the texts", k)
+    return _atlas.FeatureAtlas(result.table, _atlas.drawing(result).figures, result)
+
+
 def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
@@ -174,4 +185,4 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     return path
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
-           "attribution", "knockout", "compare", "case_study", "report"]
+           "attribution", "knockout", "compare", "case_study", "feature_atlas", "report"]

@@ -26,7 +26,11 @@ shades = views.shade_choices(trace)
 shade = c3.selectbox("Shade the sentence by", list(shades), format_func=shades.get, key="attention-shade")
 feature = rank_by = None
 if mode == "one feature":
-    feature = int(st.number_input("Feature k", 0, views.feature_count(trace) - 1, 0, key="attention-k"))
+    count = views.feature_count(trace)
+    if st.session_state.get("attention-k", 0) >= count:  # from a link, or a model with more features
+        st.warning(f"This model has features 0 to {count - 1}; showing feature 0.")
+        st.session_state["attention-k"] = 0
+    feature = int(st.number_input("Feature k", 0, count - 1, 0, key="attention-k"))
 elif mode == "sharpest features":
     rank_by = st.radio("Rank by the entropy of", views.block_names(trace), horizontal=True, key="attention-rank")
 pair = len(sentences) > 1

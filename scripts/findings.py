@@ -1,6 +1,6 @@
 """The figures the README's Analyses sections quote, recomputed on the shipped checkpoints, as markdown.
 
-    OMP_NUM_THREADS=1 nice -n 10 python scripts/findings.py > findings.out
+    OMP_NUM_THREADS=1 nice -n 10 python scripts/findings.py [section ...] > findings.out
 
 Every number comes from the functions the analysis pages call, with the pages' defaults (the test
 split, k by silhouette, 200 sampled inputs, up to 2,000 sentences, the same seeds), so each can be
@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.explore import views
+from disan.explore import atlas, views
 from disan.explore.analyses import attribution, casestudy, compare, corpus
 from disan.explore.analyses import counterfactual as cf
 from disan.inspect import measures
@@ -144,9 +144,51 @@ def case_study() -> None:
     print()
 
 
+def feature_atlas() -> None:
+    print("## Feature atlas (the checkpoint's test split, a seeded sample of up to 2,000 sentences, k by silhouette)\n")
+    for name in ("sst5", "trec", "sick-e", "sick"):
+        pipe = pipeline(name)
+        sampled = corpus.sample(corpus.benchmark_corpus(pipe.task, "test"), atlas.MAX_SENTENCES)
+        result = atlas.profile(pipe, sampled.tokens, sampled.name)
+        silhouettes = ", ".join(f"{k}: {v:.3f}" for k, v in result.silhouettes.items())
+        print(f"### {name}: {len(sampled)} sentences of {sampled.name}, {int(result.lengths.sum())} tokens, "
+              f"measured in {result.seconds:.1f} s; {result.k} types (silhouette {silhouettes})\n")
+        print(markdown(atlas.kind_counts(result).reset_index()) + "\n")
+        types, alike = atlas.mirroring(result)
+        print(markdown(types.reset_index()) + f"\n\ntype mixes alike: {alike:.3f}\n")
+        table = result.table
+        for block in result.blocks:
+            rows, uniform = table[table["block"] == block], result.uniform.loc[block]
+            print(f"- {block}: entropy ÷ uniform median {rows['entropy ÷ uniform'].median():.3f}, lowest "
+                  f"{rows['entropy ÷ uniform'].min():.3f}; distance ÷ uniform {rows['distance ÷ uniform'].min():.3f}"
+                  f"–{rows['distance ÷ uniform'].max():.3f}; share at distance 1 at most "
+                  f"{rows['share at distance 1'].max():.3f} (uniform {uniform['share at distance 1']:.3f}); "
+                  f"mean gate {rows['mean gate'].min():.3f}–{rows['mean gate'].max():.3f}")
+            for cls in ("stop words", "punctuation", "negations", "content words", "sentence ends"):
+                lift = rows[f"{cls} ÷ uniform"]
+                if lift.isna().all():
+                    print(f"  - {cls}: none in the corpus")
+                    continue
+                print(f"  - {cls} ÷ uniform: median {lift.median():.2f}, {lift.min():.2f}–{lift.max():.2f} "
+                      f"(highest: k = {rows.loc[lift.idxmax(), 'feature']})")
+        for query in ("negations", "punctuation", "not"):
+            print(f"\nSearch “{query}”:\n")
+            try:
+                print(markdown(atlas.search(result, query, 3)[["block", "feature", "lift", "share", "summary"]]))
+            except ValueError as e:
+                print(e)
+        print()
+
+
+SECTIONS = (corpus_senses, counterfactuals, attributions, compare_models, case_study, feature_atlas)
+
+
 def main() -> None:
     torch.set_num_threads(1)  # as the app runs the model (see app.py)
-    for section in (corpus_senses, counterfactuals, attributions, compare_models, case_study):
+    wanted = sys.argv[1:]
+    for section in SECTIONS:
+        if wanted and section.__name__ not in wanted:
+            continue
         section()
         sys.stdout.flush()
 

@@ -1,7 +1,7 @@
 """The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
 the README's captions say, saved as small PNGs in docs/.
 
-    python scripts/screenshots.py
+    python scripts/screenshots.py [feature-atlas.png ...]   # all of them, or the ones named
 """
 import io
 import sys
@@ -48,6 +48,8 @@ SHOTS = [
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
     ("compare-models.png", "/compare_models" + EXAMPLE, "A: sst5 · forward", "h2", ()),
     ("case-study.png", "/case_study", "by word class", "h2", ()),
+    ("feature-atlas.png", "/feature_atlas", "attention features of",
+     "[data-testid='stRadio']:has-text('Colour the map by')", ()),
 ]
 
 
@@ -59,7 +61,12 @@ def save(png: bytes, path: Path) -> None:
 def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
+        # the server's first run must be app.py's: one that starts on another page gets pages/ as a plain folder
+        page.goto(url)
+        wait_drawn(page, "· query ")
         for name, path, title, top, steps in SHOTS:
+            if sys.argv[1:] and name not in sys.argv[1:]:
+                continue
             page.goto(url + path)
             wait_drawn(page, title)
             for step, drawn in steps:

@@ -13,6 +13,7 @@ import streamlit as st
 
 from disan.app.common import load_pipeline
 from disan.data.loaders import SPLITS, TASKS, data_dir
+from disan.explore import atlas
 from disan.explore.analyses import attribution, casestudy, corpus
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -86,6 +87,12 @@ def senses(path: str, mtime: float, key: str, _corpus: corpus.Corpus, word: str,
 def case_study(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> casestudy.CaseStudy:
     """The case-study measures over a corpus, cached per checkpoint and corpus (``key``)."""
     return casestudy.measure(load_pipeline(path, mtime), _tokens, name)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def feature_atlas(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> atlas.Atlas:
+    """The feature atlas of a corpus (k by silhouette), cached per checkpoint and corpus (``key``)."""
+    return atlas.profile(load_pipeline(path, mtime), _tokens, name)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

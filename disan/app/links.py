@@ -1,8 +1,10 @@
 """Shareable links: the model and the input in the URL's query parameters.
 
 ``?model=<checkpoint directory name>&text=<sentence>`` (a pair model reads ``text`` as the premise and
-``hypothesis`` as the hypothesis). A link is untrusted input: an unknown model, or a text that
-:func:`disan.data.text.check_text` refuses, gives a message and leaves the default in place.
+``hypothesis`` as the hypothesis); ``&feature=<k>`` opens the Attention page on one feature k. A link is
+untrusted input: an unknown model, a text that :func:`disan.data.text.check_text` refuses, or a feature
+that is not a number gives a message and leaves the default in place (the Attention page checks k
+against the model's features).
 """
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
 
     ``kinds``: the working checkpoints' names and kinds ("classify", "pair", "relatedness"); ``default``:
     the checkpoint used when the link names none (or a bad one). The values are the session keys the
-    app reads: ``checkpoint``, and ``text`` or ``premise`` and ``hypothesis``; a bad value is left out,
-    with a message saying why.
+    app reads: ``checkpoint``, ``text`` or ``premise`` and ``hypothesis``, and the Attention page's
+    ``attention-mode`` and ``attention-k`` for a feature; a bad value is left out, with a message saying why.
     """
     values, messages = {}, []
     model = params.get("model")
@@ -44,15 +46,25 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
         values[key] = text
     if "hypothesis" in params and not pair:
         messages.append("The link has a hypothesis, but the model reads single sentences; it was left out.")
+    feature = params.get("feature")
+    if feature is not None:
+        if feature.isascii() and feature.isdigit():
+            values.update({"attention-mode": "one feature", "attention-k": int(feature)})
+        else:
+            messages.append(f"The link's feature “{feature[:20]}” is not a feature number; showing the default.")
     return values, messages
 
 
-def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str]) -> dict[str, str]:
-    """The query parameters that link to a checkpoint and the input in ``state`` (the session's values)."""
+def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str],
+          feature: int | None = None) -> dict[str, str]:
+    """The query parameters that link to a checkpoint and the input in ``state`` (the session's values),
+    and to the Attention page's feature ``feature`` when given."""
     if checkpoint is None:
         return {}
     if kind is not None and takes_pairs(kind):
         params = {"text": state.get("premise"), "hypothesis": state.get("hypothesis")}
     else:
         params = {"text": state.get("text")}
+    if feature is not None:
+        params["feature"] = str(int(feature))
     return {"model": checkpoint, **{k: v for k, v in params.items() if v is not None}}

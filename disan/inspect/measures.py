@@ -15,10 +15,12 @@ columns ``i`` the attended token, ``k`` the feature; ``mask[j, i]`` says whether
   and Case study pages all read it.
 * :func:`token_importance`: source2token importance, ``mean_k P_s2t[i, k]``.
 * :func:`cosine_similarity` and :func:`similarity_matrix`: cosine of the angle between vectors.
-* :func:`word_class` and :func:`is_stop_word`: spaCy's English stop words against content words.
+* :func:`word_class`, :func:`is_stop_word`, :func:`is_punctuation`, :data:`NEGATIONS`: word classes (spaCy's
+  English stop words against content words).
 """
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,6 +30,12 @@ from spacy.lang.en.stop_words import STOP_WORDS
 from disan.data.text import normalize
 
 WORD_CLASSES = ("stop", "content", "other")
+NEGATIONS = frozenset({"not", "n't", "no", "never", "nothing", "nobody"})  # normalised forms
+
+
+def is_punctuation(token: str) -> bool:
+    """Every character is a Unicode punctuation mark (category P*): "," "..." "--" "''"."""
+    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 
 def is_stop_word(token: str) -> bool:
@@ -159,8 +167,11 @@ def received_lift(attention, mask) -> np.ndarray:
     return lift_of(*(t.double().numpy() for t in received(attention, mask)))
 
 
-def lift_of(got: np.ndarray, uniform: np.ndarray) -> np.ndarray:
-    """``r / u`` of what tokens received and what uniform attention gives them (:func:`received`); NaN where
-    u = 0 (no query may attend the token)."""
+def lift_of(got, uniform) -> np.ndarray:
+    """``r / u``: what attention gives and what uniform attention under the same mask gives (:func:`received`
+    per token; the feature atlas also sums both over a class of tokens, Σ_j Σ_{i∈C} P[j, i, k] ÷
+    Σ_j |C ∩ keys(j)| / keys(j), or takes a distance or an entropy of each); 1 is what uniform attention
+    gives, 2 twice that; NaN where u = 0 (no query may attend the token or the class)."""
+    got, uniform = np.asarray(got, dtype=float), np.asarray(uniform, dtype=float)
     reached = uniform > 0
     return np.where(reached, got / np.where(reached, uniform, 1.0), np.nan)

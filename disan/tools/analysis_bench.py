@@ -1,12 +1,16 @@
 """Speed of the analysis pages' computations, once the model is loaded and the corpus read:
 
     python -m disan analysis-bench [--checkpoint checkpoints/sst5] [--occurrences 1000] [--sentences 2000]
+                                   [--only senses|case|atlas]
 
 * Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
   word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
   (k = 2..8) and with k chosen: vectors on the fast path, PCA, k-means. Target: 1,000 in 5 s or less.
 * Case study: :func:`disan.explore.analyses.casestudy.measure` on ``--sentences`` sentences of the test
   split (a seeded sample), then the claims and the page's figures. Target: 2,000 in 60 s or less.
+* Feature atlas: :func:`disan.explore.atlas.profile` on the same sentences (every feature of every
+  block measured, typed with k by silhouette, mapped), then the page's other steps. Target: 2,000 in
+  30 s or less.
 
 Torch runs on one thread, as in the app. The machine's load average is printed with the figures, since
 other work on the machine slows every figure.
@@ -20,18 +24,26 @@ import time
 
 import torch
 
+from disan.explore import atlas
 from disan.explore.analyses import casestudy, corpus
 from disan.inspect.pipeline import load
 from disan.nn import kernels
 
 
-def _median_seconds(run, repeats: int) -> float:
-    times = []
+def _median_times(run, repeats: int) -> tuple[float, float]:
+    """Median wall-clock seconds and median CPU seconds of this process (what the run cost, whatever
+    else shares the cores) over ``repeats`` runs."""
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _median_seconds(run, repeats: int) -> float:
+    return _median_times(run, repeats)[0]
 
 
 def _load() -> str:
@@ -64,8 +76,29 @@ def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, floa
     return rows
 
 
+def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, float, float]]:
+    """(step, median seconds, median CPU seconds) of the feature atlas on the corpus."""
+    result = None
+
+    def measure():
+        nonlocal result
+        result = atlas.profile(pipe, chosen.tokens, chosen.name)
+    rows = [("trace, profile every feature, types (k by silhouette, 2..8), map", *_median_times(measure, repeats))]
+    rows.append(("types with k chosen (4)", *_median_times(lambda: atlas.assign_types(result, 4), repeats)))
+    rows.append(("map, counts and mirroring", *_median_times(lambda: atlas.drawing(result), repeats)))
+    block, k = result.blocks[0], 0
+    rows.append(("one feature explained (its sharpest sentences traced)",
+                 *_median_times(lambda: atlas.explain(pipe, result, chosen.texts, block, k), repeats)))
+    rows.append(("search for a word", *_median_times(lambda: atlas.search(result, "not"), repeats)))
+    return rows
+
+
+ANALYSES = ("senses", "case", "atlas")
+
+
 def main(argv=None) -> None:
-    """``python -m disan analysis-bench``: time corpus senses and the case study, printing a table."""
+    """``python -m disan analysis-bench``: time corpus senses, the case study and the feature atlas, printing
+    tables."""
     parser = argparse.ArgumentParser(prog="python -m disan analysis-bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default="checkpoints/sst5")
     parser.add_argument("--task", default="sst5", help="the benchmark whose sentences are the corpora")
@@ -73,25 +106,34 @@ def main(argv=None) -> None:
     parser.add_argument("--occurrences", type=int, default=1000)
     parser.add_argument("--sentences", type=int, default=casestudy.MAX_SENTENCES)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the app runs it
     pipe = load(args.checkpoint)
     print(f"checkpoint {args.checkpoint}; token2token kernel {kernels.resolve()}; torch threads 1; "
           f"{os.cpu_count()} CPUs; median of {args.repeats}; load average before {_load()}")
-    start = time.perf_counter()
-    train = corpus.benchmark_corpus(args.task, "train")
-    print(f"reading and tokenising {len(train)} {args.task} train sentences: {time.perf_counter() - start:.2f} s "
-          f"(once per corpus, cached by the page)\n")
-    print(f"Corpus senses: {args.occurrences} occurrences of {args.word!r}\n")
-    print("| vector | k | seconds |\n|---|---|---:|")
-    for kind, how, seconds in senses_rows(pipe, train, args.word, args.occurrences, args.repeats):
-        print(f"| {kind} | {how} | {seconds:.2f} |")
+    wanted = [args.only] if args.only else ANALYSES
+    if "senses" in wanted:
+        start = time.perf_counter()
+        train = corpus.benchmark_corpus(args.task, "train")
+        print(f"reading and tokenising {len(train)} {args.task} train sentences: {time.perf_counter() - start:.2f} s "
+              f"(once per corpus, cached by the page)\n")
+        print(f"Corpus senses: {args.occurrences} occurrences of {args.word!r}\n")
+        print("| vector | k | seconds |\n|---|---|---:|")
+        for kind, how, seconds in senses_rows(pipe, train, args.word, args.occurrences, args.repeats):
+            print(f"| {kind} | {how} | {seconds:.2f} |")
     test = corpus.sample(corpus.benchmark_corpus(args.task, "test"), args.sentences)
-    print(f"\nCase study: {len(test)} sentences of {test.name}, "
-          f"{sum(len(t) for t in test.tokens)} tokens\n")
-    print("| step | seconds |\n|---|---:|")
-    for step, seconds in case_rows(pipe, test, args.repeats):
-        print(f"| {step} | {seconds:.2f} |")
+    tokens = sum(len(t) for t in test.tokens)
+    if "case" in wanted:
+        print(f"\nCase study: {len(test)} sentences of {test.name}, {tokens} tokens\n")
+        print("| step | seconds |\n|---|---:|")
+        for step, seconds in case_rows(pipe, test, args.repeats):
+            print(f"| {step} | {seconds:.2f} |")
+    if "atlas" in wanted:
+        print(f"\nFeature atlas: {len(test)} sentences of {test.name}, {tokens} tokens\n")
+        print("| step | seconds | CPU seconds |\n|---|---:|---:|")
+        for step, seconds, cpu in atlas_rows(pipe, test, args.repeats):
+            print(f"| {step} | {seconds:.2f} | {cpu:.2f} |")
     print(f"\nload average after {_load()}")
 
 

@@ -1,0 +1,82 @@
+"""Feature atlas: what each attention feature of each DiSA block does, measured over a corpus."""
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from disan.app import analyses as glue
+from disan.app import links
+from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.explore import atlas
+from disan.explore.analyses import corpus
+
+st.header("Feature atlas")
+st.caption("Every feature k of a DiSA block has its own attention distribution. Do different features capture "
+           "different kinds of dependency? Each feature is measured over every query of a corpus, against what "
+           "uniform attention under the same mask gives; hover a dot to read what it does.")
+
+entry, pipe = current_pipeline()
+if not getattr(pipe.model.encoder, "blocks", None):
+    st.info(f"The {entry.encoder} encoder has no DiSA blocks, so no attention features to map.")
+    st.stop()
+chosen = glue.pick_corpus(entry, "atlas")
+if chosen is None:
+    st.stop()
+c1, c2, c3 = st.columns(3)
+size = int(c1.number_input("Sentences", 10, corpus.MAX_SENTENCES, atlas.MAX_SENTENCES, step=100, key="atlas-n",
+                           help="a seeded random sample of the corpus when it is larger"))
+picked = c2.radio("Types", ["k by silhouette", "chosen k"], horizontal=True, key="atlas-k-mode")
+k = int(c3.number_input("k", 2, 12, 4, key="atlas-k")) if picked == "chosen k" else None
+sample = corpus.sample(chosen, size)
+if not len(sample):
+    st.info(f"{chosen.name} has no sentence to measure.")
+    st.stop()
+args = checkpoint_args(entry)
+result = glue.with_status(f"Measuring every feature over {sample.name}…", f"Features measured over {sample.name}",
+                          glue.feature_atlas, *args, glue.corpus_key(sample), sample.tokens, sample.name)
+if k is not None:
+    result = atlas.assign_types(result, k)
+st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(result.table)} features "
+           f"({len(result.blocks)} blocks × {result.d}); measured in {result.seconds:.1f} s. {result.k} types; "
+           f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} of the variance.")
+
+
+@st.fragment
+def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
+    """Colouring, searching and picking a feature redraw this part only; the profiles are not measured again."""
+    colour = st.radio("Colour the map by", atlas.COLOURS, horizontal=True, key="atlas-colour")
+    c1, c2, c3 = st.columns([1, 2, 3])
+    block = c1.selectbox("Block", result.blocks, key="atlas-block")
+    measures = [c for c in result.table.columns if result.table[c].dtype.kind == "f" and c not in ("pc1", "pc2")]
+    order_by = c2.selectbox("Sort features by", measures, index=measures.index("entropy ÷ uniform"),
+                            key="atlas-sort", help="lowest first")
+    rows = result.table[result.table["block"] == block].sort_values(order_by, kind="stable")
+    feature = int(c3.selectbox("Feature", rows["feature"], key="atlas-feature",
+                               format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
+    selected = result.blocks.index(block) * result.d + feature
+    draw(atlas.drawing(result, colour, selected))
+    st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{pipe.name}.csv", "text/csv",
+                       key="atlas-csv")
+    with st.expander("The table: one row per block and feature"):
+        st.dataframe(rows, hide_index=True)
+
+    st.subheader("Search")
+    query = st.text_input("Features that attend most to a word or a word class", "negations", key="atlas-search",
+                          help=f"words separated by spaces or commas (pooled), or a class: {', '.join(atlas.CLASSES)}")
+    if query.strip():
+        try:
+            st.dataframe(atlas.search(result, query), hide_index=True, key="atlas-search-table")
+        except ValueError as e:
+            st.info(str(e))
+
+    st.subheader(f"One feature: {block}, k = {feature}")
+    draw(atlas.explain(pipe, result, sample.texts, block, feature))
+    top = atlas.top_sentences(result, block, feature)
+    if top:
+        s = top[0]
+        state = ({"premise": sample.pairs[s][0], "hypothesis": sample.pairs[s][1]} if pipe.is_pair and sample.pairs[s]
+                 else {"premise": sample.texts[s]} if pipe.is_pair else {"text": sample.texts[s]})
+        params = links.write(entry.name, entry.kind, state, feature)
+        st.link_button("Open the sharpest sentence in the Attention page, one feature = k", "./?" + urlencode(params))
+
+
+features(result, sample)
