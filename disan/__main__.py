@@ -26,7 +26,8 @@ FORWARDED = {
 def _train_parser(sub) -> argparse.ArgumentParser:
     """The ``train`` command: a flag for every field of :class:`~disan.training.config.TrainConfig`."""
     from disan.training import config
-    return config.add_arguments(sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION))
+    return config.add_recipe_argument(config.add_arguments(
+        sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION)))
 
 
 def _progress_bar():
@@ -54,7 +55,7 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    train_parser = _train_parser(sub)
+    _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
     ev.add_argument("--split", default="test", choices=SPLITS)
@@ -69,10 +70,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "train":
-        from disan.training.config import config_from_args
+        from disan.training.config import parse_args
         from disan.training.distributed import World
         from disan.training.train import train
-        cfg = config_from_args(train_parser, args)  # records cfg.command_line() as cfg.command
+        cfg = parse_args(argv[1:])  # --recipe's values under the flags given; records cfg.command_line()
         metrics = train(cfg, progress=_progress_bar())
         if World.from_env().is_main:  # under torchrun, one summary for the run, not one per process
             print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))

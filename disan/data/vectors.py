@@ -21,6 +21,9 @@ from disan.data import glove100
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
+# How the rows of words GloVe lacks start (``--oov-init``): "uniform", U(-0.05, 0.05), <unk> included;
+# "normal", N(0, 1) as in the authors' code, where <unk> is a zero row like padding.
+OOV_INITS = ("uniform", "normal")
 
 
 def default_source() -> str:
@@ -149,15 +152,22 @@ def _lowercase_index(words: list[str]) -> dict[str, int]:
 
 
 def embedding_matrix(vocab: Vocab, words: list[str], vectors: np.ndarray,
-                     seed: int = 0) -> tuple[np.ndarray, int]:
+                     seed: int = 0, oov: str = "uniform") -> tuple[np.ndarray, int]:
     """(matrix (len(vocab), d) float32, number of vocabulary words found in ``words``).
 
-    Padding is a zero row; words with a pre-trained vector get it; the others,
-    <unk> always included, are drawn from U(-0.05, 0.05) with ``seed``.
+    Padding is a zero row; words with a pre-trained vector get it; the others are drawn with
+    ``seed``: from U(-0.05, 0.05), <unk> included, when ``oov`` is "uniform"; from N(0, 1), with
+    <unk> a zero row, when it is "normal" (see :data:`OOV_INITS`).
     """
+    if oov not in OOV_INITS:
+        raise ValueError(f"unknown OOV initialisation {oov!r}; choose one of {', '.join(OOV_INITS)}")
     rng = np.random.default_rng(seed)
-    matrix = rng.uniform(-OOV_RANGE, OOV_RANGE, size=(len(vocab), vectors.shape[1])).astype(np.float32)
+    shape = (len(vocab), vectors.shape[1])
+    matrix = (rng.uniform(-OOV_RANGE, OOV_RANGE, size=shape) if oov == "uniform"
+              else rng.standard_normal(size=shape)).astype(np.float32)
     matrix[PAD_ID] = 0.0
+    if oov == "normal":
+        matrix[UNK_ID] = 0.0
     index = _lowercase_index(words)
     found = [(row, index[word]) for row, word in enumerate(vocab.itos)
              if row not in (PAD_ID, UNK_ID) and word in index]

@@ -66,7 +66,7 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
     examples = getattr(data, split)
     if not examples:
         raise ValueError(f"{config['task']} has no {split} split here")
-    enc = encode(vocab, tokens_of(data, [split])[split], [e.label for e in examples])
+    enc = encode(vocab, tokens_of(data, [split], tc.get("tokens", "spacy"))[split], [e.label for e in examples])
     pred = predict(model, enc)
     gold = np.asarray(enc.labels, dtype=np.float64)
     texts = [join_pair(*e.text) if isinstance(e.text, tuple) else e.text for e in examples]
