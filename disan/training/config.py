@@ -64,7 +64,7 @@ class TrainConfig:
     seed: int = _field(0, "seed of the initialisation, shuffling, and the dev / cross-validation splits")
     fold: int = _field(0, "cross-validation fold used as test (SUBJ, MPQA, CR, MR)")
     phrases: bool = _field(True, "SST: train on every labelled phrase (--no-phrases: whole sentences only)")
-    sst_nodes: str = _field("unique", "SST phrases: each distinct text once (unique), every node each time it "
+    sst_nodes: str = _field("unique", "SST phrases (with --phrases; other tasks ignore it): each distinct text once (unique), every node each time it "
                                       "occurs (every), or every node with 3 more copies of each non-neutral node "
                                       "and whole sentence (oversampled, the authors')", choices=SST_NODES)
     tokens: str = _field("spacy", "how training text is split: spaCy, as the app splits typed text, or SST's own "
@@ -112,11 +112,8 @@ class TrainConfig:
             raise ValueError("patience must be 0 (never stop early) or more")
         if not (0 < self.rho < 1 and 0 < self.eps < 1):
             raise ValueError("Adadelta's rho and eps must be in (0, 1)")
-        sst = self.task in ("sst5", "sst2")
-        if self.tokens == "leaves" and not sst:
+        if self.tokens == "leaves" and self.task not in ("sst5", "sst2"):
             raise ValueError("--tokens leaves splits SST's trees; other tasks have no leaves (use spacy)")
-        if self.sst_nodes != "unique" and not (sst and self.phrases):
-            raise ValueError("--sst-nodes chooses among SST's phrase nodes: it needs an SST task and --phrases")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError("the learning rate must be a positive number")
         if not 0 <= self.dropout < 1:

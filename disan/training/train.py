@@ -244,7 +244,6 @@ def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, strea
     Without a state file the run starts from step 0 (and says so). A state file of other settings is
     refused with ValueError: continuing it would mix two runs; a setting the state file does not
     name (one added since) counts as its default. Loaded with ``weights_only``: no code is unpickled.
-    A state file written at the end of an epoch, before runs could stop at any step, resumes too.
     """
     path = state_path(cfg)
     if not path.exists():
@@ -262,15 +261,13 @@ def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, strea
                          + ", ".join(f"{k}={state['config'].get(k, defaults[k])!r}, not {getattr(cfg, k)!r}"
                                      for k in differ)
                          + "); resume with the same settings or choose another --out")
+    if "batches" not in state:
+        raise ValueError(f"cannot resume from {path}: it was written by an earlier version, which saved "
+                         f"the end of an epoch only; start the run afresh (without --resume, or another --out)")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
-    if "batches" in state:
-        stream.restore(state["batches"])
-        step, best = state["step"], state["best"]
-    else:  # saved at the end of an epoch: the generator is already past that epoch's batches
-        stream.rng.setstate(state["python_rng"])
-        stream.round = state["epoch"]
-        step, best = state["epoch"] * stream.per_round, state["best_epoch"]
+    stream.restore(state["batches"])
+    step, best = state["step"], state["best"]
     torch.set_rng_state(state["torch_rng"])
     if world.distributed:  # the saved generator is the first process's; the others must keep their own masks
         torch.manual_seed(cfg.seed + world.rank + 104_729 * step)
