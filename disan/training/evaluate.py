@@ -58,7 +58,7 @@ class Evaluation:
 def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu") -> Evaluation:
     """Metrics and a per-example table of a checkpoint on a split of the benchmark it was trained on,
     its model run on ``device`` (auto, cpu, cuda or cuda:N)."""
-    model, vocab, config, _ = checkpoint.load(path, device=device)
+    model, vocab, config, _ = checkpoint.load(path, device=device, vocabulary="stored")  # as its figures were measured
     tc = config.get("train_config", {})
     # phrases=False: the evaluation splits are whole sentences whatever the training used
     data = load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0), seed=tc.get("seed", 0),

@@ -38,7 +38,7 @@ from disan.data.loaders import (
     parse_checksums,
 )
 from disan.data.text import Vocab, normalize
-from disan.data.vectors import default_source, description, embedding_matrix, load_glove
+from disan.data.vectors import default_source, description, embedding_matrix, fingerprint, load_glove
 from disan.nn import checkpoint
 from disan.nn.device import describe
 from disan.nn.heads import (
@@ -344,8 +344,9 @@ class RunInfo:
         """The run's facts from its configuration, data, model and processes."""
         n_params = count_parameters(model) - count_parameters(model.embed)
         data = prep.data
+        # the vectors' files, by SHA-256: a loaded model can then know every word of these same vectors
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
-                "n_params": n_params}
+                "n_params": n_params, "vectors": {"source": cfg.embeddings, "sha256": fingerprint(cfg.embeddings)}}
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
                 "frozen_vocab": prep.frozen,
                 "n_params": n_params,
@@ -448,7 +449,7 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
            steps_run: int, stopped: str | None, started: float, world: World) -> dict:
     """Reload the best checkpoint on the world's device, evaluate it on dev and test, and save it
     again with these metrics and its model card; returns the metrics."""
-    model, _, _, _ = checkpoint.load(cfg.out, device=world.device)
+    model, _, _, _ = checkpoint.load(cfg.out, device=world.device, vocabulary="stored")  # the words dev saw
     metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
                **best_of(history, best), "epochs_run": epochs_run, "steps_run": steps_run, "history": history,
                "stopped": stopped, "train_seconds": time.time() - started}
