@@ -37,7 +37,7 @@ class TrainConfig:
     """Everything a training run depends on; recorded in the checkpoint's config and model card.
 
     The defaults are the paper's settings except the word vectors: GloVe 6B 50d, which ships as a
-    package, instead of 840B 300d. Invalid values raise ValueError when the config is made; every
+    package, instead of the authors' 6B 300d. Invalid values raise ValueError when the config is made; every
     field but ``command`` and ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
     task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
