@@ -36,6 +36,7 @@ def test_loss_falls_and_events_report_progress(trained):
     assert losses[-1] < losses[0]
     steps = [e for e in events if e["event"] == "step"]
     assert steps[-1]["step"] == steps[-1]["steps"] == 6 and steps[-1]["eta"] == 0
+    assert [e["done"] for e in steps] == list(range(1, 25)) and {e["budget"] for e in steps} == {24}
     assert [e["epoch"] for e in events if e["event"] == "epoch"] == [1, 2, 3, 4]
 
 

@@ -64,12 +64,14 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
-    "accuracy", "eta"}``, the step and steps counted within the period) and every dev evaluation
-    (``{"event": "epoch", **history record, "improved", "model", "vocab"}``); ``should_stop()`` is polled
-    between steps: when it returns True the run ends, keeping the best checkpoint. One JSON line per
-    evaluation goes to ``log``, and TensorBoard event files to ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
-    checkpoint raises :class:`TrainingStopped` (stopped in the first epoch) or ValueError (no epoch had
-    a dev score that is a number); a device that is not there raises ValueError.
+    "accuracy", "eta", "done", "budget"}``: step and steps counted within the period, done and budget
+    within the run) and every dev evaluation (``{"event": "epoch", **history record, "improved",
+    "model", "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends,
+    keeping the best checkpoint. One JSON line per evaluation goes to ``log``, and TensorBoard event
+    files to ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never
+    wrote a checkpoint raises :class:`TrainingStopped` (stopped before the first dev evaluation) or
+    ValueError (no evaluation had a dev score that is a number); a device that is not there raises
+    ValueError.
 
     Started by torchrun, every process returns the same metrics; only the first one reports progress
     and writes. ``should_stop`` is for single-process runs (the app's): the processes must not decide alone.
@@ -114,7 +116,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
             while step < budget and not (cfg.patience and history and len(history) - best >= cfg.patience):
                 # The steps of one period, reporting every step.
                 steps = min(period, budget - step)
-                trained = run_steps(net, opt, prep, cfg, stream, steps, emit, should_stop, world)
+                trained = run_steps(net, opt, prep, cfg, stream, steps, emit, should_stop, world, (step, budget))
                 step += steps
                 record = {"epoch": stream.round, **trained}
                 if cfg.eval_every:  # periods of steps: where the evaluation stands, and the period's duration
@@ -139,7 +141,8 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                     save_state(cfg, model, opt, stream, step, history, best_score, best, time.time() - started)
                 emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
         except TrainingStopped:
-            stopped = f"stopped by the user during epoch {stream.round}" + (f", at step {step}" if cfg.eval_every else "")
+            stopped = (f"stopped by the user during epoch {stream.round}"
+                       + (f", after the evaluation at step {step}" if cfg.eval_every else ""))
 
         # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
         if best == 0:
@@ -362,13 +365,16 @@ def machine(world: World) -> str:
 
 
 def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, stream: BatchStream,
-              steps: int, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None, world: World) -> dict:
+              steps: int, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None, world: World,
+              run: tuple[int, int]) -> dict:
     """``steps`` batches of the stream: their mean loss, accuracy (not for relatedness) and duration.
 
     Every process draws the same global batches of ``cfg.batch_size`` and trains on its share of each.
     Loss and accuracy are over all processes' examples. Emits a step event (this process's figures so
-    far) after every step; raises :class:`TrainingStopped` when ``should_stop()`` says so.
+    far; ``done`` and ``budget``, the run's steps before this one and in all, from ``run``) after every
+    step; raises :class:`TrainingStopped` when ``should_stop()`` says so.
     """
+    before, budget = run
     net.train()
     kind, train_split = prep.data.kind, prep.splits["train"]
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
@@ -388,7 +394,7 @@ def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
         elapsed = time.time() - t0
         emit({"event": "step", "epoch": stream.round, "step": step, "steps": steps, "loss": loss_sum / seen,
               "accuracy": correct / seen if kind != "relatedness" else None,
-              "eta": elapsed / step * (steps - step)})
+              "eta": elapsed / step * (steps - step), "done": before + step, "budget": budget})
     loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
     if kind != "relatedness":
@@ -438,7 +444,7 @@ def improves(score: float, best: float) -> bool:
 def no_checkpoint(kind: str, history: list[dict]) -> Exception:
     """The error of a run that ended without writing a checkpoint, saying why."""
     if not history:
-        return TrainingStopped("stopped before the first epoch ended: no checkpoint was written")
+        return TrainingStopped("stopped before the first dev evaluation: no checkpoint was written")
     metric, why = (("pearson", "a model that predicts the same score for every dev pair has no Pearson r")
                    if kind == "relatedness" else ("accuracy", "is the dev split empty?"))
     return ValueError(f"no checkpoint was written: the dev {metric} was not a number in any of the "
