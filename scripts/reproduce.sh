@@ -3,13 +3,15 @@
 # 100d (fetched first if missing: `python -m disan vectors glove-100d`).
 #
 # Two queues run side by side with one thread each (better throughput than one queue on two threads
-# on a 2-core machine). Every run goes to runs/<name> (per-epoch JSON lines in runs/<name>.log) and
-# is started with --resume: run this script again after an interruption and each run goes on from its
-# last finished epoch, while finished runs are skipped. Then python scripts/update_readme_results.py keeps each run's JSON in results/ and
-# refreshes the README table; a retrained checkpoint replaces a shipped one only if its dev score is better.
+# on a 2-core machine). Every run goes to runs/<name> (one JSON line per dev evaluation in runs/<name>.log)
+# and is started with --resume: run this script again after an interruption and each run goes on from its
+# last dev evaluation, while finished runs are skipped. Then python scripts/update_readme_results.py (with
+# the same RUNS) keeps each run's JSON in results/ and refreshes the README's tables; a retrained
+# checkpoint replaces a shipped one only if its dev score is better.
 # FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten). RUNS moves the run
 # folders elsewhere (default: runs). Named queues run alone, e.g. `scripts/reproduce.sh recipe_authors`
-# (the authors' SST-5 recipe) or `scripts/reproduce.sh recipe_ablation` (its cheap items one at a time).
+# (the authors' SST-5 recipe), `scripts/reproduce.sh recipe_ablation` (its cheap items one at a time) or
+# `scripts/reproduce.sh recipe_tasks` (its word and Adadelta items on TREC, SICK and CR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-runs}
@@ -80,6 +82,14 @@ recipe_ablation() {
   train sst5-item8-leaves "${base[@]}" --tokens leaves
   train sst5-item6-relu "${base[@]}" --activation relu --no-head-bias
   train sst5-item7-l2 "${base[@]}" --weight-decay 1e-4 --no-decay-attention
+}
+# The word items and the authors' Adadelta constants (with a longer budget, which they need) on the other
+# tasks' chosen settings, compared on dev with the rows above.
+recipe_tasks() {
+  train trec-item4-vectors --task trec --epochs 100 --patience 15 --dropout 0.4 --oov-init normal --eval-words
+  train trec-item3-adadelta --task trec --epochs 200 --patience 30 --dropout 0.4 --rho 0.95 --eps 1e-8
+  train sick-item4-vectors --task sick --epochs 80 --patience 12 --oov-init normal --eval-words
+  folds cr-item4-vectors cr --optimizer adam --lr 0.001 --dropout 0.3 --oov-init normal --eval-words
 }
 
 if [ $# -gt 0 ]; then
