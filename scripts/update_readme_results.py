@@ -81,8 +81,8 @@ def recipe_row(name: str) -> str | None:
     for folder in (ROOT / "results" / name, RUNS / name):
         if (folder / "metrics.json").exists() and finished(folder):
             m = read(folder, "metrics.json")
-            steps = "best_step" in m
-            at = f"step {m['best_step']:,} of {m['steps_run']:,}" if steps else f"epoch {m['best_epoch']} of {m['epochs_run']}"
+            at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
+                  else f"epoch {m['best_epoch']} of {m['epochs_run']}")
             return f"| {name} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | finished |"
     state_file = RUNS / f"{name}.resume.pt"
     if not state_file.exists():

@@ -271,7 +271,8 @@ def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab
         return vocab, f"stored words only: the files of {source} here differ from those the model was trained with"
     words, vectors = rows_beyond(source, vocab.stoi)
     if vectors.shape[1] != model.cfg.encoder_cfg.d_e:
-        return vocab, f"stored words only: {source} has {vectors.shape[1]} dimensions, the model {model.cfg.encoder_cfg.d_e}"
+        return vocab, (f"stored words only: {source} has {vectors.shape[1]} dimensions, "
+                       f"the model {model.cfg.encoder_cfg.d_e}")
     model.embed.append_frozen(torch.from_numpy(vectors))
     model.cfg.vocab_size += len(words)
     model.cfg.frozen_vocab += len(words)

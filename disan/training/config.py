@@ -37,8 +37,9 @@ class TrainConfig:
     """Everything a training run depends on; recorded in the checkpoint's config and model card.
 
     The defaults are the paper's settings except the word vectors: GloVe 6B 50d, which ships as a
-    package, instead of the authors' 6B 300d. Invalid values raise ValueError when the config is made; every
-    field but ``command`` and ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
+    package, instead of the authors' 6B 300d (``--recipe authors``: their SST recipe, :data:`RECIPES`).
+    Invalid values raise ValueError when the config is made; every field but ``command`` and
+    ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
     task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
     encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
@@ -64,9 +65,10 @@ class TrainConfig:
     seed: int = _field(0, "seed of the initialisation, shuffling, and the dev / cross-validation splits")
     fold: int = _field(0, "cross-validation fold used as test (SUBJ, MPQA, CR, MR)")
     phrases: bool = _field(True, "SST: train on every labelled phrase (--no-phrases: whole sentences only)")
-    sst_nodes: str = _field("unique", "SST phrases (with --phrases; other tasks ignore it): each distinct text once (unique), every node each time it "
-                                      "occurs (every), or every node with 3 more copies of each non-neutral node "
-                                      "and whole sentence (oversampled, the authors')", choices=SST_NODES)
+    sst_nodes: str = _field("unique", "SST phrases (with --phrases; other tasks ignore it): each distinct text "
+                                      "once (unique), every node each time it occurs (every), or every node with 3 "
+                                      "more copies of each non-neutral node and whole sentence (oversampled, the "
+                                      "authors')", choices=SST_NODES)
     tokens: str = _field("spacy", "how training text is split: spaCy, as the app splits typed text, or SST's own "
                                   "leaves (the authors'; SST only)", choices=tuple(TOKENIZERS))
     max_train: int | None = _field(None, "cap on the training examples, drawn at random, for quick runs")

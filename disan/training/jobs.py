@@ -91,7 +91,8 @@ def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -
 
     def progress(event: dict) -> None:
         if event["event"] == "step":
-            events.put(("step", {k: event[k] for k in ("epoch", "step", "steps", "loss", "accuracy", "eta", "done", "budget")}))
+            keys = ("epoch", "step", "steps", "loss", "accuracy", "eta", "done", "budget")
+            events.put(("step", {k: event[k] for k in keys}))
         else:
             events.put(("epoch", {k: v for k, v in event.items() if k not in ("model", "vocab", "event")}))
             snap = snapshot(event["model"], event["vocab"], probe, event["epoch"])
