@@ -8,6 +8,7 @@ import json
 import sys
 
 from disan.data.loaders import SPLITS
+from disan.nn.checkpoint import VOCABULARIES
 from disan.nn.device import DEVICES
 
 # Commands that are whole modules with their own argument parser.
@@ -61,6 +62,9 @@ def main(argv=None) -> int:
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--vocabulary", default="stored", choices=VOCABULARIES,
+                    help="stored: the checkpoint's words, with which its figures were recorded; open: every word "
+                         "of the vectors it was trained with, when they are here (default: stored)")
     ev.add_argument("--device", default="auto", choices=DEVICES,
                     help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
     for name, (module, help_text) in FORWARDED.items():
@@ -79,7 +83,7 @@ def main(argv=None) -> int:
             print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
         from disan.training.evaluate import evaluate_checkpoint
-        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device)
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device, args.vocabulary)
         if args.json:
             print(json.dumps(metrics))
         else:
