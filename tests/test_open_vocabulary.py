@@ -1,15 +1,22 @@
 """A loaded model knows every word of the vectors it was trained with, when they are the same files."""
+import io
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from disan.__main__ import main
+from disan.data.batching import tokens_of
+from disan.data.loaders import load_task
 from disan.data.text import UNK_ID
 from disan.data.vectors import fingerprint
 from disan.nn import checkpoint
+from disan.training.train import train
 
 from .conftest import LABELS, WORDS, make_model
+from .test_train import tiny_trec
 
 NEW = {"teapot": [0.5, -1.0, 2.0, 0.25, 0.0, 1.5], "Kettle": [1.0, 1.0, -1.0, 3.0, 0.5, -0.5]}
 
@@ -67,3 +74,17 @@ def test_a_grown_model_with_no_stored_frozen_rows_gets_them(tmp_path, vectors_fi
     model, vocab, _, _ = checkpoint.load(path)
     assert model.cfg.frozen_vocab == 2 and model.embed.frozen.dtype == torch.float16
     assert np.allclose(model.embed.frozen.float().numpy(), [NEW["teapot"], NEW["Kettle"]], atol=1e-3)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_evaluate_measures_the_stored_words_by_default_and_every_word_of_the_vectors_on_request(tmp_path, capsys):
+    recorded = train(tiny_trec(tmp_path / "run", epochs=1), log=io.StringIO())["dev"]
+    capsys.readouterr()
+    figures = {}
+    for vocabulary in ("stored", "open"):
+        main(["evaluate", str(tmp_path / "run"), "--split", "dev", "--json", "--vocabulary", vocabulary])
+        figures[vocabulary] = json.loads(capsys.readouterr().out)
+    assert figures["stored"] == recorded and figures["open"]["n"] == recorded["n"]
+    dev = [t for row in tokens_of(load_task("trec"), ["dev"])["dev"] for t in row[0]]
+    unknown = {v: checkpoint.load(tmp_path / "run", vocabulary=v)[1].encode(dev).count(UNK_ID) for v in figures}
+    assert unknown["open"] < unknown["stored"]
