@@ -76,6 +76,11 @@ def where(record: dict) -> str:
     return f"step {record['step']:,}" if "step" in record else f"epoch {record['epoch']}"
 
 
+def count(record: dict) -> str:
+    """The steps or epochs a run has done at a history record, as :func:`where` counts them."""
+    return f"{record['step']:,}" if "step" in record else f"{record['epoch']}"
+
+
 def recipe_row(name: str) -> str | None:
     """A recipe run's row: finished (its record in results/ or $RUNS), else its state file; None if neither."""
     for folder in (ROOT / "results" / name, RUNS / name):
@@ -91,7 +96,7 @@ def recipe_row(name: str) -> str | None:
     state = torch.load(state_file, map_location="cpu", weights_only=True)
     history, best = state["history"], state["best"]
     return (f"| {name} | {100 * history[best - 1]['dev_accuracy']:.2f} | {where(history[best - 1])} of "
-            f"{where(history[-1])} so far | {state.get('seconds', 0) / 60:.0f} | not finished |")
+            f"{count(history[-1])} so far | {state.get('seconds', 0) / 60:.0f} | not finished |")
 
 
 def recipe_table() -> str:
