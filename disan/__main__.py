@@ -8,6 +8,7 @@ import json
 import sys
 
 from disan.data.loaders import SPLITS
+from disan.nn.checkpoint import VOCABULARIES
 from disan.nn.device import DEVICES
 
 # Commands that are whole modules with their own argument parser.
@@ -26,7 +27,8 @@ FORWARDED = {
 def _train_parser(sub) -> argparse.ArgumentParser:
     """The ``train`` command: a flag for every field of :class:`~disan.training.config.TrainConfig`."""
     from disan.training import config
-    return config.add_arguments(sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION))
+    return config.add_recipe_argument(config.add_arguments(
+        sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION)))
 
 
 def _progress_bar():
@@ -54,12 +56,15 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    train_parser = _train_parser(sub)
+    _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
     ev.add_argument("checkpoint")
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--vocabulary", default="stored", choices=VOCABULARIES,
+                    help="stored: the checkpoint's words, with which its figures were recorded; open: every word "
+                         "of the vectors it was trained with, when they are here (default: stored)")
     ev.add_argument("--device", default="auto", choices=DEVICES,
                     help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
     for name, (module, help_text) in FORWARDED.items():
@@ -69,16 +74,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     if args.cmd == "train":
-        from disan.training.config import config_from_args
+        from disan.training.config import parse_args
         from disan.training.distributed import World
         from disan.training.train import train
-        cfg = config_from_args(train_parser, args)  # records cfg.command_line() as cfg.command
+        cfg = parse_args(argv[1:])  # --recipe's values under the flags given; records cfg.command_line()
         metrics = train(cfg, progress=_progress_bar())
         if World.from_env().is_main:  # under torchrun, one summary for the run, not one per process
             print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
         from disan.training.evaluate import evaluate_checkpoint
-        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device)
+        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device, args.vocabulary)
         if args.json:
             print(json.dumps(metrics))
         else:

@@ -9,7 +9,7 @@ from disan.data.loaders import TASKS
 from disan.data.text import split_pair
 from disan.explore import catalog, figures
 from disan.nn.baselines import ENCODERS
-from disan.training.config import OPTIMIZERS, TrainConfig
+from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig
 from disan.training.evaluate import examples_table
 from disan.training.jobs import PROBE, Busy, Registry
 from disan.training.train import state_path
@@ -54,6 +54,11 @@ def start_form() -> None:
                                      "GloVe-format text file; empty: glove-100d when fetched, else glove-50d")
         seed = c2.number_input("Seed", 0, 10_000, TrainConfig.seed, key="train-seed")
         cap = c3.number_input("Cap on training examples (0 = all)", 0, 10_000_000, 0, key="train-cap")
+        what = {item: text for item, text, _ in RECIPE_ITEMS}
+        items = st.multiselect("Items of the authors' SST recipe", list(what), format_func=lambda i: f"{i}: {what[i]}",
+                               key="train-recipe",
+                               help="each item sets its flags as the authors' SST code does, over the fields above "
+                                    "(item 2 trains 120,000 steps; item 8 is for SST only)")
         probe = st.text_input("Probe sentence for the attention timeline", PROBE, key="train-probe")
         submitted = st.form_submit_button("Start", type="primary")
     if not submitted:
@@ -63,10 +68,13 @@ def start_form() -> None:
         st.error("A checkpoint name cannot contain slashes or start with a dot.")
         return
     try:
-        cfg = TrainConfig(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
-                          patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
-                          d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed),
-                          max_train=int(cap) or None)
+        fields = dict(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
+                      patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
+                      d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None)
+        # the chosen items of the authors' recipe win over the fields above (dropout, patience)
+        fields.update({flag: RECIPES["authors"][flag] for item, _, flags in RECIPE_ITEMS if item in items
+                       for flag in flags})
+        cfg = TrainConfig(**fields)
         cfg.command = cfg.command_line()  # what the model card offers to reproduce the run
         registry().start(name, cfg, probe)
     except Busy as e:

@@ -3,26 +3,34 @@
 # 100d (fetched first if missing: `python -m disan vectors glove-100d`).
 #
 # Two queues run side by side with one thread each (better throughput than one queue on two threads
-# on a 2-core machine). Every run goes to runs/<name> (per-epoch JSON lines in runs/<name>.log) and
-# is started with --resume: run this script again after an interruption and each run goes on from its
-# last finished epoch, while finished runs are skipped. Then python scripts/update_readme_results.py keeps each run's JSON in results/ and
-# refreshes the README table; a retrained checkpoint replaces a shipped one only if its dev score is better.
-# FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten).
+# on a 2-core machine). Every run goes to runs/<name> (one JSON line per dev evaluation in runs/<name>.log)
+# and is started with --resume: run this script again after an interruption and each run goes on from its
+# last dev evaluation, while finished runs are skipped. Then python scripts/update_readme_results.py (with
+# the same RUNS) keeps each run's JSON in results/ and refreshes the README's tables; a retrained
+# checkpoint replaces a shipped one only if its dev score is better.
+# FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten). RUNS moves the run
+# folders elsewhere (default: runs). Named queues run alone, e.g. `scripts/reproduce.sh recipe_authors`
+# (the authors' SST-5 recipe), `scripts/reproduce.sh recipe_ablation` (its cheap items one at a time) or
+# `scripts/reproduce.sh recipe_tasks` (its word and Adadelta items on TREC, SICK and CR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p runs
+RUNS=${RUNS:-runs}
+mkdir -p "$RUNS"
 python -c "from disan.data import glove100; raise SystemExit(glove100.installed() is None)" \
   || python -m disan vectors glove-100d
 
 done_already() {  # a finished run: its metrics hold test figures and it was not stopped by hand
   python -c 'import json, sys; m = json.load(open(sys.argv[1])); raise SystemExit("test" not in m or bool(m.get("stopped")))' \
-    "runs/$1/metrics.json" 2> /dev/null
+    "$RUNS/$1/metrics.json" 2> /dev/null
 }
-train() {
+train() {  # NAME FLAGS...: one run in $RUNS/NAME, its wall-clock minutes appended to $RUNS/NAME.minutes
   local name=$1; shift
   done_already "$name" && return 0
-  python -m disan train --threads 1 --embeddings glove-100d --resume --out "runs/$name" "$@" \
-    >> "runs/$name.log" 2>> "runs/$name.err"
+  local start=$SECONDS
+  python -m disan train --threads 1 --embeddings glove-100d --resume --out "$RUNS/$name" \
+    --logdir "$RUNS/tensorboard/$name" "$@" \
+    >> "$RUNS/$name.log" 2>> "$RUNS/$name.err"
+  echo "$(date -u +%FT%TZ) $(( (SECONDS - start) / 60 ))" >> "$RUNS/$name.minutes"
 }
 folds() {  # NAME TASK [FLAGS...]: the ten folds of one setting, runs/NAME-foldK (a flag given twice: the last wins)
   local name=$1 task=$2; shift 2
@@ -62,4 +70,30 @@ queue_b() {
     train "trec-dropout0.4-seed$seed" --task trec --epochs 100 --patience 15 --dropout 0.4 --seed "$seed"
   done
 }
-queue_a & queue_b & wait
+# The authors' SST recipe (issue: fidelity round 3): 120k steps, dev every 1000, resumable at any evaluation.
+recipe_authors() {
+  train sst5-authors --task sst5 --recipe authors
+}
+# Its items that are cheap, each alone on the shipped SST-5 setting and budget (12 epochs, patience 3).
+recipe_ablation() {
+  local base=(--task sst5 --epochs 12 --patience 3 --dropout 0.2)
+  train sst5-item4-vectors "${base[@]}" --oov-init normal --eval-words
+  train sst5-item5-dropout0.3 "${base[@]}" --dropout 0.3
+  train sst5-item8-leaves "${base[@]}" --tokens leaves
+  train sst5-item6-relu "${base[@]}" --activation relu --no-head-bias
+  train sst5-item7-l2 "${base[@]}" --weight-decay 1e-4 --no-decay-attention
+}
+# The word items and the authors' Adadelta constants (with a longer budget, which they need) on the other
+# tasks' chosen settings, compared on dev with the rows above.
+recipe_tasks() {
+  train trec-item4-vectors --task trec --epochs 100 --patience 15 --dropout 0.4 --oov-init normal --eval-words
+  train trec-item3-adadelta --task trec --epochs 200 --patience 30 --dropout 0.4 --rho 0.95 --eps 1e-8
+  train sick-item4-vectors --task sick --epochs 80 --patience 12 --oov-init normal --eval-words
+  folds cr-item4-vectors cr --optimizer adam --lr 0.001 --dropout 0.3 --oov-init normal --eval-words
+}
+
+if [ $# -gt 0 ]; then
+  for queue in "$@"; do "$queue"; done
+else
+  queue_a & queue_b & wait
+fi

@@ -5,8 +5,14 @@ model card in results/<run>/. For each shipped checkpoint, the runs of its task 
 are not cross-validation folds (runs/trec, runs/trec-dropout0.4, ...) and have its seed compete with
 it on dev — dev, never test, decides — and the best one is shipped; every other one keeps its record in
 results/, a run named after the task as results/<task>-<vectors>, so all of them are reported.
+$RUNS names the runs' folder (default: runs/, as scripts/reproduce.sh).
+
+The table between the recipe markers lists SST-5's recipe runs (sst5-authors*, sst5-item*): their best dev
+accuracy, where it was reached and their minutes, read from the finished records, or from the state
+file of a run still going (or stopped, to be resumed).
 """
 import json
+import os
 import re
 import shutil
 import sys
@@ -16,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.tools.results import collect, table, vectors_label  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+RUNS = Path(os.environ.get("RUNS") or ROOT / "runs")
 RECORD = ("config.json", "metrics.json", "README.md")
+RECIPE_RUN = re.compile(r"^sst5-(authors|item\d)")
 
 
 def read(folder: Path, name: str) -> dict:
@@ -63,7 +71,45 @@ def keep_record(folder: Path) -> None:
         shutil.copyfile(folder / file, target / file)
 
 
-runs = [p.parent for p in sorted((ROOT / "runs").glob("*/metrics.json")) if finished(p.parent)]
+def where(record: dict) -> str:
+    """Where a history record stands: its step (runs evaluated every so many steps) or its epoch."""
+    return f"step {record['step']:,}" if "step" in record else f"epoch {record['epoch']}"
+
+
+def count(record: dict) -> str:
+    """The steps or epochs a run has done at a history record, as :func:`where` counts them."""
+    return f"{record['step']:,}" if "step" in record else f"{record['epoch']}"
+
+
+def recipe_row(name: str) -> str | None:
+    """A recipe run's row: finished (its record in results/ or $RUNS), else its state file; None if neither."""
+    for folder in (ROOT / "results" / name, RUNS / name):
+        if (folder / "metrics.json").exists() and finished(folder):
+            m = read(folder, "metrics.json")
+            at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
+                  else f"epoch {m['best_epoch']} of {m['epochs_run']}")
+            return f"| {name} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | finished |"
+    state_file = RUNS / f"{name}.resume.pt"
+    if not state_file.exists():
+        return None
+    import torch
+    state = torch.load(state_file, map_location="cpu", weights_only=True)
+    history, best = state["history"], state["best"]
+    return (f"| {name} | {100 * history[best - 1]['dev_accuracy']:.2f} | {where(history[best - 1])} of "
+            f"{count(history[-1])} so far | {state.get('seconds', 0) / 60:.0f} | not finished |")
+
+
+def recipe_table() -> str:
+    sst5 = read(ROOT / "checkpoints" / "sst5", "metrics.json")
+    rows = ["| setting | dev | at | minutes | state |", "|---|---:|---|---:|---|",
+            f"| shipped recipe | {100 * sst5['dev']['accuracy']:.2f} | epoch {sst5['best_epoch']} of "
+            f"{sst5['epochs_run']} | {sst5['train_seconds'] / 60:.0f} | finished |"]
+    names = sorted({p.name.removesuffix(".resume.pt") for folder in (ROOT / "results", RUNS) if folder.exists()
+                    for p in folder.iterdir() if RECIPE_RUN.match(p.name)})
+    return "\n".join(rows + [row for row in map(recipe_row, names) if row])
+
+
+runs = [p.parent for p in sorted(RUNS.glob("*/metrics.json")) if finished(p.parent)]
 shipped = {setting(p): p for p in sorted((ROOT / "checkpoints").iterdir()) if finished(p)}
 for key, current in shipped.items():
     rivals = [r for r in runs if setting(r) == key and not re.search(r"-fold\d+$", r.name)]
@@ -88,5 +134,9 @@ text = readme.read_text(encoding="utf-8")
 new = table(collect([ROOT / "checkpoints", ROOT / "results"]))
 text = re.sub(r"(<!-- results:start -->\n).*?(\n<!-- results:end -->)", lambda m: m.group(1) + new + m.group(2),
               text, flags=re.S)
+recipe = recipe_table()
+text = re.sub(r"(<!-- recipe:start -->\n).*?(\n<!-- recipe:end -->)", lambda m: m.group(1) + recipe + m.group(2),
+              text, flags=re.S)
 readme.write_text(text, encoding="utf-8")
 print(new)
+print(recipe)

@@ -36,6 +36,7 @@ def test_loss_falls_and_events_report_progress(trained):
     assert losses[-1] < losses[0]
     steps = [e for e in events if e["event"] == "step"]
     assert steps[-1]["step"] == steps[-1]["steps"] == 6 and steps[-1]["eta"] == 0
+    assert [e["done"] for e in steps] == list(range(1, 25)) and {e["budget"] for e in steps} == {24}
     assert [e["epoch"] for e in events if e["event"] == "epoch"] == [1, 2, 3, 4]
 
 
@@ -192,7 +193,7 @@ def test_a_run_interrupted_in_its_second_epoch_resumes_to_the_same_result(tmp_pa
     assert first["stopped"] == "stopped by the user during epoch 2" and first["epochs_run"] == 2
     assert len(first["history"]) == 1  # epoch 2 never finished
     resumed = train(tiny_trec(out, resume=True), log=io.StringIO())
-    assert "resuming after epoch 1" in capsys.readouterr().err
+    assert "resuming at step 3, epoch 1" in capsys.readouterr().err
     assert without_times(resumed["history"]) == without_times(whole["history"])
     assert (resumed["best_epoch"], resumed["epochs_run"], resumed["stopped"]) == (whole["best_epoch"], 3, None)
     assert resumed["test"] == whole["test"] and resumed["dev"] == whole["dev"]

@@ -139,3 +139,15 @@ def test_a_failing_job_shows_its_error_and_the_app_stays_up(ckdir):
     wait(at, lambda a: "failed" in status(a) or "done" in status(a))
     assert "failed" in status(at) and "no-such-vectors.txt" in texts(at.error)
     visit(at, "pages/models.py")
+
+
+def test_chosen_items_of_the_authors_recipe_win_over_the_fields_and_reach_the_model_card(ckdir):
+    at = visit(app(), "pages/training.py")
+    at.multiselect(key="train-recipe").set_value([3, 5, 7])
+    fill(at, "recipe", d_h=6)
+    wait(at, lambda a: "done" in status(a) or "failed" in status(a))
+    assert status(at) == "Job recipe: done", texts(at.error)
+    cfg = parse_command_line(json.loads((ckdir / "recipe" / "config.json").read_text())["train_config"]["command"])
+    assert (cfg.rho, cfg.eps, cfg.dropout, cfg.weight_decay, cfg.decay_attention) == (0.95, 1e-8, 0.3, 1e-4, False)
+    assert cfg.tokens == "spacy" and cfg.patience == 3  # items not chosen keep the fields' values
+    assert "the authors' recipe: items 3, 5, 7 of 8" in (ckdir / "recipe" / "README.md").read_text()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from disan.data.loaders import SPLITS, TaskData
-from disan.data.text import PAD_ID, UNK_ID, Vocab, tokenize
+from disan.data.text import PAD_ID, TOKENIZERS, UNK_ID, Vocab
 
 
 def pad(seqs: list[list[int]]) -> torch.Tensor:
@@ -31,11 +31,20 @@ class Encoded:
         return len(self.labels)
 
 
-def tokens_of(data: TaskData, splits=SPLITS) -> dict[str, list]:
-    """Tokenised text of the splits: per example a list of token lists (one, or two for a pair)."""
+def tokens_of(data: TaskData, splits=SPLITS, tokenizer: str = "spacy") -> dict[str, list]:
+    """Tokenised text of the splits: per example a list of token lists (one, or two for a pair).
+
+    ``tokenizer`` names one of :data:`~disan.data.text.TOKENIZERS`. Each distinct text is split once:
+    SST's training nodes repeat (the same phrase in many trees, oversampled copies).
+    """
+    split_text, memo = TOKENIZERS[tokenizer], {}
+
     def tok(text):
-        return [tokenize(t) for t in text] if isinstance(text, tuple) else [tokenize(text)]
-    return {split: [tok(e.text) for e in getattr(data, split)] for split in splits}
+        if text not in memo:
+            memo[text] = split_text(text)
+        return memo[text]
+    return {split: [[tok(t) for t in e.text] if isinstance(e.text, tuple) else [tok(e.text)]
+                    for e in getattr(data, split)] for split in splits}
 
 
 def encode(vocab: Vocab, token_rows: list, labels: list) -> Encoded:

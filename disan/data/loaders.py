@@ -257,20 +257,38 @@ def _sst_sentences(trees: list[Tree], binary: bool) -> list[Example]:
     return [e for e in examples if e.label is not None]
 
 
-def _sst_phrases(trees: list[Tree], binary: bool) -> list[Example]:
-    """Every node of every tree as an example, the first occurrence of each text kept."""
-    seen: dict[str, Example] = {}
+# How the phrase nodes of SST's training trees become examples (``--sst-nodes``).
+SST_NODES = ("unique", "every", "oversampled")
+NEUTRAL = 2             # SST-5's neutral label
+OVERSAMPLE_COPIES = 3   # extra copies of every non-neutral node and every whole sentence ("oversampled")
+
+
+def _sst_phrases(trees: list[Tree], binary: bool, nodes: str = "unique") -> list[Example]:
+    """Every node of every tree as an example.
+
+    ``nodes``: "unique" keeps the first occurrence of each text; "every" keeps each node each time it
+    occurs, as the authors' code does; "oversampled" adds to that :data:`OVERSAMPLE_COPIES` more copies
+    of every node that is not neutral and of every whole sentence (their ``data_imbalance``), which
+    brings neutral from about half of the examples to about a third.
+    """
+    if nodes not in SST_NODES:
+        raise ValueError(f"unknown SST node selection {nodes!r}; choose one of {', '.join(SST_NODES)}")
+    seen: set[str] = set()
+    examples = []
     for tree in trees:
-        for label, start, end in tree.spans:
+        for node, (label, start, end) in enumerate(tree.spans):
             text = tree.text(start, end)
-            if text not in seen:
-                seen[text] = Example(text, _sst_label(label, binary))
-    return [e for e in seen.values() if e.label is not None]
+            if nodes == "unique" and text in seen:
+                continue
+            seen.add(text)
+            copies = 1 + OVERSAMPLE_COPIES * (nodes == "oversampled" and (label != NEUTRAL or node == 0))
+            examples += [Example(text, _sst_label(label, binary))] * copies
+    return [e for e in examples if e.label is not None]
 
 
-def _load_sst(root: Path, binary: bool, phrases: bool) -> tuple[list[Example], ...]:
+def _load_sst(root: Path, binary: bool, phrases: bool, nodes: str = "unique") -> tuple[list[Example], ...]:
     train, dev, test = (read_trees(root / FOLDERS["sst5"] / f"{split}.txt") for split in ("train", "dev", "test"))
-    train_examples = _sst_phrases(train, binary) if phrases else _sst_sentences(train, binary)
+    train_examples = _sst_phrases(train, binary, nodes) if phrases else _sst_sentences(train, binary)
     return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)
 
 
@@ -358,20 +376,25 @@ def read_snli(root: Path, split: str) -> list[Example]:
 # ---------------------------------------------------------------- tasks
 
 def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 0, seed: int = 0,
-              phrases: bool = True) -> TaskData:
+              phrases: bool = True, nodes: str = "unique") -> TaskData:
     """Load one task's train / dev / test examples.
 
     ``fold`` and ``seed`` select the cross-validation split of subj, mpqa, cr and mr
     (``seed`` also draws trec's dev set); ``phrases`` trains SST on every labelled
-    phrase, as the original DiSAN code did, rather than on whole sentences only.
+    phrase, as the original DiSAN code did, rather than on whole sentences only; ``nodes`` says
+    how (see :func:`_sst_phrases`: "unique", "every" or "oversampled").
     """
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
     root = _locate(data_dir)
     if name in ("sst5", "sst2"):
         binary = name == "sst2"
-        train, dev, test = _load_sst(root, binary, phrases)
-        unit = "every labelled phrase of the train trees (deduplicated by text)" if phrases else "train sentences"
+        train, dev, test = _load_sst(root, binary, phrases, nodes)
+        unit = {"unique": "every labelled phrase of the train trees (deduplicated by text)",
+                "every": "every node of the train trees, each time it occurs",
+                "oversampled": f"every node of the train trees, each time it occurs, with {OVERSAMPLE_COPIES} "
+                               f"more copies of every non-neutral node and every whole sentence"}[nodes] \
+            if phrases else "train sentences"
         drop = "; neutral sentences and phrases removed" if binary else ""
         return TaskData(name, "classify", POLARITY_LABELS if binary else SST5_LABELS, train, dev, test,
                         f"standard SST split: train on {unit}, dev and test on whole sentences{drop}.")

@@ -40,6 +40,16 @@ def tokenize(text: str) -> list[str]:
     return [t.text for t in _tokenizer()(text) if not t.is_space]
 
 
+def leaves(text: str) -> list[str]:
+    """Split a text at ASCII spaces only: the leaves of an SST tree, which the loader joins with spaces
+    (a leaf may hold a no-break space, and "sci-fi" or "'ve" stay one token, as in the authors' code)."""
+    return [t for t in text.split(" ") if t]
+
+
+# How training text is split into tokens (``--tokens``): spaCy, as the app splits typed text, or SST's own leaves.
+TOKENIZERS = {"spacy": tokenize, "leaves": leaves}
+
+
 def check_text(text) -> list[str]:
     """Tokens of a text, or ValueError saying why the text cannot be encoded and traced."""
     if not isinstance(text, str):

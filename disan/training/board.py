@@ -82,7 +82,7 @@ class Board:
         writer = self.writer
         if writer is None:
             return
-        step = record["epoch"]
+        step = record.get("step", record["epoch"])  # the step axis: steps when the run counts them
         for key, value in record.items():
             if isinstance(value, float):
                 writer.add_scalar(key.replace("_", "/", 1), value, step)
@@ -100,5 +100,5 @@ class Board:
             return
         for key, value in metrics["test"].items():
             if isinstance(value, float):
-                writer.add_scalar(f"test/{key}", value, metrics["best_epoch"])
+                writer.add_scalar(f"test/{key}", value, metrics.get("best_step", metrics["best_epoch"]))
         writer.flush()

@@ -15,7 +15,9 @@ from types import UnionType
 
 import torch
 
-from disan.data.loaders import TASKS
+from disan.data.loaders import SST_NODES, TASKS
+from disan.data.text import TOKENIZERS
+from disan.data.vectors import OOV_INITS
 from disan.nn.baselines import ENCODERS
 from disan.nn.device import DEVICES
 from disan.nn.model import ACTIVATIONS
@@ -35,8 +37,9 @@ class TrainConfig:
     """Everything a training run depends on; recorded in the checkpoint's config and model card.
 
     The defaults are the paper's settings except the word vectors: GloVe 6B 50d, which ships as a
-    package, instead of 840B 300d. Invalid values raise ValueError when the config is made; every
-    field but ``command`` and ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
+    package, instead of the authors' 6B 300d (``--recipe authors``: their SST recipe, :data:`RECIPES`).
+    Invalid values raise ValueError when the config is made; every field but ``command`` and
+    ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
     task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
     encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
@@ -62,8 +65,27 @@ class TrainConfig:
     seed: int = _field(0, "seed of the initialisation, shuffling, and the dev / cross-validation splits")
     fold: int = _field(0, "cross-validation fold used as test (SUBJ, MPQA, CR, MR)")
     phrases: bool = _field(True, "SST: train on every labelled phrase (--no-phrases: whole sentences only)")
+    sst_nodes: str = _field("unique", "SST phrases (with --phrases; other tasks ignore it): each distinct text "
+                                      "once (unique), every node each time it occurs (every), or every node with 3 "
+                                      "more copies of each non-neutral node and whole sentence (oversampled, the "
+                                      "authors')", choices=SST_NODES)
+    tokens: str = _field("spacy", "how training text is split: spaCy, as the app splits typed text, or SST's own "
+                                  "leaves (the authors'; SST only)", choices=tuple(TOKENIZERS))
     max_train: int | None = _field(None, "cap on the training examples, drawn at random, for quick runs")
-    patience: int = _field(3, "epochs without a dev improvement before stopping")
+    steps: int | None = _field(None, "training steps (batches) in all, whatever --epochs says (default: --epochs "
+                                     "passes over the training set)")
+    eval_every: int | None = _field(None, "steps between dev evaluations, each saving the state --resume continues "
+                                          "from (default: one per pass over the training set)")
+    patience: int = _field(3, "dev evaluations without an improvement before stopping (0: never stop early)")
+    rho: float = _field(0.9, "Adadelta's decay of its running averages (torch's 0.9; TensorFlow's, the authors', 0.95)")
+    eps: float = _field(1e-6, "Adadelta's epsilon (torch's 1e-6; TensorFlow's, the authors', 1e-8)")
+    oov_init: str = _field("uniform", "rows of training words GloVe lacks: U(-0.05, 0.05), <unk> included (uniform), "
+                                      "or N(0, 1) with a zero <unk> row (normal, the authors')", choices=OOV_INITS)
+    eval_words: bool = _field(False, "add every dev and test word GloVe has to the frozen rows, as the authors' "
+                                     "code knows every GloVe word at test time")
+    head_bias: bool = _field(True, "a bias on the class logits (--no-head-bias: none, as the authors' SST head)")
+    decay_attention: bool = _field(True, "L2 on the token2token logits' W1 and W2 too (--no-decay-attention: on the "
+                                         "dense, fusion, source2token and head matrices only, as the authors' code)")
     data_dir: str | None = _field(None, "benchmark folder (default: $DISAN_DATA_DIR, else ../shared/data)")
     threads: int | None = _field(None, "torch CPU threads (default: torch's choice)")
     device: str = _field("auto", "where to train: auto is cuda when a GPU is visible, else cpu", choices=DEVICES)
@@ -85,9 +107,15 @@ class TrainConfig:
             choices = f.metadata.get("choices")
             if choices and getattr(self, f.name) not in choices:
                 raise ValueError(f"unknown {f.name} {getattr(self, f.name)!r}; choose one of {', '.join(choices)}")
-        for name in ("epochs", "batch_size", "d_h", "d_fc"):
-            if getattr(self, name) < 1:
+        for name in ("epochs", "batch_size", "d_h", "d_fc", "steps", "eval_every"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.patience < 0:
+            raise ValueError("patience must be 0 (never stop early) or more")
+        if not (0 < self.rho < 1 and 0 < self.eps < 1):
+            raise ValueError("Adadelta's rho and eps must be in (0, 1)")
+        if self.tokens == "leaves" and self.task not in ("sst5", "sst2"):
+            raise ValueError("--tokens leaves splits SST's trees; other tasks have no leaves (use spacy)")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError("the learning rate must be a positive number")
         if not 0 <= self.dropout < 1:
@@ -108,6 +136,33 @@ class TrainConfig:
             else:
                 args += ["--" + _flag_name(f), str(value)]
         return f"{PROG} {shlex.join(args)}"
+
+
+# Named sets of flag values (``--recipe``); flags given beside --recipe override its values. "authors" is the
+# authors' SST recipe (taoshen58/DiSAN, SST_disan): the items of RECIPE_ITEMS, each also a flag of its own.
+RECIPES = {
+    "ours": {},
+    "authors": {"sst_nodes": "oversampled", "steps": 120_000, "eval_every": 1000, "patience": 0, "rho": 0.95,
+                "eps": 1e-8, "oov_init": "normal", "eval_words": True, "dropout": 0.3, "activation": "relu",
+                "head_bias": False, "weight_decay": 1e-4, "decay_attention": False, "tokens": "leaves"},
+}
+# The items of the authors' recipe, numbered as in the README's ablation: (item, what, the fields it sets).
+RECIPE_ITEMS = [
+    (1, "every SST node, oversampled", ("sst_nodes",)),
+    (2, "120k steps, dev every 1000, no early stopping", ("steps", "eval_every", "patience")),
+    (3, "Adadelta rho 0.95, eps 1e-8", ("rho", "eps")),
+    (4, "N(0, 1) OOV rows, zero <unk>, dev/test GloVe words known", ("oov_init", "eval_words")),
+    (5, "dropout 0.3 (keep 0.7)", ("dropout",)),
+    (6, "ReLU, no logit bias", ("activation", "head_bias")),
+    (7, "L2 1e-4, W1/W2 not decayed", ("weight_decay", "decay_attention")),
+    (8, "SST's leaves as tokens", ("tokens",)),
+]
+
+
+def recipe_items(cfg: TrainConfig) -> list[int]:
+    """The items of the authors' recipe that ``cfg`` follows in full (every field of the item at their value)."""
+    authors = RECIPES["authors"]
+    return [item for item, _, names in RECIPE_ITEMS if all(getattr(cfg, n) == authors[n] for n in names)]
 
 
 def _flag_fields():
@@ -167,9 +222,20 @@ def parser() -> argparse.ArgumentParser:
     return add_arguments(argparse.ArgumentParser(prog=PROG, description=DESCRIPTION))
 
 
+def add_recipe_argument(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--recipe NAME``: start from the flag values of :data:`RECIPES`; flags given beside it win."""
+    parser.add_argument("--recipe", choices=tuple(RECIPES), default="ours",
+                        help="a named set of flag values: ours (the defaults) or authors (the authors' SST recipe: "
+                             + "; ".join(f"{k} {v}" for k, v in RECIPES["authors"].items())
+                             + "); flags given beside it override it")
+    return parser
+
+
 def parse_args(argv: list[str]) -> TrainConfig:
     """The config of the ``train`` command's arguments (what follows ``python -m disan train``)."""
-    p = parser()
+    p = add_recipe_argument(parser())
+    recipe, _ = p.parse_known_args(argv)
+    p.set_defaults(**RECIPES[recipe.recipe])
     return config_from_args(p, p.parse_args(argv))
 
 

@@ -55,10 +55,13 @@ class Evaluation:
     kind: str                      # classify, pair or relatedness: whether the texts are pairs
 
 
-def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu") -> Evaluation:
+def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu",
+                   vocabulary: str = "stored") -> Evaluation:
     """Metrics and a per-example table of a checkpoint on a split of the benchmark it was trained on,
-    its model run on ``device`` (auto, cpu, cuda or cuda:N)."""
-    model, vocab, config, _ = checkpoint.load(path, device=device)
+    its model run on ``device`` (auto, cpu, cuda or cuda:N). ``vocabulary``: "stored", the words with
+    which its recorded figures were measured, or "open", every word of its vectors (see
+    :func:`disan.nn.checkpoint.load`)."""
+    model, vocab, config, _ = checkpoint.load(path, device=device, vocabulary=vocabulary)
     tc = config.get("train_config", {})
     # phrases=False: the evaluation splits are whole sentences whatever the training used
     data = load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0), seed=tc.get("seed", 0),
@@ -66,7 +69,7 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
     examples = getattr(data, split)
     if not examples:
         raise ValueError(f"{config['task']} has no {split} split here")
-    enc = encode(vocab, tokens_of(data, [split])[split], [e.label for e in examples])
+    enc = encode(vocab, tokens_of(data, [split], tc.get("tokens", "spacy"))[split], [e.label for e in examples])
     pred = predict(model, enc)
     gold = np.asarray(enc.labels, dtype=np.float64)
     texts = [join_pair(*e.text) if isinstance(e.text, tuple) else e.text for e in examples]
@@ -83,6 +86,7 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
                       confusion(pred, gold, len(labels)), kind)
 
 
-def evaluate_checkpoint(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu") -> dict:
+def evaluate_checkpoint(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu",
+                        vocabulary: str = "stored") -> dict:
     """The metrics of :func:`examples_table` alone (``python -m disan evaluate``)."""
-    return examples_table(path, split, data_dir, device).metrics
+    return examples_table(path, split, data_dir, device, vocabulary).metrics

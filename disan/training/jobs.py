@@ -78,11 +78,11 @@ class Job:
             self._stop.set()
 
     def fraction(self) -> float:
-        """Share of the whole run done, counting epochs and steps."""
+        """Share of the whole run done: its steps so far over its budget (epochs or ``--steps``)."""
         p = self.progress
         if not p:
             return 0.0
-        return min(1.0, ((p["epoch"] - 1) + p["step"] / p["steps"]) / self.config.epochs)
+        return min(1.0, p["done"] / p["budget"])
 
 
 def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -> None:
@@ -91,7 +91,8 @@ def _worker(config: TrainConfig, probe: str, events: mp.Queue, stop: mp.Event) -
 
     def progress(event: dict) -> None:
         if event["event"] == "step":
-            events.put(("step", {k: event[k] for k in ("epoch", "step", "steps", "loss", "accuracy", "eta")}))
+            keys = ("epoch", "step", "steps", "loss", "accuracy", "eta", "done", "budget")
+            events.put(("step", {k: event[k] for k in keys}))
         else:
             events.put(("epoch", {k: v for k, v in event.items() if k not in ("model", "vocab", "event")}))
             snap = snapshot(event["model"], event["vocab"], probe, event["epoch"])

@@ -1,10 +1,12 @@
 """Training as in the paper: Adadelta (lr 0.5), batch 64, dropout, L2 on weight matrices only,
 Glorot init, GloVe init with OOV ~ U(-0.05, 0.05), fine-tuned embeddings; model selection on
-dev only, early stopping, checkpoints written atomically after every improvement.
+dev only, early stopping, checkpoints written atomically after every improvement. ``--recipe authors``
+(:data:`~disan.training.config.RECIPES`) follows the authors' SST code instead, item by item.
 
-:func:`train` reads top to bottom: prepare the data, build the model, then per epoch a pass over
-the training set, a dev evaluation and a checkpoint when dev improved; at the end the best
-checkpoint is evaluated on test and saved with its model card. The helpers it calls are below it.
+:func:`train` reads top to bottom: prepare the data, build the model, then per period (a pass over
+the training set, or ``--eval-every`` steps) the steps, a dev evaluation and a checkpoint when dev
+improved; at the end the best checkpoint is evaluated on test and saved with its model card. The
+helpers it calls are below it.
 
 The same code trains in one process or, started by torchrun, in several (:mod:`disan.training.distributed`):
 each process trains on its share of every global batch, and only the first writes checkpoints, log
@@ -30,7 +32,13 @@ import torch
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
 from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
 from disan.data.text import Vocab, normalize
-from disan.data.vectors import default_source, description, embedding_matrix, load_glove
+from disan.data.vectors import (
+    default_source,
+    description,
+    embedding_matrix,
+    fingerprint,
+    load_glove,
+)
 from disan.nn import checkpoint
 from disan.nn.device import describe
 from disan.nn.heads import (
@@ -43,7 +51,13 @@ from disan.nn.heads import (
 )
 from disan.nn.model import DiSANConfig
 from disan.training.board import Board
-from disan.training.config import OPTIMIZERS, PROG, TrainConfig
+from disan.training.config import (
+    OPTIMIZERS,
+    PROG,
+    RECIPE_ITEMS,
+    TrainConfig,
+    recipe_items,
+)
 from disan.training.distributed import World
 from disan.training.evaluate import evaluate
 
@@ -57,12 +71,14 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
-    "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
-    "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
-    the best checkpoint. One JSON line per epoch goes to ``log``, and TensorBoard event files to
-    ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
-    checkpoint raises :class:`TrainingStopped` (stopped in the first epoch) or ValueError (no epoch had
-    a dev score that is a number); a device that is not there raises ValueError.
+    "accuracy", "eta", "done", "budget"}``: step and steps counted within the period, done and budget
+    within the run) and every dev evaluation (``{"event": "epoch", **history record, "improved",
+    "model", "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends,
+    keeping the best checkpoint. One JSON line per evaluation goes to ``log``, and TensorBoard event
+    files to ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never
+    wrote a checkpoint raises :class:`TrainingStopped` (stopped before the first dev evaluation) or
+    ValueError (no evaluation had a dev score that is a number); a device that is not there raises
+    ValueError.
 
     Started by torchrun, every process returns the same metrics; only the first one reports progress
     and writes. ``should_stop`` is for single-process runs (the app's): the processes must not decide alone.
@@ -87,22 +103,31 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
         prep = prepare_data(cfg, rng)
         # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
         model = build_model(cfg, prep).to(world.device)
-        opt = OPTIMIZERS[cfg.optimizer](param_groups(model, cfg.weight_decay), lr=cfg.lr)
+        opt = make_optimizer(cfg, model)
         net = world.wrap(model)  # what the steps train: the model, or the model in DistributedDataParallel
         if world.distributed:
             torch.manual_seed(cfg.seed + world.rank)  # the same weights, but not the same dropout masks
         run = RunInfo.of(cfg, prep, model, world)
 
+        # The training batches, round after round (a round is an epoch); the budget and the evaluation period.
+        stream = BatchStream(prep.splits["train"], cfg.batch_size, world.size, rng)
+        budget = cfg.steps or cfg.epochs * stream.per_round
+        period = cfg.eval_every or stream.per_round
         history: list[dict] = []
-        best_score, best_epoch, epoch, stopped = -math.inf, 0, 0, None
-        if cfg.resume:  # the weights, optimiser, random generators and history at the end of the last epoch
-            epoch, history, best_score, best_epoch = resume(cfg, model, opt, rng, world)
+        best_score, best, step, stopped = -math.inf, 0, 0, None  # best: 1-based index of the best record
+        if cfg.resume:  # the weights, optimiser, batches, random generators and history at the last evaluation
+            step, history, best_score, best, spent = resume(cfg, model, opt, stream, world)
+            started -= spent  # the run's time counts the sessions before this one
         try:
-            # Early stopping: at most cfg.epochs, and no more than cfg.patience epochs without a dev improvement.
-            while epoch < cfg.epochs and not (history and epoch - best_epoch >= cfg.patience):
-                epoch += 1
-                # One pass over the training set, reporting every step.
-                record = {"epoch": epoch, **run_epoch(net, opt, prep, cfg, epoch, rng, emit, should_stop, world)}
+            # Early stopping: no more than cfg.patience evaluations without a dev improvement (0: never).
+            while step < budget and not (cfg.patience and history and len(history) - best >= cfg.patience):
+                # The steps of one period, reporting every step.
+                steps = min(period, budget - step)
+                trained = run_steps(net, opt, prep, cfg, stream, steps, emit, should_stop, world, (step, budget))
+                step += steps
+                record = {"epoch": stream.round, **trained}
+                if cfg.eval_every:  # periods of steps: where the evaluation stands, and the period's duration
+                    record.update(step=step, seconds=record.pop("epoch_seconds"))
                 # Dev evaluation: the only data model selection ever sees. The main process evaluates
                 # and tells the others, so that every process takes the same decisions below.
                 dev = world.from_main(evaluate(model, prep.splits["dev"]) if world.is_main else None)
@@ -115,27 +140,82 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                 score = selection_metric(prep.data.kind, dev)
                 improved = improves(score, best_score)
                 if improved:
-                    best_score, best_epoch = score, epoch
+                    best_score, best = score, len(history)
                     if world.is_main:
                         checkpoint.save(cfg.out, model, prep.vocab, run.meta,
-                                        {**run.info, "dev": dev, "best_epoch": epoch, "history": history})
+                                        {**run.info, "dev": dev, **best_of(history, best), "history": history})
                 if world.is_main:  # what --resume continues from
-                    save_state(cfg, model, opt, rng, epoch, history, best_score, best_epoch)
+                    save_state(cfg, model, opt, stream, step, history, best_score, best, time.time() - started)
                 emit({"event": "epoch", **record, "improved": improved, "model": model, "vocab": prep.vocab})
         except TrainingStopped:
-            stopped = f"stopped by the user during epoch {epoch}"
+            stopped = (f"stopped by the user during epoch {stream.round}"
+                       + (f", after the evaluation at step {step}" if cfg.eval_every else ""))
 
         # The best checkpoint, evaluated on dev and test and saved again with its metrics and model card.
-        if best_epoch == 0:
+        if best == 0:
             raise no_checkpoint(prep.data.kind, history)
         metrics = world.from_main(
-            finish(cfg, prep, run, history, best_epoch, epoch, stopped, started, world) if world.is_main else None)
+            finish(cfg, prep, run, history, best, stream.round, step, stopped, started, world) if world.is_main
+            else None)
         board.test(metrics)
         return metrics
 
 
 # Settings that only say how a run is carried out, or when it stops, and so may differ on --resume.
-RESUMABLE_CHANGES = {"epochs", "patience", "threads", "device", "tensorboard", "logdir", "data_dir"}
+RESUMABLE_CHANGES = {"epochs", "steps", "patience", "threads", "device", "tensorboard", "logdir", "data_dir"}
+
+
+def make_optimizer(cfg: TrainConfig, model: TextModel) -> torch.optim.Optimizer:
+    """The optimiser of ``cfg`` on the model's parameter groups (L2 on weight matrices only; with
+    ``--no-decay-attention`` not on W1 and W2 either); Adadelta with ``cfg.rho`` and ``cfg.eps``."""
+    groups = param_groups(model, cfg.weight_decay, attention=cfg.decay_attention)
+    constants = {"rho": cfg.rho, "eps": cfg.eps} if cfg.optimizer == "adadelta" else {}
+    return OPTIMIZERS[cfg.optimizer](groups, lr=cfg.lr, **constants)
+
+
+def best_of(history: list[dict], best: int) -> dict:
+    """Where the best evaluation (1-based index ``best`` into ``history``) stands: its epoch, and its step
+    when the run evaluates every so many steps."""
+    record = history[best - 1]
+    return {"best_epoch": record["epoch"], **({"best_step": record["step"]} if "step" in record else {})}
+
+
+class BatchStream:
+    """The training batches, one shuffled round (epoch) after another, that can stop and go on at any step.
+
+    Each round's batches are drawn from ``rng`` when its first batch is asked for. Its state (the round,
+    the batches of it already given, and ``rng``'s state when the round was drawn) is enough to draw
+    the same round again and go on where it stopped. Batches smaller than ``min_size`` (the number of
+    processes) are left out, so that every process takes the same steps.
+    """
+
+    def __init__(self, data: Encoded, batch_size: int, min_size: int, rng: random.Random):
+        self.data, self.batch_size, self.min_size, self.rng = data, batch_size, min_size, rng
+        self.round, self.offset, self.chunks, self.drawn_from = 0, 0, [], None
+        last = len(data) % batch_size
+        self.per_round = len(data) // batch_size + (last >= min_size and last > 0)  # steps per round
+
+    def _draw(self) -> None:
+        self.drawn_from = self.rng.getstate()
+        self.chunks = [b for b in batch_indices(self.data, self.batch_size, True, self.rng) if len(b) >= self.min_size]
+
+    def next(self) -> list[int]:
+        """The example indices of the next batch, starting a new round when this one is used up."""
+        if self.offset == len(self.chunks):
+            self.round, self.offset = self.round + 1, 0
+            self._draw()
+        self.offset += 1
+        return self.chunks[self.offset - 1]
+
+    def state(self) -> dict:
+        """What :meth:`restore` needs to go on from here."""
+        return {"round": self.round, "offset": self.offset, "rng": self.drawn_from}
+
+    def restore(self, state: dict) -> None:
+        """Go on from a :meth:`state`: the same round drawn again, its used batches skipped."""
+        self.rng.setstate(state["rng"])
+        self.round, self.offset = state["round"], state["offset"]
+        self._draw()
 
 
 def state_path(cfg: TrainConfig) -> Path:
@@ -147,13 +227,14 @@ def state_path(cfg: TrainConfig) -> Path:
     return out.with_name(out.name + ".resume.pt")
 
 
-def save_state(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, rng: random.Random, epoch: int,
-               history: list[dict], best_score: float, best_epoch: int) -> None:
-    """Write the end-of-epoch state atomically: a kill while writing leaves the previous epoch's."""
+def save_state(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, stream: BatchStream, step: int,
+               history: list[dict], best_score: float, best: int, seconds: float) -> None:
+    """Write the state at an evaluation atomically: a kill while writing leaves the previous evaluation's.
+    ``seconds``: the run's time so far, every session together."""
     path = state_path(cfg)
-    state = {"config": settings(cfg), "epoch": epoch, "history": history, "best_score": best_score,
-             "best_epoch": best_epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-             "python_rng": rng.getstate(), "torch_rng": torch.get_rng_state()}
+    state = {"config": settings(cfg), "step": step, "history": history, "best_score": best_score,
+             "best": best, "seconds": seconds, "model": model.state_dict(), "optimizer": opt.state_dict(),
+             "batches": stream.state(), "torch_rng": torch.get_rng_state()}
     tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)
@@ -165,38 +246,45 @@ def settings(cfg: TrainConfig) -> dict:
             if f.compare and f.name not in RESUMABLE_CHANGES}
 
 
-def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, rng: random.Random,
-           world: World) -> tuple[int, list[dict], float, int]:
-    """Restore a run from :func:`state_path`; returns (last finished epoch, history, best score, best epoch).
+def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, stream: BatchStream,
+           world: World) -> tuple[int, list[dict], float, int, float]:
+    """Restore a run from :func:`state_path`; returns (steps done, history, best score, index of the best
+    record (1-based), seconds the run took so far).
 
-    Without a state file the run starts from epoch 1 (and says so). A state file of other settings is
-    refused with ValueError: continuing it would mix two runs. Loaded with ``weights_only``: no code
-    is unpickled.
+    Without a state file the run starts from step 0 (and says so). A state file of other settings is
+    refused with ValueError: continuing it would mix two runs; a setting the state file does not
+    name (one added since) counts as its default. Loaded with ``weights_only``: no code is unpickled.
     """
     path = state_path(cfg)
     if not path.exists():
         if world.is_main:
-            print(f"nothing to resume at {path}: starting at epoch 1", file=sys.stderr)
-        return 0, [], -math.inf, 0
+            print(f"nothing to resume at {path}: starting at step 0", file=sys.stderr)
+        return 0, [], -math.inf, 0, 0.0
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a truncated or foreign file: say which and why, whatever torch raised
         raise ValueError(f"cannot resume from {path}: {err}") from None
-    differ = sorted(k for k, v in settings(cfg).items() if state["config"].get(k) != v)
+    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
+    differ = sorted(k for k, v in settings(cfg).items() if state["config"].get(k, defaults[k]) != v)
     if differ:
         raise ValueError(f"cannot resume from {path}: it was trained with other settings ("
-                         + ", ".join(f"{k}={state['config'].get(k)!r}, not {getattr(cfg, k)!r}" for k in differ)
+                         + ", ".join(f"{k}={state['config'].get(k, defaults[k])!r}, not {getattr(cfg, k)!r}"
+                                     for k in differ)
                          + "); resume with the same settings or choose another --out")
+    if "batches" not in state:
+        raise ValueError(f"cannot resume from {path}: it was written by an earlier version, which saved "
+                         f"the end of an epoch only; start the run afresh (without --resume, or another --out)")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
-    rng.setstate(state["python_rng"])
+    stream.restore(state["batches"])
+    step, best = state["step"], state["best"]
     torch.set_rng_state(state["torch_rng"])
     if world.distributed:  # the saved generator is the first process's; the others must keep their own masks
-        torch.manual_seed(cfg.seed + world.rank + 104_729 * state["epoch"])
+        torch.manual_seed(cfg.seed + world.rank + 104_729 * step)
     if world.is_main:
-        print(f"resuming after epoch {state['epoch']} (best dev so far: epoch {state['best_epoch']})",
-              file=sys.stderr)
-    return state["epoch"], state["history"], state["best_score"], state["best_epoch"]
+        print(f"resuming at step {step}, epoch {stream.round} (best dev so far: evaluation {best} of "
+              f"{len(state['history'])})", file=sys.stderr)
+    return step, state["history"], state["best_score"], best, state.get("seconds", 0.0)
 
 
 @dataclass
@@ -213,28 +301,34 @@ class Prepared:
 def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
     """Load the task (capped at ``cfg.max_train`` training examples), tokenise it, build the
     vocabulary and its initial word vectors, and encode every split."""
-    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases)
+    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases, nodes=cfg.sst_nodes)
     if not data.train:
         raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
     if cfg.max_train and len(data.train) > cfg.max_train:
         data.train = rng.sample(data.train, cfg.max_train)
-    toks = tokens_of(data)
+    toks = tokens_of(data, tokenizer=cfg.tokens)
     train_tokens = [t for row in toks["train"] for t in row]
+    wanted = {normalize(t) for tokens in train_tokens for t in tokens}
+    # with --eval-words, every dev and test word that GloVe has gets its vector, as the authors' code
+    # knows every GloVe word at test time: the predictions are those of the whole of GloVe
+    eval_words = ({normalize(t) for s in ("dev", "test") for row in toks[s] for tokens in row for t in tokens} - wanted
+                  if cfg.eval_words else set())
     # only the vectors the vocabulary can use: what makes a 5 GB 840B file loadable
-    words, vectors = load_glove(cfg.embeddings, vocab_filter={normalize(t) for tokens in train_tokens for t in tokens},
-                                keep_first=cfg.extra_vocab)
-    vocab, frozen = build_vocab(cfg, train_tokens, words)
-    emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed)
+    words, vectors = load_glove(cfg.embeddings, vocab_filter=wanted | eval_words, keep_first=cfg.extra_vocab)
+    vocab, frozen = build_vocab(cfg, train_tokens, words, eval_words)
+    emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed, oov=cfg.oov_init)
     splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
     return Prepared(data, vocab, splits, emb, found, frozen)
 
 
-def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str]) -> tuple[Vocab, int]:
+def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str],
+                eval_words: set[str] = frozenset()) -> tuple[Vocab, int]:
     """(vocabulary, how many of its last words are frozen): the training words, then those of the
     ``cfg.extra_vocab`` most frequent GloVe words (GloVe files are sorted by frequency) that training
-    lacks. Training never sees the latter, so their vectors stay the pre-trained ones."""
+    lacks, then the GloVe words among ``eval_words``. Training never sees the latter two, so their
+    vectors stay the pre-trained ones."""
     trained = Vocab.build(train_tokens)
-    vocab = trained.extended(words[: cfg.extra_vocab])
+    vocab = trained.extended(words[: cfg.extra_vocab]).extended(w for w in words if normalize(w) in eval_words)
     return vocab, len(vocab) - len(trained)
 
 
@@ -242,7 +336,8 @@ def build_model(cfg: TrainConfig, prep: Prepared) -> TextModel:
     """The task's model (Glorot-initialised) with the prepared word vectors in its embedding."""
     ecfg = DiSANConfig(d_e=prep.vectors.shape[1], d_h=cfg.d_h, activation=cfg.activation, dropout=cfg.dropout)
     model = TextModel(ModelConfig(vocab_size=len(prep.vocab), n_classes=len(prep.data.labels), kind=prep.data.kind,
-                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg, frozen_vocab=prep.frozen))
+                                  encoder=cfg.encoder, d_fc=cfg.d_fc, encoder_cfg=ecfg, frozen_vocab=prep.frozen,
+                                  out_bias=cfg.head_bias))
     model.embed.set_vectors(torch.from_numpy(prep.vectors))
     return model
 
@@ -259,8 +354,9 @@ class RunInfo:
         """The run's facts from its configuration, data, model and processes."""
         n_params = count_parameters(model) - count_parameters(model.embed)
         data = prep.data
+        # the vectors' files, by SHA-256: a loaded model can then know every word of these same vectors
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
-                "n_params": n_params}
+                "n_params": n_params, "vectors": {"source": cfg.embeddings, "sha256": fingerprint(cfg.embeddings)}}
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
                 "frozen_vocab": prep.frozen,
                 "n_params": n_params,
@@ -275,38 +371,37 @@ def machine(world: World) -> str:
             f"{describe(world.device)}{processes}")
 
 
-def run_epoch(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, epoch: int,
-              rng: random.Random, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None,
-              world: World) -> dict:
-    """One shuffled pass over the training set: its mean loss, its accuracy (not for relatedness) and duration.
+def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, cfg: TrainConfig, stream: BatchStream,
+              steps: int, emit: Callable[[dict], None], should_stop: Callable[[], bool] | None, world: World,
+              run: tuple[int, int]) -> dict:
+    """``steps`` batches of the stream: their mean loss, accuracy (not for relatedness) and duration.
 
-    Every process draws the same global batches of ``cfg.batch_size`` and trains on its share of each;
-    a last batch smaller than the number of processes (at most N - 1 examples) is left out by all, so
-    that every process takes the same steps. Loss and accuracy are over all processes' examples. Emits
-    a step event (this process's figures so far) after every step; raises :class:`TrainingStopped`
-    when ``should_stop()`` says so.
+    Every process draws the same global batches of ``cfg.batch_size`` and trains on its share of each.
+    Loss and accuracy are over all processes' examples. Emits a step event (this process's figures so
+    far; ``done`` and ``budget``, the run's steps before this one and in all, from ``run``) after every
+    step; raises :class:`TrainingStopped` when ``should_stop()`` says so.
     """
+    before, budget = run
     net.train()
     kind, train_split = prep.data.kind, prep.splits["train"]
-    chunks = [b for b in batch_indices(train_split, cfg.batch_size, True, rng) if len(b) >= world.size]
-    steps = len(chunks)
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
-    for step, chunk in enumerate(chunks, 1):
+    for step in range(1, steps + 1):
         if should_stop and should_stop():
             raise TrainingStopped()
+        chunk = stream.next()
         idx = world.share(chunk)
         ids, labels = collate(train_split, idx)
         try:
             loss, right = train_step(net, opt, kind, ids, labels, world, len(idx) * world.size / len(chunk))
         except FloatingPointError as e:
-            raise FloatingPointError(f"{e} at epoch {epoch}, step {step}; try a smaller learning rate") from None
+            raise FloatingPointError(f"{e} at epoch {stream.round}, step {step}; try a smaller learning rate") from None
         seen += len(labels)
         loss_sum += loss * len(labels)
         correct += right
         elapsed = time.time() - t0
-        emit({"event": "step", "epoch": epoch, "step": step, "steps": steps, "loss": loss_sum / seen,
+        emit({"event": "step", "epoch": stream.round, "step": step, "steps": steps, "loss": loss_sum / seen,
               "accuracy": correct / seen if kind != "relatedness" else None,
-              "eta": elapsed / step * (steps - step)})
+              "eta": elapsed / step * (steps - step), "done": before + step, "budget": budget})
     loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
     if kind != "relatedness":
@@ -356,7 +451,7 @@ def improves(score: float, best: float) -> bool:
 def no_checkpoint(kind: str, history: list[dict]) -> Exception:
     """The error of a run that ended without writing a checkpoint, saying why."""
     if not history:
-        return TrainingStopped("stopped before the first epoch ended: no checkpoint was written")
+        return TrainingStopped("stopped before the first dev evaluation: no checkpoint was written")
     metric = main_metric(kind)
     why = ("a model that predicts the same score for every dev pair has no Pearson r" if metric == "pearson"
            else "is the dev split empty?")
@@ -364,14 +459,14 @@ def no_checkpoint(kind: str, history: list[dict]) -> Exception:
                       f"{len(history)} epochs ({why}); try another learning rate or more training examples")
 
 
-def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], best_epoch: int, epochs_run: int,
-           stopped: str | None, started: float, world: World) -> dict:
+def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], best: int, epochs_run: int,
+           steps_run: int, stopped: str | None, started: float, world: World) -> dict:
     """Reload the best checkpoint on the world's device, evaluate it on dev and test, and save it
     again with these metrics and its model card; returns the metrics."""
-    model, _, _, _ = checkpoint.load(cfg.out, device=world.device)
+    model, _, _, _ = checkpoint.load(cfg.out, device=world.device, vocabulary="stored")  # the words dev saw
     metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
-               "best_epoch": best_epoch, "epochs_run": epochs_run, "history": history, "stopped": stopped,
-               "train_seconds": time.time() - started}
+               **best_of(history, best), "epochs_run": epochs_run, "steps_run": steps_run, "history": history,
+               "stopped": stopped, "train_seconds": time.time() - started}
     metrics["data_sha256"] = task_checksums(prep.data.name, data_dir(cfg.data_dir))
     checkpoint.save(cfg.out, model, prep.vocab, run.meta, metrics, model_card(cfg, prep.data, metrics, run.n_params))
     return metrics
@@ -380,17 +475,27 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
 def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -> str:
     """The checkpoint's README.md: task, protocol, settings, figures, data checksums and the command that made it."""
     dev, test = metrics.get("dev", {}), metrics.get("test", {})
+    adadelta = f" (rho {cfg.rho}, eps {cfg.eps})" if cfg.optimizer == "adadelta" else ""
+    followed = recipe_items(cfg)
+    recipe = (f"items {', '.join(map(str, followed))} of {len(RECIPE_ITEMS)} ("
+              + "; ".join(what for item, what, _ in RECIPE_ITEMS if item in followed) + ")") if followed else "none"
     lines = [f"# {data.name} · {cfg.encoder}", "",
              f"- task: {data.name} ({data.kind}, {len(data.labels)} {'levels' if data.kind == 'relatedness' else 'classes'}: "
              f"{', '.join(data.labels)})",
              f"- protocol: {data.protocol}",
              f"- training examples: {metrics.get('n_train')}; dev: {len(data.dev)}; test: {len(data.test)}",
              f"- encoder: {cfg.encoder}, d_h = {cfg.d_h}, {cfg.activation}, dropout {cfg.dropout}, "
-             f"{cfg.optimizer} lr {cfg.lr}, batch {cfg.batch_size}, L2 {cfg.weight_decay}",
+             f"{cfg.optimizer} lr {cfg.lr}{adadelta}, batch {cfg.batch_size}, L2 {cfg.weight_decay}"
+             f"{'' if cfg.decay_attention else ' (not on W1, W2)'}{'' if cfg.head_bias else ', no logit bias'}",
+             f"- tokens: {cfg.tokens}; OOV rows: {cfg.oov_init}"
+             + (f"; SST nodes: {cfg.sst_nodes}" if cfg.task in ("sst5", "sst2") and cfg.phrases else ""),
+             f"- the authors' recipe: {recipe}",
              f"- word vectors: {description(cfg.embeddings)}; {metrics.get('glove_found')} of the "
              f"{metrics.get('vocab')} vocabulary words have one, {metrics.get('frozen_vocab', 0)} of them kept frozen",
              f"- parameters: {n_params:,} (without embeddings)",
-             f"- best epoch: {metrics.get('best_epoch')} of {metrics.get('epochs_run')}; "
+             f"- best epoch: {metrics.get('best_epoch')} of {metrics.get('epochs_run')}"
+             + (f" (step {metrics['best_step']} of {metrics.get('steps_run')})" if "best_step" in metrics else "")
+             + "; "
              f"training time {metrics.get('train_seconds', 0):.0f} s on {metrics.get('machine')}",
              f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
              f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",

@@ -1,0 +1,90 @@
+"""A loaded model knows every word of the vectors it was trained with, when they are the same files."""
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from disan.__main__ import main
+from disan.data.batching import tokens_of
+from disan.data.loaders import load_task
+from disan.data.text import UNK_ID
+from disan.data.vectors import fingerprint
+from disan.nn import checkpoint
+from disan.training.train import train
+
+from .conftest import LABELS, WORDS, make_model
+from .test_train import tiny_trec
+
+NEW = {"teapot": [0.5, -1.0, 2.0, 0.25, 0.0, 1.5], "Kettle": [1.0, 1.0, -1.0, 3.0, 0.5, -0.5]}
+
+
+@pytest.fixture
+def vectors_file(tmp_path):
+    """A GloVe text file with two stored words (whose rows differ from the model's) and two new ones."""
+    path = tmp_path / "vectors.txt"
+    rows = {"the": [9.0] * 6, "glass": [9.0] * 6, **NEW}
+    path.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in rows.items()), encoding="utf-8")
+    return path
+
+
+def saved(tmp_path, vectors: dict) -> Path:
+    model, vocab = make_model()
+    meta = {"task": "tiny", "kind": "classify", "labels": LABELS["classify"], "vectors": vectors}
+    return checkpoint.save(tmp_path / "ckpt", model, vocab, meta)
+
+
+def test_open_vocabulary_adds_every_new_word_of_the_same_vectors_as_frozen_rows(tmp_path, vectors_file):
+    path = saved(tmp_path, {"source": str(vectors_file), "sha256": fingerprint(str(vectors_file))})
+    stored, vocab, _, _ = checkpoint.load(path, vocabulary="stored")
+    model, grown, config, _ = checkpoint.load(path)
+    assert config["vocabulary"].startswith("open: 2 words")
+    assert grown.itos[: len(vocab)] == vocab.itos and set(grown.itos[len(vocab):]) == {"teapot", "kettle"}
+    ids = torch.tensor([grown.encode(["teapot", "Kettle", "the"])])
+    assert UNK_ID not in ids
+    emb = model.embed(ids)[0]
+    assert torch.equal(emb[0], torch.tensor(NEW["teapot"]).half().float())  # the file's row, as stored: float16
+    assert torch.equal(emb[1], torch.tensor(NEW["Kettle"]).half().float())
+    assert torch.equal(emb[2], stored.embed(torch.tensor([[vocab.stoi["the"]]]))[0, 0])  # trained rows unchanged
+    known = torch.tensor([vocab.encode(WORDS[:6])])
+    assert torch.equal(model(known), stored(known))
+
+
+def test_other_files_missing_files_or_no_recorded_digest_keep_the_stored_words(tmp_path, vectors_file):
+    digest = fingerprint(str(vectors_file))
+    path = saved(tmp_path, {"source": str(vectors_file), "sha256": digest})
+    size = len(checkpoint.load(path, vocabulary="stored")[1])
+    vectors_file.write_text(vectors_file.read_text(encoding="utf-8") + "cup 1 2 3 4 5 6\n", encoding="utf-8")
+    _, vocab, config, _ = checkpoint.load(path)
+    assert len(vocab) == size and "differ from those the model was trained with" in config["vocabulary"]
+    vectors_file.unlink()
+    _, vocab, config, _ = checkpoint.load(path)
+    assert len(vocab) == size and "no vectors file" in config["vocabulary"]
+    unrecorded = saved(tmp_path / "old", {"source": str(vectors_file)})
+    _, vocab, config, _ = checkpoint.load(unrecorded)
+    assert len(vocab) == size and "no SHA-256" in config["vocabulary"]
+    with pytest.raises(ValueError, match="vocabulary must be one of"):
+        checkpoint.load(path, vocabulary="all")
+
+
+def test_a_grown_model_with_no_stored_frozen_rows_gets_them(tmp_path, vectors_file):
+    path = saved(tmp_path, {"source": str(vectors_file), "sha256": fingerprint(str(vectors_file))})
+    model, vocab, _, _ = checkpoint.load(path)
+    assert model.cfg.frozen_vocab == 2 and model.embed.frozen.dtype == torch.float16
+    assert np.allclose(model.embed.frozen.float().numpy(), [NEW["teapot"], NEW["Kettle"]], atol=1e-3)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_evaluate_measures_the_stored_words_by_default_and_every_word_of_the_vectors_on_request(tmp_path, capsys):
+    recorded = train(tiny_trec(tmp_path / "run", epochs=1), log=io.StringIO())["dev"]
+    capsys.readouterr()
+    figures = {}
+    for vocabulary in ("stored", "open"):
+        main(["evaluate", str(tmp_path / "run"), "--split", "dev", "--json", "--vocabulary", vocabulary])
+        figures[vocabulary] = json.loads(capsys.readouterr().out)
+    assert figures["stored"] == recorded and figures["open"]["n"] == recorded["n"]
+    dev = [t for row in tokens_of(load_task("trec"), ["dev"])["dev"] for t in row[0]]
+    unknown = {v: checkpoint.load(tmp_path / "run", vocabulary=v)[1].encode(dev).count(UNK_ID) for v in figures}
+    assert unknown["open"] < unknown["stored"]
