@@ -219,13 +219,16 @@ def downloads(sentence: SentenceTrace, key: str, where=st, role: str = "sentence
     """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz, named by the
     sentence's role in a pair ("disan-trace-premise.zip").
 
-    The files are built only when a button is clicked (a 200-token trace makes a 90 MB CSV zip).
+    The files are built only when a button is clicked; the button spins until the file is ready (a
+    200-token trace makes a 50 MB CSV zip in a few seconds).
     """
     c1, c2 = where.columns(2)
     tokens, trace = sentence.tokens, sentence.trace
     name = "disan-trace" if role == "sentence" else f"disan-trace-{role}"
     c1.download_button("Trace as CSV (zip)", lambda: trace_csv(tokens, trace), f"{name}.zip",
-                       "application/zip", key=f"{key}-csv", on_click="ignore")
+                       "application/zip", key=f"{key}-csv", on_click="ignore",
+                       help="One CSV per table: attention one row per attended cell (query j, key i) with a "
+                            "column per feature, gates and states one row per token and feature.")
     c2.download_button("Trace as NPZ", lambda: trace_npz(tokens, trace), f"{name}.npz",
                        "application/octet-stream", key=f"{key}-npz", on_click="ignore")
 
