@@ -36,6 +36,9 @@ def test_loss_falls_and_events_report_progress(trained):
     assert losses[-1] < losses[0]
     steps = [e for e in events if e["event"] == "step"]
     assert steps[-1]["step"] == steps[-1]["steps"] == 6 and steps[-1]["eta"] == 0
+    # the time left is estimated only from the steps after the warm-up ones, in every epoch
+    assert [e["eta"] is None for e in steps[:6]] == [True] * 3 + [False] * 3
+    assert all(e["eta"] >= 0 for e in steps if e["step"] > 3)
     assert [e["epoch"] for e in events if e["event"] == "epoch"] == [1, 2, 3, 4]
 
 

@@ -47,6 +47,10 @@ from disan.training.config import OPTIMIZERS, PROG, TrainConfig
 from disan.training.distributed import World
 from disan.training.evaluate import evaluate
 
+# The first steps of an epoch allocate memory and warm caches (the first of a run also builds kernels),
+# so the time left is estimated from the pace of the steps after them.
+WARMUP_STEPS = 3
+
 
 class TrainingStopped(Exception):
     """The caller asked the run to stop; the best checkpoint so far is kept."""
@@ -57,7 +61,8 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
-    "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
+    "accuracy", "eta"}``; ``eta``: the seconds left in the epoch at the pace of the steps after the first
+    :data:`WARMUP_STEPS`, None until then) and every epoch (``{"event": "epoch", **history record, "improved", "model",
     "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
     the best checkpoint. One JSON line per epoch goes to ``log``, and TensorBoard event files to
     ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
@@ -291,6 +296,7 @@ def run_epoch(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
     chunks = [b for b in batch_indices(train_split, cfg.batch_size, True, rng) if len(b) >= world.size]
     steps = len(chunks)
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
+    warm = t0  # the end of the warm-up steps, whose pace (allocation, first kernels) says little about the rest
     for step, chunk in enumerate(chunks, 1):
         if should_stop and should_stop():
             raise TrainingStopped()
@@ -303,10 +309,13 @@ def run_epoch(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
         seen += len(labels)
         loss_sum += loss * len(labels)
         correct += right
-        elapsed = time.time() - t0
+        now = time.time()
+        if step == WARMUP_STEPS:
+            warm = now
+        eta = ((now - warm) / (step - WARMUP_STEPS) * (steps - step) if step > WARMUP_STEPS
+               else 0.0 if step == steps else None)
         emit({"event": "step", "epoch": epoch, "step": step, "steps": steps, "loss": loss_sum / seen,
-              "accuracy": correct / seen if kind != "relatedness" else None,
-              "eta": elapsed / step * (steps - step)})
+              "accuracy": correct / seen if kind != "relatedness" else None, "eta": eta})
     loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
     if kind != "relatedness":
