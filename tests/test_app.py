@@ -2,6 +2,8 @@
 import base64
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -415,6 +417,25 @@ def test_a_truncated_checkpoint_sorted_first_is_never_the_default(checkpoints, m
 def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
     config = (Path(APP).parent / ".streamlit" / "config.toml").read_text()
     assert tomllib.loads(config)["client"]["toolbarMode"] == "minimal"
+    assert tomllib.loads(config)["browser"]["gatherUsageStats"] is False  # a research tool sends nothing out
     source = Path(APP).read_text()
     pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
     assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))
+
+
+def test_a_training_process_importing_the_app_logs_no_warning():
+    # multiprocessing's spawn runs app.py as __mp_main__ in every training process the Training page starts
+    done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('app.py', run_name='__mp_main__')"],
+                          cwd=Path(APP).parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "ScriptRunContext" not in done.stderr, done.stderr
+
+
+def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoints_are_not():
+    root = Path(APP).parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    run = "checkpoints/trec-disan-20260101-120000"  # the Training page's default name: task-encoder-time
+    paths = [f"{run}/model.safetensors", f"{run}.resume.pt"] + [str(p.relative_to(root) / "config.json")
+                                                                for p in SHIPPED.iterdir() if p.is_dir()]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=root, capture_output=True, text=True)
+    assert done.stdout.split() == paths[:2]
