@@ -34,8 +34,9 @@ for role, sentence, where in side_by_side(sentences):
     labels = markup.token_labels(tokens)
     key = f"attention-query-{role}"
     kept(key, tokens, views.default_query(n))  # a new sentence starts at its middle token
+    # wrap: in a pair's column the tokens would otherwise scroll sideways, hiding the highlighted one
     query = persistent(where.pills, "Query token j: click a token", key, options=range(n), required=True,
-                       format_func=labels.__getitem__)
+                       format_func=labels.__getitem__, wrap=True)
     window = None
     if n > views.WINDOW:
         key = f"attention-window-{role}"

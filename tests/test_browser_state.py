@@ -84,13 +84,17 @@ def test_each_side_of_a_pair_keeps_its_own_query_in_step(url, page):
     assert highlighted(page) == [(4, "a"), (4, "tea")] and queries(page) == {(4, "a"), (4, "tea")}
     # a new premise starts the premise at its middle; the hypothesis keeps the token clicked
     box = page.locator('[data-testid="stSidebar"] textarea').first
-    box.fill("Two dogs run across the wet grass near a lake")
+    box.fill(sentence(61, seed=2, marks={30: "wet"}))
     box.press("Control+Enter")
-    wait_drawn(page, "query 5: wet")
-    assert highlighted(page) == [(5, "wet"), (4, "tea")] and queries(page) == {(5, "wet"), (4, "tea")}
+    wait_drawn(page, "query 30: wet")
+    assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
     click_token(page, "tea", group=1)  # the highlighted token: nothing changes
     idle(page)
-    assert highlighted(page) == [(5, "wet"), (4, "tea")] and queries(page) == {(5, "wet"), (4, "tea")}
+    assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
+    # in its half-width column the premise's 61 tokens wrap onto rows: none hidden in a sideways scroll
+    overflow = page.eval_on_selector_all("[data-testid='stButtonGroup'] [role='radiogroup']",
+                                         "gs => gs.map(g => g.scrollWidth - g.clientWidth)")
+    assert len(overflow) == 2 and max(overflow) <= 1, overflow
     shot(page, "pair")
     no_exception(page)
 
