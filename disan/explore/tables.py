@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -109,18 +109,15 @@ def trace_frames(tokens: Sequence[str], trace) -> dict[str, pd.DataFrame]:
     return frames
 
 
-def trace_csv(tokens: Sequence[str], trace, progress: Callable[[str], None] | None = None) -> bytes:
+def trace_csv(tokens: Sequence[str], trace) -> bytes:
     """A zip of one CSV per table of :func:`trace_frames` (``forward_probs.csv``, ``gates.csv``, ...).
 
     Written by Arrow's CSV writer (floats in their shortest exact form) and deflated at level 1: a
-    200-token trace of a d_h = 300 model takes seconds, where pandas took half a minute. ``progress``
-    is told each file's name before it is written.
+    200-token trace of a d_h = 300 model takes seconds, where pandas took half a minute.
     """
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for name, frame in trace_frames(tokens, trace).items():
-            if progress is not None:
-                progress(f"{name}.csv")
             out = pa.BufferOutputStream()
             csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), out)
             zf.writestr(f"{name}.csv", out.getvalue().to_pybytes())
