@@ -13,20 +13,25 @@ from disan.nn.heads import takes_pairs
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.
 torch.set_num_threads(1)
 
-PAGES = [
-    st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
-    st.Page("pages/gates.py", title="Fusion gates", icon=":material/tune:"),
-    st.Page("pages/source2token.py", title="Source2token", icon=":material/target:"),
-    st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
-    st.Page("pages/training.py", title="Training", icon=":material/model_training:"),
-    st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
-    st.Page("pages/corpus_senses.py", title="Corpus senses", icon=":material/scatter_plot:"),
-    st.Page("pages/counterfactuals.py", title="Counterfactuals", icon=":material/compare_arrows:"),
-    st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
-    st.Page("pages/compare_models.py", title="Compare models", icon=":material/difference:"),
-    st.Page("pages/case_study.py", title="Case study", icon=":material/fact_check:"),
-    st.Page("pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
-]
+
+def pages() -> list:
+    """The app's pages in the navigation's order. Made only in a script run: a training process started
+    with multiprocessing's spawn imports this file as __mp_main__, where st.Page would warn of a missing
+    ScriptRunContext in the server log."""
+    return [
+        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
+        st.Page("pages/gates.py", title="Fusion gates", icon=":material/tune:"),
+        st.Page("pages/source2token.py", title="Source2token", icon=":material/target:"),
+        st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
+        st.Page("pages/training.py", title="Training", icon=":material/model_training:"),
+        st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
+        st.Page("pages/corpus_senses.py", title="Corpus senses", icon=":material/scatter_plot:"),
+        st.Page("pages/counterfactuals.py", title="Counterfactuals", icon=":material/compare_arrows:"),
+        st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
+        st.Page("pages/compare_models.py", title="Compare models", icon=":material/difference:"),
+        st.Page("pages/case_study.py", title="Case study", icon=":material/fact_check:"),
+        st.Page("pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
+    ]
 
 
 def follow_link(good, default: str) -> list[str]:
@@ -88,7 +93,7 @@ def sidebar() -> list[str]:
 # it as __mp_main__ and must not draw anything.
 if __name__ == "__main__":
     link_messages = sidebar()
-    page = st.navigation(PAGES)
+    page = st.navigation(pages())
     st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=page.icon, layout="wide")
     for message in link_messages:
         st.warning(markup.markdown_label(message))

@@ -1,59 +1,79 @@
-"""Token2token attention of both DiSA blocks (the paper's Fig. 4), per feature or reduced."""
+"""Token2token attention of both DiSA blocks (the paper's Fig. 4), per feature or reduced.
+
+Every setting lives in the session (:func:`persistent`), so it is the same when the user comes back from
+another page; the query token, the window and the feature depend on the sentence and start again from
+their defaults on a new one (:func:`kept`). The widgets are drawn from those values, so the token
+highlighted is always the query the figures draw.
+"""
 import streamlit as st
 
-from disan.app.common import downloads, draw, fresh, page_sentences, side_by_side
+from disan.app.common import (
+    downloads,
+    draw,
+    kept,
+    page_sentences,
+    persistent,
+    setting,
+    side_by_side,
+)
 from disan.explore import markup, views
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "
            "(forward: j attends only to earlier tokens; backward: only to later ones).")
 
-
-def recentre(role: str) -> None:
-    """A new query token moves the token window around it (the window slider starts again from its default)."""
-    st.session_state.pop(f"attention-window-{role}", None)
-
-
 sentences = page_sentences(views.VIEWS["attention"])
 trace = sentences[0][1].trace
 c1, c2, c3 = st.columns([3, 2, 2])
-mode = c1.radio("Features", views.MODES, horizontal=True, key="attention-mode",
-                help="Each of the d_h features has its own attention distribution.")
-scale = c2.radio("Colour by", views.SCALES, horizontal=True, key="attention-scale",
-                 format_func={"lift": "lift over uniform", "probability": "probability"}.get,
-                 help="Lift: P × the number of tokens the query row may attend, so 1 is uniform attention.")
+mode = setting(c1.radio, "Features", "attention-mode", views.MODES, horizontal=True,
+               help="Each of the d_h features has its own attention distribution.")
+scale = setting(c2.radio, "Colour by", "attention-scale", views.SCALES, horizontal=True,
+                format_func={"lift": "lift over uniform", "probability": "probability"}.get,
+                help="Lift: P × the number of tokens the query row may attend, so 1 is uniform attention.")
 shades = views.shade_choices(trace)
-shade = c3.selectbox("Shade the sentence by", list(shades), format_func=shades.get, key="attention-shade")
-feature = rank_by = None
-if mode == "one feature":
-    count = views.feature_count(trace)
-    if st.session_state.get("attention-k", 0) >= count:  # from a link, or a model with more features
-        st.warning(f"This model has features 0 to {count - 1}; showing feature 0.")
-        st.session_state["attention-k"] = 0
-    feature = int(st.number_input("Feature k", 0, count - 1, 0, key="attention-k"))
-elif mode == "sharpest features":
-    rank_by = st.radio("Rank by the entropy of", views.block_names(trace), horizontal=True, key="attention-rank")
+shade = setting(c3.selectbox, "Shade the sentence by", "attention-shade", shades, format_func=shades.get)
+rank_by = None
+if mode in ("one feature", "sharpest features"):
+    rank_by = setting(st.radio, "Rank features by the entropy of", "attention-rank", views.block_names(trace),
+                      horizontal=True, help="Lower entropy: attention concentrated on fewer tokens.")
+# a link's feature (``&feature=k``, see disan.app.links): the one feature every side starts at, once
+linked = st.session_state.pop("attention-k", None)
 pair = len(sentences) > 1
 for role, sentence, where in side_by_side(sentences):
-    tokens, n = sentence.tokens, len(sentence.tokens)
-    for key in (f"attention-query-{role}", f"attention-window-{role}"):
-        fresh(key, tokens)  # a new sentence starts from the default query and window
+    tokens, n, tr = sentence.tokens, len(sentence.tokens), sentence.trace
     labels = markup.token_labels(tokens)
-    query = where.pills("Query token j: click a token", range(n), default=views.default_query(n),
-                        required=True, key=f"attention-query-{role}", format_func=labels.__getitem__,
-                        on_change=recentre, args=(role,))
+    key = f"attention-query-{role}"
+    kept(key, tokens, views.default_query(n))  # a new sentence starts at its middle token
+    # wrap: in a pair's column the tokens would otherwise scroll sideways, hiding the highlighted one
+    query = persistent(where.pills, "Query token j: click a token", key, options=range(n), required=True,
+                       format_func=labels.__getitem__, wrap=True)
     window = None
     if n > views.WINDOW:
+        key = f"attention-window-{role}"
         start, stop = views.default_window(n, query)
-        first, last = where.slider("Tokens shown in the heatmaps", 0, n - 1, (start, stop - 1),
-                                   key=f"attention-window-{role}",
-                                   help=f"Sentences over {views.WINDOW} tokens are shown a window at a time.")
+        kept(key, (tokens, query), (start, stop - 1))  # a new query moves the window around it
+        first, last = persistent(where.slider, "Tokens shown in the heatmaps", key, min_value=0, max_value=n - 1,
+                                 help=f"Sentences over {views.WINDOW} tokens are shown a window at a time.")
         window = (first, last + 1)  # the slider's ends are tokens; a window's stop is past its last token
-    if mode == "sharpest features":
-        feature = where.selectbox(
-            "Feature (sharpest first)", views.sharpest_features(sentence.trace, rank_by),
-            key=f"attention-ranked-{role}",
-            format_func=lambda k, tr=sentence.trace: views.feature_label(tr, rank_by, k))
+    feature = None
+    if mode == "one feature":
+        # every feature, the sharpest for this query first; the mode starts at the first, and the feature
+        # the user picks stays when another query token is clicked
+        choices = views.feature_choices(tr, rank_by, query)
+        key = f"attention-k-{role}"
+        kept(key, (tokens, rank_by), choices[0])
+        if linked in choices:
+            st.session_state[key] = linked
+        elif linked is not None:
+            where.warning(f"This model has features 0 to {len(choices) - 1}; showing the sharpest.")
+        feature = persistent(where.selectbox, "Feature k (sharpest first)", key, options=choices,
+                             format_func=lambda k, tr=tr, j=query: views.feature_label(tr, rank_by, k, j))
+    elif mode == "sharpest features":
+        choices = views.sharpest_features(tr, rank_by)
+        key = f"attention-ranked-{role}"
+        kept(key, (tokens, rank_by), choices[0])
+        feature = persistent(where.selectbox, "Feature (sharpest first)", key, options=choices,
+                             format_func=lambda k, tr=tr: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
     draw(views.attention(sentence, options), where, prefix=f"{role}-" if pair else "")
-    downloads(sentence, f"attention-{role}", where)
+    downloads(sentence, f"attention-{role}", where, role)

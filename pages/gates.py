@@ -10,4 +10,4 @@ st.caption("u = F ⊙ h + (1 − F) ⊙ s: F near 1 keeps the token's own h, nea
 sentences = page_sentences(views.VIEWS["gates"])
 for role, sentence, where in side_by_side(sentences):
     draw(views.gates(sentence, views.GatesOptions()), where, prefix=f"{role}-" if len(sentences) > 1 else "")
-    downloads(sentence, f"gates-{role}", where)
+    downloads(sentence, f"gates-{role}", where, role)

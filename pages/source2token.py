@@ -11,4 +11,4 @@ sentences = page_sentences(views.VIEWS["source2token"])
 for role, sentence, where in side_by_side(sentences):
     draw(views.source2token(sentence, views.Source2TokenOptions()), where,
          prefix=f"{role}-" if len(sentences) > 1 else "")
-    downloads(sentence, f"s2t-{role}", where)
+    downloads(sentence, f"s2t-{role}", where, role)

@@ -94,8 +94,8 @@ def job_view() -> None:
     p = job.progress
     if p:
         left = progress.remaining_seconds(p, job.config.epochs, job.history) if job.active else None
-        eta = (f"; about {progress.duration(left)} left in the run (less if it stops early)"
-               if left is not None else "")
+        eta = (f"; about {progress.duration(left)} left in the run (less if it stops early)" if left is not None
+               else "; estimating the time left…" if job.active else "")
         acc = f", accuracy {p['accuracy']:.3f}" if p.get("accuracy") is not None else ""
         st.progress(job.fraction(), text=f"epoch {p['epoch']}/{job.config.epochs}, step {p['step']}/{p['steps']}, "
                                          f"loss {p['loss']:.4f}{acc}{eta}")

@@ -6,7 +6,7 @@ from disan.app.common import (
     checkpoint_args,
     current_pipeline,
     draw,
-    fresh,
+    kept,
     persistent,
 )
 from disan.explore import markup, views
@@ -64,8 +64,8 @@ for i, p in enumerate(places):
         occurrences.append(0)
         continue
     key = f"senses-occurrence-{i}"
-    fresh(key, [word, *traces[i].tokens])  # another word or sentence starts from the first occurrence
+    kept(key, [word, *traces[i].tokens], 0)  # another word or sentence starts from the first occurrence
     labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
-    occurrences.append(columns[i].radio(f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
-                                        range(len(p)), key=key, format_func=labels.__getitem__))
+    occurrences.append(persistent(columns[i].radio, f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
+                                  key, options=range(len(p)), format_func=labels.__getitem__))
 draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))

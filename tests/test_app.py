@@ -2,6 +2,8 @@
 import base64
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from disan.explore import views
 from disan.inspect import senses
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+SHIPPED = Path(APP).parent / "checkpoints"
 PAGES = ["pages/attention.py", "pages/gates.py", "pages/source2token.py", "pages/word_senses.py", "pages/models.py"]
 
 
@@ -87,36 +90,63 @@ def test_every_page_draws_for_a_sentence_model(checkpoints):
 
 def test_feature_and_token_controls(checkpoints):
     at = visit(app(), "pages/attention.py")
-    at.radio(key="attention-mode").set_value("one feature").run()
-    at.number_input(key="attention-k").set_value(3).run()
+    at.radio(key="_attention-mode").set_value("one feature").run()
+    picker = at.selectbox(key="_attention-k-sentence")
+    assert all(label.startswith("k = ") and "nats at query 4" in label for label in picker.options)
+    picker.set_value(3).run()
     assert not at.exception and len(charts(at)) == 5
     # forward and backward never attend the same cell: the last section compares them token by token
     assert "feature k = 3" in title(at, "attention-blocks") and not at.info
-    at.radio(key="attention-mode").set_value("sharpest features").run()
-    ranked = at.selectbox(key="attention-ranked-sentence").options
+    at.radio(key="_attention-mode").set_value("sharpest features").run()
+    ranked = at.selectbox(key="_attention-ranked-sentence").options
     assert len(ranked) == 5 and all(label.startswith("k = ") and "mean entropy" in label for label in ranked)
-    at.pills(key="attention-query-sentence").set_value(0).run()
+    at.pills(key="_attention-query-sentence").set_value(0).run()
     assert not at.exception and "attention-query-forward" not in charts(at)
     assert "query 0 “Families” attends to no token: it has no earlier token" in texts(at.info)
 
 
+def query_entropy(block, j: int) -> np.ndarray:
+    """(d,) entropy of query j's attention in each feature, over the tokens it may attend, in float64."""
+    p = np.asarray(block.probs, dtype=float)[j][np.asarray(block.mask)[j]]  # (keys, d)
+    return -(p * np.log(np.where(p > 0, p, 1))).sum(axis=0)
+
+
+def test_one_feature_mode_starts_at_the_sharpest_feature_of_the_query(monkeypatch):
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(SHIPPED))
+    text = "Although the plot is thin , the cast is warm ."
+    trace = disan.load(SHIPPED / "sst5").trace_sentence(text).trace
+    at = app(checkpoint="sst5", text=text)
+    at.radio(key="_attention-mode").set_value("one feature").run()
+    for j in (5, 8):  # the middle token (of 11), then a click on the second "is"
+        entropy = query_entropy(trace.blocks[0], j)
+        picker = at.selectbox(key="_attention-k-sentence")
+        features = [int(label.split()[2]) for label in picker.options]  # "k = 12 · entropy 0.53 nats at query 5"
+        assert sorted(features) == list(range(len(entropy))) and all(f"at query {j}" in o for o in picker.options)
+        assert (np.diff(entropy[features]) > -1e-5).all()  # sharpest first
+        if j == 5:  # the mode starts at the query's sharpest feature
+            first = features[0]
+            assert entropy[first] == pytest.approx(entropy.min(), abs=1e-5)
+        assert picker.value == first and f"feature k = {first}" in title(at, "attention-pair")  # then it stays
+        at.pills(key="_attention-query-sentence").set_value(8).run()
+
+
 def test_the_default_query_is_the_middle_token_and_a_click_on_a_token_picks_another(checkpoints):
     at = visit(app(text="the glass bottle is big"), "pages/attention.py")
-    query = at.pills(key="attention-query-sentence")
+    query = at.pills(key="_attention-query-sentence")
     assert query.options == ["the", "glass", "bottle", "is", "big"] and query.value == 2
     assert "query 2: bottle" in title(at, "attention-query-backward")
     query.set_value(1).run()
     assert "query 1: glass" in title(at, "attention-query-forward")
     at.session_state["text"] = "a man is pouring tea of the restaurant"  # as the sidebar's text box does
     at.run()
-    assert at.pills(key="attention-query-sentence").value == 4  # a new sentence starts in its middle again
+    assert at.pills(key="_attention-query-sentence").value == 4  # a new sentence starts in its middle again
 
 
 def test_a_click_on_a_repeated_token_picks_that_one(checkpoints):
     at = visit(app(text="the cat saw the dog near the tea"), "pages/attention.py")
-    at.pills(key="attention-query-sentence").set_value(3).run()  # the second "the"
+    at.pills(key="_attention-query-sentence").set_value(3).run()  # the second "the"
     assert "backward · query 3: the" in title(at, "attention-query-backward")
-    at.pills(key="attention-query-sentence").set_value(0).run()  # the first
+    at.pills(key="_attention-query-sentence").set_value(0).run()  # the first
     assert "backward · query 0: the" in title(at, "attention-query-backward")
 
 
@@ -124,10 +154,10 @@ def test_a_long_sentence_shows_a_window_that_follows_the_query(checkpoints):
     words = ("the glass bottle is big a man pouring of tea restaurant about to close biker fountain " * 5).split()
     at = app(text=" ".join(words[:75]))
     pair = lambda: json.loads(charts(at)["attention-pair"].proto.spec)["layout"]["title"]["text"]  # noqa: E731
-    assert "tokens 7–66 of 75" in pair() and at.slider(key="attention-window-sentence").value == (7, 66)
-    at.slider(key="attention-window-sentence").set_value((0, 29)).run()
+    assert "tokens 7–66 of 75" in pair() and at.slider(key="_attention-window-sentence").value == (7, 66)
+    at.slider(key="_attention-window-sentence").set_value((0, 29)).run()
     assert "tokens 0–29 of 75" in pair()
-    at.pills(key="attention-query-sentence").set_value(70).run()  # a click on a token outside the window
+    at.pills(key="_attention-query-sentence").set_value(70).run()  # a click on a token outside the window
     assert "tokens 15–74 of 75" in pair() and "query 70:" in title(at, "attention-query-forward")
 
 
@@ -152,7 +182,7 @@ def test_pair_models_show_premise_and_hypothesis_side_by_side(checkpoints):
         assert len(drawn) == 2 * count and sum(k.startswith("premise-") for k in drawn) == count, drawn
     visit(at, "pages/attention.py")
     assert at.metric[0].value in ("entailment", "neutral", "contradiction")
-    premise, hypothesis = at.pills(key="attention-query-premise"), at.pills(key="attention-query-hypothesis")
+    premise, hypothesis = at.pills(key="_attention-query-premise"), at.pills(key="_attention-query-hypothesis")
     assert len(premise.options) == 8 and len(hypothesis.options) == 5
     hypothesis.set_value(4).run()
     assert "query 4: tea" in title(at, "hypothesis-attention-query-forward")
@@ -198,7 +228,7 @@ def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints)
     spec = json.loads(charts(at)["senses-heatmaps"].proto.spec)
     assert spec["data"][0]["y"][1] == f"2: {long}"  # hover: the whole sentence
     assert "<br>" in spec["layout"]["yaxis"]["ticktext"][1]  # the label wraps instead of being cut
-    occurrence = at.radio(key="senses-occurrence-1")
+    occurrence = at.radio(key="_senses-occurrence-1")
     assert occurrence.options == ["token 5\\: … pouring a \\[glass\\] of tea …",
                                   "token 11\\: … the big \\[glass\\] bottle is …"]
     before = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]
@@ -235,7 +265,7 @@ def test_two_sessions_see_their_own_sentences(checkpoints):
     second.sidebar.text_area[0].input("a man is pouring tea of the restaurant").run()
     for at, n in ((first, 3), (second, 8)):
         visit(at, "pages/attention.py")
-        assert len(at.pills(key="attention-query-sentence").options) == n
+        assert len(at.pills(key="_attention-query-sentence").options) == n
 
 
 def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
@@ -317,19 +347,19 @@ def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder
         view = views.VIEWS[name]
         assert_page_draws(visit(at, page), view.draw(sentence, view.options()))  # the page's defaults
     visit(at, "pages/attention.py")
-    at.radio(key="attention-mode").set_value("one feature").run()
-    at.number_input(key="attention-k").set_value(3).run()
-    at.pills(key="attention-query-sentence").set_value(1).run()
-    at.radio(key="attention-scale").set_value("probability").run()
+    at.radio(key="_attention-mode").set_value("one feature").run()
+    at.selectbox(key="_attention-k-sentence").set_value(3).run()
+    at.pills(key="_attention-query-sentence").set_value(1).run()
+    at.radio(key="_attention-scale").set_value("probability").run()
     assert_page_draws(at, views.attention(sentence, views.AttentionOptions("one feature", 3, None, 1, "probability")))
     second = views.block_names(sentence.trace)[1]
-    at.radio(key="attention-mode").set_value("sharpest features").run()
-    at.radio(key="attention-rank").set_value(second).run()
-    ranked = at.selectbox(key="attention-ranked-sentence")
+    at.radio(key="_attention-mode").set_value("sharpest features").run()
+    at.radio(key="_attention-rank").set_value(second).run()
+    ranked = at.selectbox(key="_attention-ranked-sentence")
     assert ranked.options == [views.feature_label(sentence.trace, second, k)
                               for k in views.sharpest_features(sentence.trace, second)]
     shade = list(views.shade_choices(sentence.trace))[-1]
-    at.selectbox(key="attention-shade").set_value(shade).run()
+    at.selectbox(key="_attention-shade").set_value(shade).run()
     options = views.AttentionOptions("sharpest features", ranked.value, second, 1, "probability", shade=shade)
     assert_page_draws(at, views.attention(sentence, options))
     assert at.html[0].value == views.attention(sentence, options)["attention-sentence"].body
@@ -344,7 +374,7 @@ def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(ch
     at.query_params.update(model="trec", text="What is the big glass bottle made of ?")
     at.run()
     assert not at.exception and at.session_state["checkpoint"] == "trec"
-    assert at.pills(key="attention-query-sentence").options[:3] == ["What", "is", "the"]
+    assert at.pills(key="_attention-query-sentence").options[:3] == ["What", "is", "the"]
     # the URL follows the session's model and text (AppTest reruns only the page script, so a fresh
     # session stands for a changed one; the browser test types into the sidebar)
     assert app(checkpoint="trec", text="the tea").query_params == {"model": "trec", "text": "the tea"}
@@ -352,7 +382,7 @@ def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(ch
     pair.query_params.update(model="b-entailment", text="A man is pouring tea", hypothesis="A man drinks")
     pair.run()
     assert (pair.session_state["premise"], pair.session_state["hypothesis"]) == ("A man is pouring tea", "A man drinks")
-    assert len(pair.pills(key="attention-query-hypothesis").options) == 3
+    assert len(pair.pills(key="_attention-query-hypothesis").options) == 3
 
 
 @pytest.mark.parametrize("params,message", [({"model": "nonexistent"}, "not a working checkpoint"),
@@ -387,6 +417,25 @@ def test_a_truncated_checkpoint_sorted_first_is_never_the_default(checkpoints, m
 def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
     config = (Path(APP).parent / ".streamlit" / "config.toml").read_text()
     assert tomllib.loads(config)["client"]["toolbarMode"] == "minimal"
+    assert tomllib.loads(config)["browser"]["gatherUsageStats"] is False  # a research tool sends nothing out
     source = Path(APP).read_text()
     pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
     assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))
+
+
+def test_a_training_process_importing_the_app_logs_no_warning():
+    # multiprocessing's spawn runs app.py as __mp_main__ in every training process the Training page starts
+    done = subprocess.run([sys.executable, "-c", "import runpy; runpy.run_path('app.py', run_name='__mp_main__')"],
+                          cwd=Path(APP).parent, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "ScriptRunContext" not in done.stderr, done.stderr
+
+
+def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoints_are_not():
+    root = Path(APP).parent
+    if not (root / ".git").exists():
+        pytest.skip("not a git checkout")
+    run = "checkpoints/trec-disan-20260101-120000"  # the Training page's default name: task-encoder-time
+    paths = [f"{run}/model.safetensors", f"{run}.resume.pt"] + [str(p.relative_to(root) / "config.json")
+                                                                for p in SHIPPED.iterdir() if p.is_dir()]
+    done = subprocess.run(["git", "check-ignore", "--no-index", *paths], cwd=root, capture_output=True, text=True)
+    assert done.stdout.split() == paths[:2]

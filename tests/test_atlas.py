@@ -295,15 +295,15 @@ def test_a_link_with_a_feature_opens_the_attention_page_on_it(models):
     at.query_params.update(model="a-trec", text="the glass bottle is big", feature="3")
     at.run()
     assert not at.exception and not at.warning
-    assert at.radio(key="attention-mode").value == "one feature" and at.number_input(key="attention-k").value == 3
-    assert at.pills(key="attention-query-sentence").options[:2] == ["the", "glass"]
+    assert at.radio(key="_attention-mode").value == "one feature" and at.selectbox(key="_attention-k-sentence").value == 3
+    assert at.pills(key="_attention-query-sentence").options[:2] == ["the", "glass"]
     assert any("k = 3" in json.loads(c.proto.spec)["layout"]["title"]["text"] for c in charts(at).values())
     for feature, message, mode in (("9", "features 0 to 4", "one feature"), ("x1", "not a feature number", "mean")):
         at = AppTest.from_file(APP, default_timeout=60)
         at.query_params.update(model="a-trec", feature=feature)
         at.run()
         assert not at.exception and message in texts(at.warning)
-        assert at.radio(key="attention-mode").value == mode and len(charts(at)) == 5
+        assert at.radio(key="_attention-mode").value == mode and len(charts(at)) == 5
 
 
 @pytest.mark.usefixtures("data_root")

@@ -387,17 +387,17 @@ def test_attention_table_unique_labels_and_mask():
     assert np.isnan(df.loc["1·cat", "2·saw"])
 
 
-def test_trace_frames_long_format():
+def test_trace_frames_one_row_per_attended_cell_and_per_token():
     trace = make_trace()
     forward, backward = trace.blocks
     frames = tables.trace_frames(TOKENS, trace)
     fw = frames["forward_probs"]
-    assert list(fw.columns) == ["query_j", "query_token", "key_i", "key_token", "feature", "prob"]
-    assert len(fw) == FW_MASK.sum() * D
+    assert list(fw.columns) == ["query_j", "query_token", "key_i", "key_token"] + [f"prob_{k}" for k in range(D)]
+    assert len(fw) == FW_MASK.sum()
     assert (fw["key_i"] < fw["query_j"]).all()
-    row = fw[(fw.query_j == 3) & (fw.key_i == 1) & (fw.feature == 2)].iloc[0]
+    row = fw[(fw.query_j == 3) & (fw.key_i == 1)].iloc[0]
     assert (row.query_token, row.key_token) == ("the", "cat")
-    assert row.prob == forward.probs[3, 1, 2]
+    assert [row[f"prob_{k}"] for k in range(D)] == list(forward.probs[3, 1])
     masks = frames["masks"]
     assert list(masks.columns) == ["block", "direction", "query_j", "query_token", "key_i", "key_token", "attended"]
     assert len(masks) == 2 * N * N
@@ -425,8 +425,12 @@ def test_trace_csv_zip_names_and_row_counts():
                                       "states.csv", "source2token.csv", "encoding.csv"}
         fw = pd.read_csv(zf.open("forward_probs.csv"))
         bw = pd.read_csv(zf.open("backward_probs.csv"))
-    assert len(fw) == FW_MASK.sum() * D and len(bw) == BW_MASK.sum() * D
-    assert list(fw["query_token"].head(D)) == ["cat"] * D
+    assert len(fw) == FW_MASK.sum() and len(bw) == BW_MASK.sum()
+    assert list(fw["query_token"].head(2)) == ["cat", "saw"]
+    # every probability comes back exactly, in its own precision
+    probs = make_trace().blocks[0].probs
+    written = fw[[f"prob_{k}" for k in range(D)]].to_numpy().astype(probs.dtype)
+    np.testing.assert_array_equal(written, probs[FW_MASK])
 
 
 def read_downloads(trace):
@@ -457,7 +461,7 @@ def test_downloads_carry_the_trace_mask_not_a_guess_from_the_probabilities():
         cells = np.zeros((N, N), dtype=bool)
         cells[probs["query_j"], probs["key_i"]] = True
         np.testing.assert_array_equal(cells, block.mask)
-        assert len(probs) == block.mask.sum() * D
+        assert len(probs) == block.mask.sum()
     assert list(arrays["blocks"]) == ["diag 1", "diag 2"] and str(arrays["diag_2_direction"]) == "diag"
 
 
@@ -483,7 +487,7 @@ def test_tables_accept_torch_tensors():
         for field in ("h", "probs", "s", "gate", "u", "mask"):
             setattr(block, field, torch.tensor(getattr(block, field), requires_grad=field == "u"))
     frames = tables.trace_frames(TOKENS, trace)
-    assert len(frames["backward_probs"]) == BW_MASK.sum() * D
+    assert len(frames["backward_probs"]) == BW_MASK.sum()
     with np.load(io.BytesIO(tables.trace_npz(TOKENS, trace)), allow_pickle=False) as npz:
         assert npz["forward_u"].shape == (N, D) and npz["forward_mask"].dtype == bool
 

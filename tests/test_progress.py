@@ -16,6 +16,16 @@ def test_the_remaining_time_covers_the_whole_run():
     assert progress.remaining_seconds({**step, "epoch": 5, "step": 100, "eta": 0.0}, 5, []) == 0.0
 
 
+def test_the_remaining_time_waits_for_measured_steps():
+    # the warm-up steps of the first epoch carry no eta: nothing to estimate from yet
+    warming = {"epoch": 1, "step": 2, "steps": 77, "eta": None, "loss": 1.0, "accuracy": None}
+    assert progress.remaining_seconds(warming, 5, []) is None
+    # in a later epoch's warm-up, the rest of the epoch goes at the finished epochs' pace
+    later = {**warming, "epoch": 2, "step": 7, "steps": 70}
+    assert progress.remaining_seconds(later, 3, [{"epoch": 1, "epoch_seconds": 14.0}]) == pytest.approx(
+        63 * 0.2 + 14)
+
+
 def test_durations_read_as_people_say_them():
     assert [progress.duration(s) for s in (4.4, 200, 3900)] == ["4 s", "3 min 20 s", "1 h 05 min"]
 

@@ -13,6 +13,7 @@ from disan.data.text import (
     UNK,
     UNK_ID,
     Vocab,
+    check_text,
     join_pair,
     normalize,
     split_pair,
@@ -183,3 +184,13 @@ def test_embedding_matrix_uses_a_cased_vector_when_no_lowercase_one_exists():
     vocab = Vocab.build([["paris"]])
     matrix, found = embedding_matrix(vocab, ["Paris", "PARIS"], np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
     assert found == 1 and np.array_equal(matrix[vocab.stoi["paris"]], [1.0, 2.0])
+
+
+def test_emoji_sequences_stay_one_token_and_invisible_tokens_are_dropped():
+    family, flag, thumb = "👨\u200d👩\u200d👧", "🏳️\u200d🌈", "👍🏽"  # joined by U+200D; a variation selector; a skin tone
+    assert tokenize(f"a {family} here") == ["a", family, "here"]
+    assert tokenize(f"ok {thumb} {flag} fine") == ["ok", thumb, flag, "fine"]
+    assert tokenize("x \u200d y \u200b") == ["x", "y"]  # a stray joiner or zero-width space is no token
+    assert tokenize("don't stop , now") == ["do", "n't", "stop", ",", "now"]  # spaCy's splits otherwise stay
+    with pytest.raises(ValueError, match="empty"):
+        check_text("\u200d \u200b")

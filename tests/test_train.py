@@ -37,6 +37,9 @@ def test_loss_falls_and_events_report_progress(trained):
     steps = [e for e in events if e["event"] == "step"]
     assert steps[-1]["step"] == steps[-1]["steps"] == 6 and steps[-1]["eta"] == 0
     assert [e["done"] for e in steps] == list(range(1, 25)) and {e["budget"] for e in steps} == {24}
+    # the time left is estimated only from the steps after the warm-up ones, in every epoch
+    assert [e["eta"] is None for e in steps[:6]] == [True] * 3 + [False] * 3
+    assert all(e["eta"] >= 0 for e in steps if e["step"] > 3)
     assert [e["epoch"] for e in events if e["event"] == "epoch"] == [1, 2, 3, 4]
 
 

@@ -1,4 +1,5 @@
 """The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
+import html
 from dataclasses import replace
 from html.parser import HTMLParser
 
@@ -109,7 +110,8 @@ def test_directional_blocks_are_compared_by_the_attention_each_token_receives():
         expected = []
         for i in range(n):
             senders = [j for j in range(n) if mask[j, i]]
-            got = sum(p[j, i] for j in senders)
+            # the max over features sums to more than 1 per query: each query's row is rescaled to a distribution
+            got = sum(p[j, i] / p[j][mask[j]].sum() for j in senders)
             uniform = sum(1 / mask[j].sum() for j in senders)
             expected.append(got / uniform if senders else np.nan)
         np.testing.assert_allclose(np.asarray(bar.customdata, dtype=float), expected, rtol=1e-5)
@@ -250,6 +252,25 @@ def test_the_sentence_is_shaded_by_what_each_token_receives_from_escaped_text():
     np.testing.assert_allclose(gate.values, s.trace.blocks[1].gate.numpy().mean(axis=1), rtol=1e-6)
     assert set(views.shade_choices(s.trace)) == {"received forward", "received backward", "source2token",
                                                  "gate forward", "gate backward"}
+
+
+@pytest.mark.parametrize("mode", ["mean", "max", "one feature"])
+def test_the_shaded_sentence_follows_the_feature_mode_and_its_legend_says_so(mode):
+    s = sentence(text="the glass bottle is big and the tea is hot")
+    drawing = views.attention(s, views.AttentionOptions(mode, feature=2 if mode == "one feature" else None))
+    body = html.unescape(drawing["attention-sentence"].body)
+    forward = s.trace.blocks[0]
+    mask, probs = forward.mask.numpy(), forward.probs.numpy().astype(float)
+    a = {"mean": probs.mean(axis=-1), "max": probs.max(axis=-1), "one feature": probs[..., 2]}[mode]
+    a = np.where(mask, a, 0) / np.maximum(np.where(mask, a, 0).sum(axis=1, keepdims=True), 1e-30)  # rows sum to 1
+    got, uniform = a.sum(axis=0), (mask / np.maximum(mask.sum(axis=1, keepdims=True), 1)).sum(axis=0)
+    values = views.shading(s, "received forward", {"mean": "mean", "max": "max", "one feature": 2}[mode]).values
+    np.testing.assert_allclose(values[:-1], got[:-1] / uniform[:-1], rtol=1e-5)
+    # what the tokens receive averages to uniform, so some are below ×1 and some above, in every mode
+    assert np.nanmin(values) < 1 < np.nanmax(values)
+    named = {"mean": "mean over features", "max": "max over features, each query's row rescaled to sum to 1",
+             "one feature": "feature k = 2"}[mode]
+    assert f"attention received in the forward block ({named})" in body
 
 
 def test_the_attention_page_and_the_analyses_quote_one_received_attention():

@@ -88,13 +88,37 @@ def persistent(widget, label: str, key: str, after=None, **kwargs):
     return widget(label, key=shadow, on_change=keep, **kwargs)
 
 
-def fresh(key: str, tokens) -> None:
-    """Forget the widget ``key`` when the sentence it belongs to changes, so that it starts from its default
-    (the middle query token of the new sentence, not a position of the old one)."""
-    marker = f"{key}@tokens"
-    if st.session_state.get(marker) != list(tokens):
-        st.session_state.pop(key, None)
-        st.session_state[marker] = list(tokens)
+def kept(key: str, depends, default):
+    """``st.session_state[key]``: set to ``default`` on first use and whenever ``depends`` changes (what the
+    value belongs to: the sentence's tokens, the query token), kept otherwise, across pages and reruns.
+
+    ``default``: the value, or a function that computes it (called only when it is needed). Views whose
+    choices depend on the sentence (the query token, the token window) start again from their defaults
+    on a new sentence, and keep the user's choice as long as the sentence stays.
+    """
+    marker = f"{key}@depends"
+    depends = _frozen(depends)
+    if key not in st.session_state or st.session_state.get(marker) != depends:
+        st.session_state[key] = default() if callable(default) else default
+        st.session_state[marker] = depends
+    return st.session_state[key]
+
+
+def _frozen(value):
+    """Lists (a sentence's tokens) as tuples, so a kept marker compares equal to the same value again."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def setting(widget, label: str, key: str, options, default=None, **kwargs):
+    """A :func:`persistent` choice among ``options`` (a page's view setting: a mode, a colour scale): the
+    user's choice on every page visit, back to ``default`` (None: the first option) only when it is no
+    longer an option (another model's block names)."""
+    options = list(options)
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = options[0] if default is None else default
+    return persistent(widget, label, key, options=options, **kwargs)
 
 
 def current_entry() -> catalog.Entry | None:
@@ -191,16 +215,21 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
                 chart(place, panel, prefix + key)
 
 
-def downloads(sentence: SentenceTrace, key: str, where=st) -> None:
-    """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz.
+def downloads(sentence: SentenceTrace, key: str, where=st, role: str = "sentence") -> None:
+    """Buttons that download the sentence's whole trace as a zip of CSVs or as an npz, named by the
+    sentence's role in a pair ("disan-trace-premise.zip").
 
-    The files are built only when a button is clicked (a 200-token trace makes a 90 MB CSV zip).
+    The files are built only when a button is clicked; the button spins until the file is ready (a
+    200-token trace makes a 50 MB CSV zip in a few seconds).
     """
     c1, c2 = where.columns(2)
     tokens, trace = sentence.tokens, sentence.trace
-    c1.download_button("Trace as CSV (zip)", lambda: trace_csv(tokens, trace), "disan-trace.zip",
-                       "application/zip", key=f"{key}-csv", on_click="ignore")
-    c2.download_button("Trace as NPZ", lambda: trace_npz(tokens, trace), "disan-trace.npz",
+    name = "disan-trace" if role == "sentence" else f"disan-trace-{role}"
+    c1.download_button("Trace as CSV (zip)", lambda: trace_csv(tokens, trace), f"{name}.zip",
+                       "application/zip", key=f"{key}-csv", on_click="ignore",
+                       help="One CSV per table: attention one row per attended cell (query j, key i) with a "
+                            "column per feature, gates and states one row per token and feature.")
+    c2.download_button("Trace as NPZ", lambda: trace_npz(tokens, trace), f"{name}.npz",
                        "application/octet-stream", key=f"{key}-npz", on_click="ignore")
 
 

@@ -14,18 +14,27 @@ def curve_keys(history: Sequence[Mapping]) -> list[str]:
 
 def remaining_seconds(progress: Mapping, epochs: int, history: Sequence[Mapping] = ()) -> float | None:
     """Seconds left in the whole run, if it runs all ``epochs``: the rest of this epoch (its step event's
-    ``eta``), plus the epochs still to come at the pace of the finished ones (their ``epoch_seconds``),
-    or, before any has finished, at this epoch's pace per step. None before the first step."""
+    ``eta``, measured after the warm-up steps), plus the epochs still to come at the pace of the finished
+    ones (their ``epoch_seconds``), or, before any has finished, at this epoch's measured pace per step.
+
+    None while there is nothing measured to go by: before the first step, and during the warm-up steps
+    of the first epoch (whose pace says little: a first estimate from them was 30 times too long). In
+    a later epoch's warm-up, the rest of the epoch goes at the finished epochs' pace.
+    """
     if not progress:
         return None
-    epoch, step, steps, eta = progress["epoch"], progress["step"], progress["steps"], progress["eta"]
+    epoch, step, steps, eta = progress["epoch"], progress["step"], progress["steps"], progress.get("eta")
     durations = [h["epoch_seconds"] for h in history if isinstance(h.get("epoch_seconds"), (int, float))]
     if durations:
         per_epoch = sum(durations) / len(durations)
-    elif step < steps:
-        per_epoch = eta / (steps - step) * steps  # eta is (steps - step) steps at the pace so far
-    else:
+    elif eta is not None and step < steps:
+        per_epoch = eta / (steps - step) * steps  # eta is (steps - step) steps at the measured pace
+    elif eta is not None:
         return 0.0 if epoch >= epochs else None
+    else:
+        return None
+    if eta is None:
+        eta = per_epoch * (steps - step) / steps
     return eta + max(0, epochs - epoch) * per_epoch
 
 

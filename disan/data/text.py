@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from collections import Counter
 from functools import lru_cache
 from typing import Iterable
@@ -35,9 +36,39 @@ def _tokenizer():
     return spacy.blank("en").tokenizer
 
 
+ZWJ = "\u200d"  # ZERO WIDTH JOINER: joins emoji into one (👨‍👩‍👧 is 👨 ZWJ 👩 ZWJ 👧)
+
+
+def _invisible(char: str) -> bool:
+    """A character that shows nothing by itself: a format character (ZWJ, zero-width space, tags) or a
+    combining mark (variation selectors)."""
+    return unicodedata.category(char) in ("Cf", "Mn", "Me")
+
+
+def _modifies(char: str) -> bool:
+    """A character that belongs to the one before it: an invisible one, or an emoji skin-tone modifier."""
+    return _invisible(char) or "\U0001F3FB" <= char <= "\U0001F3FF"
+
+
 def tokenize(text: str) -> list[str]:
-    """Split text into tokens in their original spelling; whitespace is dropped."""
-    return [t.text for t in _tokenizer()(text) if not t.is_space]
+    """Split text into tokens in their original spelling; whitespace is dropped.
+
+    spaCy splits emoji sequences at their joiners and modifiers ("👨", "\u200d", "👩", ...); here a
+    sequence stays one token, and a token of invisible characters alone (a stray joiner or zero-width
+    space) is dropped, so that no token shows as a blank.
+    """
+    tokens: list[str] = []
+    attached = False  # the previous token has no whitespace after it
+    for t in _tokenizer()(text):
+        if t.is_space:
+            attached = False
+            continue
+        if tokens and attached and (_modifies(t.text[0]) or tokens[-1].endswith(ZWJ)):
+            tokens[-1] += t.text
+        else:
+            tokens.append(t.text)
+        attached = not t.whitespace_
+    return [t for t in tokens if not all(_invisible(c) for c in t)]
 
 
 def leaves(text: str) -> list[str]:

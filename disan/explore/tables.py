@@ -13,6 +13,8 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+from pyarrow import csv
 
 LENGTH_BINS = (0, 5, 10, 15, 20, 25, 30, 45, 1000)  # bin edges [lo, hi) of sentence lengths
 BLOCK_FIELDS = ("h", "probs", "s", "gate", "u", "mask")  # arrays of a DirectionTrace
@@ -57,18 +59,18 @@ def _per_token(tokens: Sequence[str], columns: dict[str, np.ndarray], position: 
 
 
 def _probs_frame(tokens: Sequence[str], probs: np.ndarray, mask: np.ndarray) -> pd.DataFrame:
-    """Long format of (n, n, d) attention, only the cells the (n, n) mask lets the block attend.
+    """(n, n, d) attention, one row per cell the (n, n) mask lets the block attend: query_j, query_token,
+    key_i, key_token, then the cell's probability in every feature, ``prob_0`` ... ``prob_{d-1}``.
 
-    A probability that underflows to exactly 0 in an attended cell is still listed.
+    One row per cell, not per (cell, feature): the long format repeats the four labels d times, which
+    makes a 200-token trace 12 million rows (a 90 MB zip, half a minute to write). A probability that
+    underflows to exactly 0 in an attended cell is still listed.
     """
     d = probs.shape[-1]
     j, i = np.nonzero(mask)  # (cells,) each, row-major
     tok = np.asarray(tokens, dtype=object)
-    return pd.DataFrame({
-        "query_j": np.repeat(j, d), "query_token": tok[np.repeat(j, d)],
-        "key_i": np.repeat(i, d), "key_token": tok[np.repeat(i, d)],
-        "feature": np.tile(np.arange(d), len(j)), "prob": probs[j, i].reshape(-1),
-    })
+    labels = pd.DataFrame({"query_j": j, "query_token": tok[j], "key_i": i, "key_token": tok[i]})
+    return pd.concat([labels, pd.DataFrame(probs[j, i], columns=[f"prob_{k}" for k in range(d)])], axis=1)
 
 
 def _mask_frame(tokens: Sequence[str], mask: np.ndarray, **labels) -> pd.DataFrame:
@@ -84,7 +86,7 @@ def trace_frames(tokens: Sequence[str], trace) -> dict[str, pd.DataFrame]:
     """Long-format tables of one sentence's trace, for display and CSV download.
 
     ``{block}_probs`` (block: the file-safe block name, e.g. ``diag_1``): query_j, query_token, key_i,
-    key_token, feature, prob, for the cells the block's mask allows; ``masks``: block, direction,
+    key_token and prob_0 ... prob_{d-1}, one row per cell the block's mask allows; ``masks``: block, direction,
     query_j, query_token, key_i, key_token, attended (every cell); ``gates``: block, direction, j, token,
     feature, gate; ``states``: the same with h, s, u; ``source2token``: i, token, feature, prob;
     ``encoding``: feature, value. Parts the trace lacks (DiSA blocks, source2token) have no table.
@@ -108,11 +110,17 @@ def trace_frames(tokens: Sequence[str], trace) -> dict[str, pd.DataFrame]:
 
 
 def trace_csv(tokens: Sequence[str], trace) -> bytes:
-    """A zip of one CSV per table of :func:`trace_frames` (``forward_probs.csv``, ``gates.csv``, ...)."""
+    """A zip of one CSV per table of :func:`trace_frames` (``forward_probs.csv``, ``gates.csv``, ...).
+
+    Written by Arrow's CSV writer (floats in their shortest exact form) and deflated at level 1: a
+    200-token trace of a d_h = 300 model takes seconds, where pandas took half a minute.
+    """
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for name, frame in trace_frames(tokens, trace).items():
-            zf.writestr(f"{name}.csv", frame.to_csv(index=False))
+            out = pa.BufferOutputStream()
+            csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), out)
+            zf.writestr(f"{name}.csv", out.getvalue().to_pybytes())
     return buf.getvalue()
 
 

@@ -158,11 +158,24 @@ def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RAN
     return measures.rank_features(np.asarray(b.probs), np.asarray(b.mask), top=top, entropy=entropy(b))
 
 
-def feature_label(trace, block: str | None, k: int) -> str:
-    """How a feature is offered in the sharpest-features picker: its index and mean entropy."""
+def feature_label(trace, block: str | None, k: int, query: int | None = None) -> str:
+    """How a feature is offered in a feature picker: its index and its entropy, from the query token j
+    (``query``) where j attends any token in the block, else its mean over the sentence's query tokens."""
     b = find_block(trace, block)
+    if query is not None and np.asarray(b.mask)[query].any():
+        return f"k = {k} · entropy {entropy(b)[query, k]:.2f} nats at query {query}"
     sharpness = measures.feature_sharpness(np.asarray(b.probs), np.asarray(b.mask), entropy(b))[k]
     return f"k = {k} · mean entropy {sharpness:.2f} nats"
+
+
+def feature_choices(trace, block: str | None, query: int) -> list[int]:
+    """Every feature of a block (None: the first), sharpest first, for the "one feature" picker: by the
+    entropy of the query token's attention where it attends any token in the block (the order of
+    :func:`query_features`), else by the mean entropy over the sentence (:func:`sharpest_features`)."""
+    b = find_block(trace, block)
+    if np.asarray(b.mask)[query].any():
+        return query_features(b, query, top=None)
+    return sharpest_features(trace, b.name, top=None)
 
 
 def query_features(block, j: int, top: int | None = QUERY_FEATURES) -> list[int]:
@@ -211,8 +224,8 @@ def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") ->
                               importance * len(importance), 1.0, ratio=True)
     if kind == "received" and name in block_names(tr):
         block = find_block(tr, name)
-        received = measures.received_lift(measures.reduce_features(np.asarray(block.probs), reduction), block.mask)
-        return markup.Shading(f"attention received in the {name} block ({_reduction_text(reduction)}), "
+        received = received_lift(measures.reduce_features(np.asarray(block.probs), reduction), block.mask)
+        return markup.Shading(f"attention received in the {name} block ({_received_text(reduction)}), "
                               f"÷ what uniform attention would give", received, 1.0, ratio=True)
     if kind == "gate" and name in block_names(tr):
         gate = np.asarray(find_block(tr, name).gate, dtype=float).mean(axis=1)
@@ -226,29 +239,46 @@ def _reduction_text(reduction: str | int) -> str:
     return f"{reduction} over features" if isinstance(reduction, str) else f"feature k = {reduction}"
 
 
+def received_lift(reduced: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n,) attention each token receives, of (n, n) attention reduced over features, ÷ what uniform
+    attention would give it (:func:`disan.inspect.measures.received_lift`), each query's row first
+    rescaled to sum to 1 (:func:`disan.inspect.measures.rescale_rows`: a no-op but for the max over
+    features, whose rows sum to more than 1 and would make every token receive more than uniform)."""
+    return measures.received_lift(measures.rescale_rows(reduced, mask), mask)
+
+
+def _received_text(reduction: str | int) -> str:
+    """How a title names the attention of :func:`received_lift`."""
+    return _reduction_text(reduction) + (", each query's row rescaled to sum to 1" if reduction == "max" else "")
+
+
 # ---------------------------------------------------------------- single-sentence views
 
 @dataclass(frozen=True)
 class AttentionOptions:
     """The Attention page's widgets; the defaults are the page's."""
     mode: str = "mean"          # one of MODES
-    feature: int | None = None  # "one feature": k (None: 0); "sharpest features": the chosen k (None: the sharpest)
-    rank_by: str | None = None  # "sharpest features": the block whose entropy ranks features (None: the first)
+    feature: int | None = None  # "one feature" and "sharpest features": the chosen k (None: the sharpest, see _reduction)
+    rank_by: str | None = None  # the block whose entropy ranks features for those modes (None: the first)
     query: int | None = None    # the query token j of the per-feature views (None: the middle token)
     scale: str = "lift"         # one of SCALES
     window: tuple[int, int] | None = None  # the [start, stop) of the tokens the heatmaps show (None: default_window)
     shade: str | None = None    # a key of shade_choices (None: the first)
 
 
-def _reduction(trace, options: AttentionOptions) -> str | int:
-    """What :func:`disan.inspect.measures.reduce_features` gets for the chosen mode: "mean", "max" or a feature."""
+def _reduction(trace, options: AttentionOptions, query: int) -> str | int:
+    """What :func:`disan.inspect.measures.reduce_features` gets for the chosen mode: "mean", "max" or a
+    feature (by default the sharpest: at the query token j in "one feature" mode, over the sentence in
+    "sharpest features" mode)."""
     if options.mode in ("mean", "max"):
         return options.mode
     if options.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {options.mode!r}")
     if options.feature is not None:
         return options.feature
-    return 0 if options.mode == "one feature" else sharpest_features(trace, options.rank_by)[0]
+    if options.mode == "one feature":
+        return feature_choices(trace, options.rank_by, query)[0]
+    return sharpest_features(trace, options.rank_by)[0]
 
 
 _NO_KEY = {"forward": "it has no earlier token", "backward": "it has no later token",
@@ -282,10 +312,10 @@ def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention
     tr, n = sentence.trace, len(sentence.tokens)
     if options.scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, not {options.scale!r}")
-    reduction = _reduction(tr, options)
     j = default_query(n) if options.query is None else options.query
     if not 0 <= j < n:
         raise ValueError(f"query token {j} is out of range for {n} tokens")
+    reduction = _reduction(tr, options, j)
     window = default_window(n, j) if options.window is None else options.window
     what = _reduction_text(reduction) + (f" (the sharpest in {options.rank_by or tr.blocks[0].name})"
                                          if options.mode == "sharpest features" else "")
@@ -349,9 +379,10 @@ def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = Attenti
                                          f"{a.scale}{a.shown}", masks=(a.masks[0], a.masks[1]),
                                          scale=options.scale, window=a.window)
     else:
-        received = {f"{b.name}": measures.received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
+        received = {f"{b.name}": received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
+        what = a.what.replace(_reduction_text(a.reduction), _received_text(a.reduction))
         fig = figures.token_bars(received, sentence.tokens, f"attention received, {first.name} against "
-                                 f"{second.name} ({a.what}), ÷ uniform", "received ÷ uniform (×1: uniform)",
+                                 f"{second.name} ({what}), ÷ uniform", "received ÷ uniform (×1: uniform)",
                                  base=1.0)
     return figures.describe(fig, source(sentence))
 

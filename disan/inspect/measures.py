@@ -13,6 +13,8 @@ columns ``i`` the attended token, ``k`` the feature; ``mask[j, i]`` says whether
   ``u_i = sum_j mask[j, i] / keys(j)``; the received lift is ``r_i / u_i``. This is the one
   "attention received ÷ uniform" of the app: the shaded sentence of the Attention page, the Attribution
   and Case study pages all read it.
+* :func:`rescale_rows`: each query row of reduced attention rescaled to sum to 1 over its keys, so that
+  the max over features (whose rows sum to more than 1) is compared with uniform as a distribution.
 * :func:`token_importance`: source2token importance, ``mean_k P_s2t[i, k]``.
 * :func:`cosine_similarity` and :func:`similarity_matrix`: cosine of the angle between vectors.
 * :func:`word_class`, :func:`is_stop_word`, :func:`is_punctuation`, :data:`NEGATIONS`: word classes (spaCy's
@@ -141,6 +143,20 @@ def similarity_matrix(vectors: Sequence[np.ndarray]) -> np.ndarray:
     norms = np.linalg.norm(v, axis=1, keepdims=True)
     unit = v / np.where(norms > 0, norms, 1.0)
     return np.clip(unit @ unit.T, -1.0, 1.0)
+
+
+def rescale_rows(attention: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n, n) attention with every query row j divided by its sum over the keys j may attend; masked cells
+    and rows without a key are 0.
+
+    The mean over features and a single feature already sum to 1 per row. The max over features sums
+    to more, the more the features disagree, so every token would receive more than uniform attention
+    gives; rescaled, a row says which tokens some feature of query j attends, as a distribution.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    values = np.where(mask, np.asarray(attention, dtype=float), 0.0)
+    total = values.sum(axis=-1, keepdims=True)
+    return values / np.where(total > 0, total, 1.0)
 
 
 def received(attention, mask) -> tuple[torch.Tensor, torch.Tensor]:

@@ -61,6 +61,10 @@ from disan.training.config import (
 from disan.training.distributed import World
 from disan.training.evaluate import evaluate
 
+# The first steps of an epoch allocate memory and warm caches (the first of a run also builds kernels),
+# so the time left is estimated from the pace of the steps after them.
+WARMUP_STEPS = 3
+
 
 class TrainingStopped(Exception):
     """The caller asked the run to stop; the best checkpoint so far is kept."""
@@ -72,7 +76,8 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
     "accuracy", "eta", "done", "budget"}``: step and steps counted within the period, done and budget
-    within the run) and every dev evaluation (``{"event": "epoch", **history record, "improved",
+    within the run; ``eta``: the seconds left in the period at the pace of the steps after the first
+    :data:`WARMUP_STEPS`, None until then) and every dev evaluation (``{"event": "epoch", **history record, "improved",
     "model", "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends,
     keeping the best checkpoint. One JSON line per evaluation goes to ``log``, and TensorBoard event
     files to ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never
@@ -385,6 +390,7 @@ def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
     net.train()
     kind, train_split = prep.data.kind, prep.splits["train"]
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
+    warm = t0  # the end of the warm-up steps, whose pace (allocation, first kernels) says little about the rest
     for step in range(1, steps + 1):
         if should_stop and should_stop():
             raise TrainingStopped()
@@ -398,10 +404,14 @@ def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
         seen += len(labels)
         loss_sum += loss * len(labels)
         correct += right
-        elapsed = time.time() - t0
+        now = time.time()
+        if step == WARMUP_STEPS:
+            warm = now
+        eta = ((now - warm) / (step - WARMUP_STEPS) * (steps - step) if step > WARMUP_STEPS
+               else 0.0 if step == steps else None)
         emit({"event": "step", "epoch": stream.round, "step": step, "steps": steps, "loss": loss_sum / seen,
               "accuracy": correct / seen if kind != "relatedness" else None,
-              "eta": elapsed / step * (steps - step), "done": before + step, "budget": budget})
+              "eta": eta, "done": before + step, "budget": budget})
     loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
     if kind != "relatedness":
