@@ -38,7 +38,7 @@ except ValueError as e:
     st.info(str(e))
     st.stop()
 st.caption(f"{len(result.table)} occurrences (at most {corpus.MAX_OCCURRENCES}); {result.k} clusters (k-means++, "
-           f"the lowest inertia of at least {stats.RESTARTS} runs); PC 1 and PC 2 explain {result.explained[0]:.1%} "
+           f"the lowest inertia of {stats.RESTARTS} runs); PC 1 and PC 2 explain {result.explained[0]:.1%} "
            f"and {result.explained[1]:.1%} of the variance of the unit-length vectors, each component signed so that "
            "its largest loading is positive.")
 

@@ -77,7 +77,7 @@ def test_kmeans_finds_planted_clusters_every_time():
         points, truth = sets[seed % 3]
         assert same_partition(stats.kmeans(points, 8, seed=seed), truth), seed
     # the set is hard enough that a single run is not enough
-    single = [same_partition(stats.kmeans(points, 8, seed=seed, restarts=1, max_restarts=1), truth)
+    single = [same_partition(stats.kmeans(points, 8, seed=seed, restarts=1), truth)
               for seed in range(30) for points, truth in [sets[seed % 3]]]
     assert not all(single)
 

@@ -9,8 +9,8 @@
 * :mod:`~disan.explore.analyses.report`: one standalone HTML file of a sentence (``python -m disan report``).
 
 :mod:`~disan.explore.analyses.stats` holds the statistics they share (PCA, k-means, silhouette,
-Kendall's tau, Gini, the cluster bootstrap), :mod:`~disan.inspect.measures` the per-token
-attention measures, :mod:`~disan.inspect.batched` the model run over many sentences, and
+Kendall's tau, Gini, the cluster bootstrap, the row shuffles of null models), :mod:`~disan.inspect.measures`
+the attention measures, :mod:`~disan.inspect.batched` the model run over many sentences, and
 :mod:`~disan.explore.analyses.charts` their plotly figures. Everything returns
 numpy arrays, pandas tables, plotly figures or :class:`disan.explore.views.Drawing`; nothing here imports
 Streamlit.

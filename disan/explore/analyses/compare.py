@@ -63,8 +63,8 @@ NULL_DRAWS = 200  # shuffles of B's rows that give the τ of unrelated models
 
 
 def mean_attention(block) -> np.ndarray:
-    """(n, n) attention probabilities, mean over features (masked cells hold 0)."""
-    return np.asarray(block.probs, dtype=float).mean(axis=-1)
+    """(n, n) a block's attention probabilities, mean over features (masked cells hold 0)."""
+    return measures.reduce_features(np.asarray(block.probs), "mean")
 
 
 @dataclass

@@ -79,24 +79,20 @@ def _seed_centres(x: torch.Tensor, k: int, rng: np.random.Generator) -> torch.Te
     return x[chosen].clone()
 
 
-RESTARTS = 10       # k-means runs at least this many times from new k-means++ seeds ...
-MAX_RESTARTS = 50   # ... and goes on, up to this many, until a second run reaches the best inertia
+RESTARTS = 10  # k-means runs from this many k-means++ seedings and keeps the one of lowest inertia
 
 
-def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = RESTARTS, max_restarts: int = MAX_RESTARTS,
-           iterations: int = 100) -> np.ndarray:
-    """(N,) cluster labels 0..k-1 of (N, D) points: Lloyd's algorithm from k-means++ seeds, the run of
-    lowest inertia. Lloyd's algorithm stops in local minima, so it runs ``restarts`` times and then
-    more, up to ``max_restarts``, until the lowest inertia has been reached twice (evidence that it is
-    the global one). Labels are renumbered by cluster size, largest first."""
+def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = RESTARTS, iterations: int = 100) -> np.ndarray:
+    """(N,) cluster labels 0..k-1 of (N, D) points: Lloyd's algorithm from k-means++ seeds, the best of
+    ``restarts`` runs by inertia (Lloyd's algorithm stops in local minima; with 4 runs a better solution
+    was missed on real data, while 50 made the silhouette search 8x slower). Labels are renumbered by
+    cluster size, largest first."""
     x = _tensor(x)
     if not 1 <= k <= len(x):
         raise ValueError(f"k must be between 1 and the number of points ({len(x)}), not {k}")
     rng = np.random.default_rng(seed)
-    best, best_inertia, reached = None, np.inf, 0
-    run = 0
-    while run < restarts or (reached < 2 and run < max_restarts):
-        run += 1
+    best, best_inertia = None, np.inf
+    for _ in range(restarts):
         centres = _seed_centres(x, k, rng)
         labels = None
         for _ in range(iterations):
@@ -109,10 +105,8 @@ def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = RESTARTS, max_r
             filled = counts > 0  # an emptied cluster keeps its centre
             centres[filled] = sums[filled] / counts[filled, None]
         inertia = float(_squared_distances(x, centres).gather(1, labels[:, None]).sum())
-        if np.isclose(inertia, best_inertia, rtol=1e-9, atol=1e-12):
-            reached += 1
-        elif inertia < best_inertia:
-            best, best_inertia, reached = labels.numpy(), inertia, 1
+        if inertia < best_inertia:
+            best, best_inertia = labels.numpy(), inertia
     order = np.argsort(-np.bincount(best, minlength=k), kind="stable")
     return np.argsort(order)[best]
 
