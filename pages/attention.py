@@ -1,7 +1,7 @@
 """Token2token attention of both DiSA blocks (the paper's Fig. 4), per feature or reduced."""
 import streamlit as st
 
-from disan.app.common import downloads, draw, fresh, page_sentences, side_by_side
+from disan.app.common import downloads, draw, drawing_width, fresh, page_sentences, side_by_side
 from disan.explore import markup, views
 
 st.header("Token2token attention")
@@ -51,5 +51,5 @@ for role, sentence, where in side_by_side(sentences):
             key=f"attention-ranked-{role}",
             format_func=lambda k, tr=sentence.trace: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
-    draw(views.attention(sentence, options), where, prefix=f"{role}-" if pair else "")
+    draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")
     downloads(sentence, f"attention-{role}", where)
