@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from disan.data.text import UNK
+from disan.explore import views
 from disan.explore.analyses import (
     attribution,
     casestudy,
@@ -412,6 +413,21 @@ def test_differences_only_where_both_models_have_the_view():
     assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
     with pytest.raises(ValueError):
         compare.drawing(a, side("disan", text="the glass"))
+
+
+def test_compare_draws_gates_as_the_fusion_gates_page_does():
+    a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
+    gates = compare.drawing(a, b)["compare-gates"]
+    page = views.mean_gates(a.sentence)
+    # bars from 0.5 on an axis centred at 0.5 that fits the deviations, not a 0-1 axis
+    assert all(bar.base == 0.5 for bar in gates.data)
+    low, high = gates.layout.xaxis.range
+    assert low + high == pytest.approx(1.0) and high - low < 0.5
+    means = [np.asarray(block.gate, dtype=float).mean(axis=1) for s in (a, b) for block in s.sentence.trace.blocks]
+    assert high - 0.5 >= max(np.abs(m - 0.5).max() for m in means)
+    # the same height for four series (two models' two blocks) as for the page's two
+    assert gates.layout.height == page.layout.height
+    assert [bar.name for bar in gates.data] == ["A · forward", "A · backward", "B · forward", "B · backward"]
 
 
 def _other_trace():

@@ -515,7 +515,9 @@ def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: s
                 stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
     ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has."""
-    height = height_for(len(tokens) * max(1, len(series)), per_row=14)
+    # 14 px a bar, a token's group at most 28 px: four series (two models' two blocks) stay readable in the
+    # height two take
+    height = height_for(len(tokens), per_row=14 * min(2, max(1, len(series))))
     axis = label_axis("token", tokens, marked=stop, max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
     marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
     bars = []

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from disan.explore import figures
+from disan.explore import figures, markup
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
 from disan.inspect import measures
@@ -80,11 +80,11 @@ def drawing(a: Side, b: Side) -> Drawing:
             mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B")
             for name in same},
             "Difference where both have the block (red: A attends more)"))
-    gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float).mean(axis=1)
+    gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float)
              for label, side in zip(labels, blocks) for name, block in side.items()}
-    if gates:
-        rows.append(Row({"compare-gates": figures.token_bars(gates, tokens, "mean fusion gate per token",
-                                                               "mean gate F", (0.0, 1.0))}, "Fusion gates"))
+    if gates:  # drawn as the Fusion gates page draws them
+        rows.append(Row({"compare-gates": figures.mean_gate_bars(gates, tokens, markup.stop_words(tokens))},
+                        "Fusion gates"))
     importance = {label[:1]: measures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
                   for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
     if importance:
