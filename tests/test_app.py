@@ -169,7 +169,7 @@ def test_word_sense_presets_pick_the_shared_word(checkpoints):
     assert at.selectbox(key="_senses-word").value == "glass"
     at.selectbox(key="_senses-preset").set_value("close (paper, Fig. 6)").run()
     assert at.selectbox(key="_senses-word").value == "close"
-    assert len(at.dataframe) == 2 and len(charts(at)) == 1
+    assert len(at.dataframe) == 3 and len(charts(at)) == 1
     at.text_area(key="_senses-text").input("one cat\ntwo dogs").run()
     assert "share no word" in texts(at.info)
     assert at.selectbox(key="_senses-preset").value == "(your own sentences)"  # edited: no longer the preset
@@ -205,7 +205,7 @@ def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints)
     occurrence.set_value(1).run()
     after = json.loads(charts(at)["senses-heatmaps"].proto.spec)["data"][0]["z"]
     assert before != after
-    table = at.dataframe[1].value
+    table = at.dataframe[2].value
     assert list(table.columns) == ["feature k", "block", "sentence 1", "sentence 2", "|1 − 2|"]
     assert "absolute difference" in texts(at.caption)
 

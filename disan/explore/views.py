@@ -572,6 +572,21 @@ def sentence_labels(sentences: Sequence[SentenceTrace]) -> list[str]:
     return [f"{i + 1}: {s.text}" for i, s in enumerate(sentences)]
 
 
+def cosine_baselines(sentences: Sequence[SentenceTrace], at: Sequence[int], kind: str, word: str) -> pd.DataFrame:
+    """Per pair of sentences, the word's cosine beside :func:`~disan.inspect.senses.cosine_baseline`'s."""
+    rows = []
+    for p in range(len(sentences)):
+        for q in range(p + 1, len(sentences)):
+            mean, below, count = senses.cosine_baseline(sentences[p].trace, at[p], sentences[q].trace, at[q], kind)
+            rows.append({"sentences": f"{p + 1} and {q + 1}",
+                         f"cosine of “{word}”": measures.cosine_similarity(
+                             senses.word_vector(sentences[p].trace, at[p], kind),
+                             senses.word_vector(sentences[q].trace, at[q], kind)),
+                         "mean cosine of the other token pairs": mean,
+                         f"other pairs below “{word}”": f"{below:.0%} of {count}" if count else "none"})
+    return pd.DataFrame(rows)
+
+
 def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = SensesOptions()) -> Drawing:
     """The Word senses page (the paper's Fig. 6): one word's vectors in every sentence, their cosine
     similarities and the features where the first two differ most.
@@ -605,8 +620,12 @@ def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = Sen
         f"token {i} of sentence {n + 1}" for n, i in enumerate(at)))
     return Drawing([
         Row({"senses-heatmaps": heatmaps}),
-        Row({"senses-similarity": similarity}, "Cosine similarity",
-            "The cosine of the angle between the word's vectors in two sentences: 1 is the same direction."),
+        Row({"senses-similarity": similarity, "senses-baseline": cosine_baselines(sentences, at, kind, word)},
+            "Cosine similarity",
+            "The cosine of the angle between the word's vectors in two sentences: 1 is the same direction. "
+            "Beside it, what to judge it against: the cosines of every other pair of tokens of the same two "
+            "sentences, one token from each; a cosine that stands out from them says the word keeps its "
+            "direction across the contexts, one within them says no more than that vectors of this kind are alike."),
         Row({"senses-differing": differing}, "Features that differ most (sentences 1 and 2)",
             "feature k: the position in the vector" + (f" ({', '.join(halves)} halves: which block it comes from)"
                                                        if halves else "")
