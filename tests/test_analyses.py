@@ -221,6 +221,29 @@ def test_corpus_senses_project_cluster_and_find_neighbours():
         corpus.analyse(pipe, c, "fountain", "output")
 
 
+def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagged():
+    scale = ["very negative", "negative", "neutral", "positive", "very positive"]
+    texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man")] * 2
+    labels = ["very positive", "negative", "very negative"] * 2
+    c = corpus.make_corpus("t", texts, labels=labels)
+    c.scale = scale
+    result = corpus.analyse(pipeline(), corpus.sample(c, 6), "glass", "output", k=3)  # 6 occurrences, 3 clusters
+    by_label = corpus.drawing(result, "label")
+    scatter = by_label["corpus-scatter"]
+    # the legend in the labels' order, not alphabetical, and colours along one red-to-blue scale
+    assert [t.name.split(" (")[0] for t in scatter.data] == ["very negative", "negative", "very positive"]
+    red = [int(x) for x in scatter.data[0].marker.color[4:-1].split(",")]
+    blue = [int(x) for x in scatter.data[-1].marker.color[4:-1].split(",")]
+    assert red[0] > red[2] and blue[2] > blue[0]
+    note = by_label["corpus-small-clusters"].text
+    assert "6 occurrences in 3 clusters" in note and f"fewer than {corpus.SMALLEST_CLUSTER}" in note
+    c.scale = None  # labels without an order keep the categorical palette, sorted
+    plain = corpus.drawing(corpus.analyse(pipeline(), c, "glass", "output", k=2), "label")["corpus-scatter"]
+    assert [t.name.split(" (")[0] for t in plain.data] == sorted(set(labels))
+    big = corpus.make_corpus("t", texts * 4)
+    assert "corpus-small-clusters" not in corpus.drawing(corpus.analyse(pipeline(), big, "glass", "output", k=2))
+
+
 def test_a_corpus_sample_is_seeded_and_in_order():
     c = corpus.make_corpus("t", [f"sentence {i}" for i in range(50)])
     a, b = corpus.sample(c, 10, seed=1), corpus.sample(c, 10, seed=1)
