@@ -48,6 +48,11 @@ def make_trace(names=("forward", "backward"), with_s2t=True):
 
 def all_strings(fig):
     """Every string in the figure's JSON, decoded (to_json writes '<' as \\u003c, so search decoded text)."""
+    return json_strings(json.loads(fig.to_json()))
+
+
+def json_strings(tree) -> list[str]:
+    """Every string (keys too) in parsed JSON."""
     out = []
 
     def walk(x):
@@ -61,7 +66,7 @@ def all_strings(fig):
             for v in x:
                 walk(v)
 
-    walk(json.loads(fig.to_json()))
+    walk(tree)
     return out
 
 
