@@ -234,7 +234,8 @@ def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04
 def top_margin(title: str, subtitle: str = "", panel_titles: bool = False) -> int:
     """Pixels above the plot for a title and subtitle of so many lines (``<br>``), and for the titles of
     subplots or the annotations above the plot."""
-    return TITLE_PAD + 24 * lines(title) + 20 * lines(subtitle) + (30 if panel_titles else 0)
+    # 10 px under the subtitle: the first row's tick label may stand out of the plot by half a line
+    return TITLE_PAD + 24 * lines(title) + 20 * lines(subtitle) + 10 + (30 if panel_titles else 0)
 
 
 def lines(text: str) -> int:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from disan.explore import figures, markup
+from disan.explore import figures, markup, views
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
 from disan.inspect import measures
@@ -70,14 +70,16 @@ def drawing(a: Side, b: Side) -> Drawing:
     for k, (label, side) in enumerate(zip(labels, blocks)):
         if side:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
-                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", zmax=zmax)
+                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", zmax=zmax,
+                width=views.panel_width(views.FULL, len(side)))
                 for name, block in side.items()},
                 f"{'AB'[k]}: token2token attention (mean over features, one scale for both)"))
     same = [name for name in blocks[0] if name in blocks[1]
             and blocks[0][name].direction == blocks[1][name].direction]
     if same:
         rows.append(Row({f"compare-diff-{file_name(name)}": figures.difference_heatmap(
-            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B")
+            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B",
+            width=views.panel_width(views.FULL, len(same)))
             for name in same},
             "Difference where both have the block (red: A attends more)"))
     gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float)
