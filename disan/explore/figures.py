@@ -55,7 +55,7 @@ TITLE_PAD = 12            # pixels above a figure's title
 SMALL_CHAR_PX = 7.5       # the same for 12-14 px text: subplot titles, annotations
 TICK_PX = 18              # the room one tick label needs across its axis: a line of 12 px text and a gap
 MARGINS_PX = 220          # what a heatmap's y tick labels and colour bar take of its width
-PANEL_PX = 170            # the narrowest small multiple
+PANEL_PX = 140            # the narrowest small multiple
 
 
 def esc(text) -> str:
