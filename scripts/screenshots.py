@@ -1,7 +1,7 @@
 """The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
 the README's captions say, saved as small PNGs in docs/.
 
-    python scripts/screenshots.py
+    python scripts/screenshots.py [NAME.png ...]   # all of them, or only those named
 """
 import io
 import sys
@@ -48,6 +48,10 @@ SHOTS = [
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
     ("compare-models.png", "/compare_models" + EXAMPLE, "A: sst5 · forward", "h2", ()),
     ("case-study.png", "/case_study", "by word class", "h2", ()),
+    # a sentence-pair model: premise and hypothesis side by side, each figure fitted to half the width
+    ("pair-attention.png", "/?model=sick-e", "· query ", "h3:has-text('Premise')", ()),
+    ("pair-features.png", "/?model=sick-e", "· query ", "h3:has-text('Sharpest features')", ()),
+    ("pair-gates.png", "/gates?model=sick-e", "fusion gate F", "h3:has-text('Every feature')", ()),
 ]
 
 
@@ -60,6 +64,8 @@ def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         for name, path, title, top, steps in SHOTS:
+            if sys.argv[1:] and name not in sys.argv[1:]:
+                continue
             page.goto(url + path)
             wait_drawn(page, title)
             for step, drawn in steps:

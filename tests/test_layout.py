@@ -125,5 +125,9 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped(app_page, model, data_root_o
                 continue
             navigate(page, title)
             drawn(page)
+            if title == "Models":  # every model card open, with its training curves
+                for summary in page.locator('[data-testid="stExpander"] summary').all():
+                    summary.click()
+                drawn(page)
             problems += [f"{model}, {n} tokens, {title}: {p}" for p in audit(page)]
     assert not problems, "\n".join(problems)

@@ -346,7 +346,7 @@ def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS,
 
 def _plot_height(height: float) -> float:
     """Roughly the pixels a figure of ``height`` leaves its plot, under the title and over the x tick labels."""
-    return max(60.0, height - 200)
+    return max(60.0, height - 160)
 
 
 def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray, title: str,
@@ -559,7 +559,7 @@ def _halves(halves: Sequence[str], d: int, figure_width: float = FULL_WIDTH) -> 
     room = (figure_width - MARGINS_PX) / len(halves) - 10
     shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
     annotations = [_panel_title(f"{name}: features {int(k * width)}–{int((k + 1) * width) - 1}", room,
-                                x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom")
+                                x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", yshift=4)
                    for k, name in enumerate(halves)]
     return dict(shapes=shapes, annotations=annotations)
 
