@@ -284,8 +284,12 @@ def test_lift_colours_are_symmetric_in_ratio_and_labelled_as_lifts():
     trace = figures.attention_heatmap(z, ["a", "b"], mask, "t", scale="lift").data[0]
     np.testing.assert_allclose(np.asarray(trace.z, dtype=float)[1], [-2.0, 2.0])
     assert (trace.zmin, trace.zmax) == (-2.0, 2.0)
-    assert dict(zip(trace.colorbar.tickvals, trace.colorbar.ticktext)) == {-2.0: "×0.25", -1.0: "×0.5", 0.0: "×1",
-                                                                           1.0: "×2", 2.0: "×4"}
+    # a 2-token figure's short colour bar labels the ends and x1 only
+    assert dict(zip(trace.colorbar.tickvals, trace.colorbar.ticktext)) == {-2.0: "×0.25", 0.0: "×1", 2.0: "×4"}
+    tall = figures.attention_heatmap(np.kron(z, np.ones((20, 20))) / 20, ["a", "b"] * 20, np.kron(mask, np.ones(
+        (20, 20), bool)), "t", scale="lift").data[0]
+    assert dict(zip(tall.colorbar.tickvals, tall.colorbar.ticktext)) == {-2.0: "×0.25", -1.0: "×0.5", 0.0: "×1",
+                                                                          1.0: "×2", 2.0: "×4"}
     assert np.isnan(np.asarray(trace.z, dtype=float)[0]).all() and "customdata" in trace.hovertemplate
     flat = figures.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], mask, "t", scale="lift").data[0]
     assert flat.zmax == pytest.approx(np.log2(figures.LIFT_RANGE[0]))  # uniform stays pale, not noise-amplified

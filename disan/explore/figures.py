@@ -309,7 +309,8 @@ def _coloured(zs: Sequence[np.ndarray], scale: str, bar_px: float = 600) -> tupl
         return zs, [None] * len(zs), dict(zmin=0.0, zmax=peak(*zs), colorscale=SEQUENTIAL,
                                           colorbar=dict(title=dict(text="P")))
     if scale == "lift":
-        logs, kwargs = _lift_colours(zs, max(3, int(bar_px // 24)))
+        # a tick label every 30 px at most; the estimate of the bar's length may be 40 px long
+        logs, kwargs = _lift_colours(zs, max(3, int((bar_px - 40) // 30)))
         return logs, [z.astype(np.float32) for z in zs], dict(kwargs, value="×%{customdata:.3g}")
     raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
 
