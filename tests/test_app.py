@@ -6,11 +6,13 @@ import tomllib
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import plotly.io as pio
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import disan
+from disan.app.common import TABLE_PX, column_widths
 from disan.data.text import MAX_TOKENS
 from disan.explore import views
 from disan.inspect import senses
@@ -394,3 +396,13 @@ def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
     source = Path(APP).read_text()
     pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
     assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))
+
+
+def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_screen():
+    claim = "a few words receive large attention from all others (backward, mean over features)"
+    table = pd.DataFrame({"paper claim": [claim], "measured": ["Gini 0.464, uniform 0.463; Δ +0.001 [+0.001, +0.002]"],
+                          "holds?": ["yes, small"], "n": [2000]})
+    widths = column_widths(table)
+    assert set(widths) == {"paper claim", "measured"}  # the verdict and the count keep their own width
+    assert sum(w["width"] for w in widths.values()) + 100 * 3 <= TABLE_PX
+    assert column_widths(table[["holds?", "n"]]) == {}

@@ -192,13 +192,19 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
                 chart(place, panel, prefix + key)
 
 
+TABLE_PX = 900  # the width a table may count on: the main column at a 1400-px window, with room to spare
+
+
 def column_widths(table: pd.DataFrame, wide: int = 40) -> dict:
-    """Columns of long text (over ``wide`` characters) at a bounded width, the rest as wide as their content:
-    otherwise a long column pushes the ones after it (a verdict, a count) off the screen. The whole text
-    shows on hover."""
+    """Columns of long text (over ``wide`` characters) at widths that share :data:`TABLE_PX` with the others
+    (about 100 px each), instead of as wide as their text: otherwise a long column pushes the ones after it
+    (a verdict, a count) off the screen. The whole text shows on hover."""
     long = [c for c in table.columns
-            if table[c].dtype == object and table[c].astype(str).str.len().max(initial=0) > wide]
-    return {c: st.column_config.Column(width="large") for c in long}
+            if not pd.api.types.is_numeric_dtype(table[c]) and table[c].astype(str).str.len().max() > wide]
+    if not long:
+        return {}
+    share = max(200, (TABLE_PX - 100 * (len(table.columns) + 1 - len(long))) // len(long))
+    return {c: st.column_config.Column(width=share) for c in long}
 
 
 def downloads(sentence: SentenceTrace, key: str, where=st) -> None:
