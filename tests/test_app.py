@@ -255,10 +255,11 @@ def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
 
 def test_figures_download_in_the_chosen_format(checkpoints):
     at = app(figure_format="svg")
-    configs = [c.proto.config for c in at.get("plotly_chart")]
-    assert configs and all('"format": "svg"' in c for c in configs)
+    formats = lambda at: [json.loads(c.proto.config)["toImageButtonOptions"]["format"]  # noqa: E731
+                          for c in at.get("plotly_chart")]
+    assert formats(at) and set(formats(at)) == {"svg"}
     at = app()
-    assert all('"format": "png"' in c.proto.config for c in at.get("plotly_chart"))
+    assert set(formats(at)) == {"png"}
 
 
 def test_a_retrained_checkpoint_is_loaded_afresh(checkpoints, make_checkpoint):
