@@ -60,8 +60,10 @@ def sidebar() -> list[str]:
             messages = follow_link(good, default)
             if st.session_state.get("checkpoint") not in names:
                 st.session_state["checkpoint"] = default
-            labels = {e.name: e.label for e in good}
-            persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get)
+            labels = {e.name: e.short_label for e in good}
+            entry = next(e for e in good if e.name == st.session_state["checkpoint"])
+            persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get,
+                       help=f"{entry.label}. Every checkpoint's card is on the Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
             if takes_pairs(entry.kind):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])

@@ -10,6 +10,7 @@ import streamlit as st
 from disan.app.common import (
     downloads,
     draw,
+    drawing_width,
     kept,
     page_sentences,
     persistent,
@@ -75,5 +76,5 @@ for role, sentence, where in side_by_side(sentences):
         feature = persistent(where.selectbox, "Feature (sharpest first)", key, options=choices,
                              format_func=lambda k, tr=tr: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
-    draw(views.attention(sentence, options), where, prefix=f"{role}-" if pair else "")
+    draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")
     downloads(sentence, f"attention-{role}", where, role)

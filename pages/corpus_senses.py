@@ -19,7 +19,7 @@ chosen = glue.pick_corpus(entry, "corpus")
 if chosen is None:
     st.stop()
 if chosen.skipped:
-    st.caption(f"{chosen.skipped} empty or over-long lines were left out.")
+    st.caption(f"{chosen.skipped} empty or over-long line{' was' if chosen.skipped == 1 else 's were'} left out.")
 words = corpus.frequent_words(chosen)
 c1, c2 = st.columns(2)
 word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,

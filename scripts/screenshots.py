@@ -1,7 +1,7 @@
 """The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
 the README's captions say, saved as small PNGs in docs/.
 
-    python scripts/screenshots.py [feature-atlas.png ...]   # all of them, or the ones named
+    python scripts/screenshots.py [NAME.png ...]   # all of them, or only those named
 """
 import io
 import sys
@@ -50,6 +50,10 @@ SHOTS = [
     ("case-study.png", "/case_study", "by word class", "h2", ()),
     ("feature-atlas.png", "/feature_atlas", "attention features of",
      "[data-testid='stRadio']:has-text('Colour the map by')", ()),
+    # a sentence-pair model: premise and hypothesis side by side, each figure fitted to half the width
+    ("pair-attention.png", "/?model=sick-e", "· query ", "h3:has-text('Premise')", ()),
+    ("pair-features.png", "/?model=sick-e", "· query ", "h3:has-text('Sharpest features')", ()),
+    ("pair-gates.png", "/gates?model=sick-e", "fusion gate F", "h3:has-text('Every feature')", ()),
 ]
 
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from disan.data.text import UNK
+from disan.explore import views
 from disan.explore.analyses import (
     attribution,
     casestudy,
@@ -220,6 +221,29 @@ def test_corpus_senses_project_cluster_and_find_neighbours():
         corpus.analyse(pipe, c, "fountain", "output")
 
 
+def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagged():
+    scale = ["very negative", "negative", "neutral", "positive", "very positive"]
+    texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man")] * 2
+    labels = ["very positive", "negative", "very negative"] * 2
+    c = corpus.make_corpus("t", texts, labels=labels)
+    c.scale = scale
+    result = corpus.analyse(pipeline(), corpus.sample(c, 6), "glass", "output", k=3)  # 6 occurrences, 3 clusters
+    by_label = corpus.drawing(result, "label")
+    scatter = by_label["corpus-scatter"]
+    # the legend in the labels' order, not alphabetical, and colours along one red-to-blue scale
+    assert [t.name.split(" (")[0] for t in scatter.data] == ["very negative", "negative", "very positive"]
+    red = [int(x) for x in scatter.data[0].marker.color[4:-1].split(",")]
+    blue = [int(x) for x in scatter.data[-1].marker.color[4:-1].split(",")]
+    assert red[0] > red[2] and blue[2] > blue[0]
+    note = by_label["corpus-small-clusters"].text
+    assert "6 occurrences in 3 clusters" in note and f"fewer than {corpus.SMALLEST_CLUSTER}" in note
+    c.scale = None  # labels without an order keep the categorical palette, sorted
+    plain = corpus.drawing(corpus.analyse(pipeline(), c, "glass", "output", k=2), "label")["corpus-scatter"]
+    assert [t.name.split(" (")[0] for t in plain.data] == sorted(set(labels))
+    big = corpus.make_corpus("t", texts * 4)
+    assert "corpus-small-clusters" not in corpus.drawing(corpus.analyse(pipeline(), big, "glass", "output", k=2))
+
+
 def test_a_corpus_sample_is_seeded_and_in_order():
     c = corpus.make_corpus("t", [f"sentence {i}" for i in range(50)])
     a, b = corpus.sample(c, 10, seed=1), corpus.sample(c, 10, seed=1)
@@ -415,6 +439,21 @@ def test_differences_only_where_both_models_have_the_view():
     assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
     with pytest.raises(ValueError):
         compare.drawing(a, side("disan", text="the glass"))
+
+
+def test_compare_draws_gates_as_the_fusion_gates_page_does():
+    a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
+    gates = compare.drawing(a, b)["compare-gates"]
+    page = views.mean_gates(a.sentence)
+    # bars from 0.5 on an axis centred at 0.5 that fits the deviations, not a 0-1 axis
+    assert all(bar.base == 0.5 for bar in gates.data)
+    low, high = gates.layout.xaxis.range
+    assert low + high == pytest.approx(1.0) and high - low < 0.5
+    means = [np.asarray(block.gate, dtype=float).mean(axis=1) for s in (a, b) for block in s.sentence.trace.blocks]
+    assert high - 0.5 >= max(np.abs(m - 0.5).max() for m in means)
+    # the same height for four series (two models' two blocks) as for the page's two
+    assert gates.layout.height == page.layout.height
+    assert [bar.name for bar in gates.data] == ["A · forward", "A · backward", "B · forward", "B · backward"]
 
 
 def _other_trace():

@@ -48,6 +48,11 @@ def make_trace(names=("forward", "backward"), with_s2t=True):
 
 def all_strings(fig):
     """Every string in the figure's JSON, decoded (to_json writes '<' as \\u003c, so search decoded text)."""
+    return json_strings(json.loads(fig.to_json()))
+
+
+def json_strings(tree) -> list[str]:
+    """Every string (keys too) in parsed JSON."""
     out = []
 
     def walk(x):
@@ -61,7 +66,7 @@ def all_strings(fig):
             for v in x:
                 walk(v)
 
-    walk(json.loads(fig.to_json()))
+    walk(tree)
     return out
 
 
@@ -279,8 +284,12 @@ def test_lift_colours_are_symmetric_in_ratio_and_labelled_as_lifts():
     trace = figures.attention_heatmap(z, ["a", "b"], mask, "t", scale="lift").data[0]
     np.testing.assert_allclose(np.asarray(trace.z, dtype=float)[1], [-2.0, 2.0])
     assert (trace.zmin, trace.zmax) == (-2.0, 2.0)
-    assert dict(zip(trace.colorbar.tickvals, trace.colorbar.ticktext)) == {-2.0: "×0.25", -1.0: "×0.5", 0.0: "×1",
-                                                                           1.0: "×2", 2.0: "×4"}
+    # a 2-token figure's short colour bar labels the ends and x1 only
+    assert dict(zip(trace.colorbar.tickvals, trace.colorbar.ticktext)) == {-2.0: "×0.25", 0.0: "×1", 2.0: "×4"}
+    tall = figures.attention_heatmap(np.kron(z, np.ones((20, 20))) / 20, ["a", "b"] * 20, np.kron(mask, np.ones(
+        (20, 20), bool)), "t", scale="lift").data[0]
+    assert dict(zip(tall.colorbar.tickvals, tall.colorbar.ticktext)) == {-2.0: "×0.25", -1.0: "×0.5", 0.0: "×1",
+                                                                          1.0: "×2", 2.0: "×4"}
     assert np.isnan(np.asarray(trace.z, dtype=float)[0]).all() and "customdata" in trace.hovertemplate
     flat = figures.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], mask, "t", scale="lift").data[0]
     assert flat.zmax == pytest.approx(np.log2(figures.LIFT_RANGE[0]))  # uniform stays pale, not noise-amplified
@@ -317,6 +326,89 @@ def test_curves_put_losses_and_metrics_on_separate_axes():
     fig = figures.curves(history, ["train_loss", "dev_accuracy"])
     assert [t.yaxis for t in fig.data] == ["y", "y2"]
     assert list(fig.layout.xaxis2.range) == [0.5, 1.5] and fig.layout.xaxis2.dtick == 1  # one epoch: a point
+
+
+def test_curves_put_a_relatedness_error_apart_from_its_correlations():
+    history = [{"epoch": 1, "train_loss": 0.5, "dev_pearson": 0.8, "dev_mse": 0.36}]
+    fig = figures.curves(history, ["train_loss", "dev_pearson", "dev_mse"])
+    axis = {t.name: t.yaxis for t in fig.data}
+    assert len(set(axis.values())) == 3 and axis["dev_mse"] != axis["dev_pearson"]
+
+
+def test_small_multiples_take_the_columns_that_fit_the_width():
+    p = masked_probs(FW_MASK)
+    panels = [(f"forward · k = {k}", p[..., k % D], FW_MASK) for k in range(12)]
+    full = figures.feature_grid(panels, TOKENS, 6, width=figures.FULL_WIDTH)
+    half = figures.feature_grid(panels, TOKENS, 6, width=figures.HALF_WIDTH)
+    names = ["xaxis"] + [f"xaxis{k}" for k in range(2, 13)]
+    columns = lambda fig: len({tuple(fig.layout[name].domain) for name in names})  # noqa: E731
+    assert columns(full) == 6 and 1 < columns(half) < 6
+    # every panel at least PANEL_PX wide, and the rows grow instead
+    for fig, width in ((full, figures.FULL_WIDTH), (half, figures.HALF_WIDTH)):
+        share = fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0]
+        assert share * (width - figures.MARGINS_PX) >= figures.PANEL_PX * 0.9
+    assert half.layout.height > full.layout.height
+
+
+def test_panel_titles_are_cut_to_their_panel_with_the_whole_title_on_hover():
+    p = masked_probs(FW_MASK)
+    name = "backward · k = 25 · the feature with the sharpest attention of all"
+    fig = figures.feature_grid([(name, p[..., 0], FW_MASK)] * 3, TOKENS, 3, width=figures.HALF_WIDTH)
+    shown = fig.layout.annotations[0]
+    share = fig.layout.xaxis.domain[1] - fig.layout.xaxis.domain[0]
+    room = share * (figures.HALF_WIDTH - figures.MARGINS_PX) / figures.SMALL_CHAR_PX
+    assert len(shown.text) <= room + 1 and shown.text.endswith("…") and shown.hovertext == name
+    short = figures.feature_grid([("forward · k = 7", p[..., 0], FW_MASK)], TOKENS, 1)
+    assert short.layout.annotations[0].text == "forward · k = 7" and short.layout.annotations[0].hovertext is None
+
+
+def test_titles_wrap_to_the_width_and_the_margin_makes_room_for_them():
+    title = "backward · query 12: of · 40 sharpest features, lift over uniform"
+    wide = figures.describe(figures.query_view(masked_probs(FW_MASK), 2, TOKENS, FW_MASK, title=title), "model m")
+    narrow = figures.describe(figures.query_view(masked_probs(FW_MASK), 2, TOKENS, FW_MASK, title=title,
+                                                 width=300), "model m", 300)
+    assert "<br>" not in wide.layout.title.text
+    lines = narrow.layout.title.text.split("<br>")
+    assert len(lines) >= 2 and " ".join(lines) == figures.esc(title)
+    assert all(len(line) * figures.TITLE_CHAR_PX <= 300 - 40 for line in lines)
+    assert narrow.layout.margin.t >= wide.layout.margin.t + 24 * (len(lines) - 1)
+
+
+def test_tick_labels_thin_by_the_pixels_they_have():
+    n = 60
+    tokens = [f"w{i}" for i in range(n)]
+    masks = np.ones((n, n), bool)
+    full = figures.attention_pair(np.zeros((n, n)), np.zeros((n, n)), tokens, masks, masks, width=figures.FULL_WIDTH)
+    half = figures.attention_pair(np.zeros((n, n)), np.zeros((n, n)), tokens, masks, masks, width=figures.HALF_WIDTH)
+    for fig, width in ((full, figures.FULL_WIDTH), (half, figures.HALF_WIDTH)):
+        panel = (width - figures.MARGINS_PX) / 2
+        assert len(fig.layout.xaxis.ticktext) * figures.TICK_PX <= panel
+    assert len(half.layout.xaxis.ticktext) < len(full.layout.xaxis.ticktext)
+    gate = np.random.default_rng(0).random((5, 300))
+    narrow = figures.gate_heatmap(gate, TOKENS + ["a"], "F", width=figures.HALF_WIDTH)
+    assert len(narrow.layout.xaxis.ticktext) * figures.TICK_PX <= figures.HALF_WIDTH - figures.MARGINS_PX
+    assert narrow.layout.xaxis.autotickangles == (0, 90)  # horizontal or vertical, never slanted
+
+
+@pytest.mark.parametrize("r", [np.log2(1.1), 0.3, 1.0, 2.5, 6.0])
+@pytest.mark.parametrize("room", [3, 5, 7, 13])
+def test_colour_bar_ticks_fit_their_room_and_never_crowd(r, room):
+    ticks = figures.lift_ticks(r, room)
+    logs = np.log2(ticks)
+    assert len(ticks) <= max(3, room) and 1.0 in ticks
+    assert np.allclose(logs, -logs[::-1])  # symmetric in ratio
+    assert np.min(np.diff(logs)) >= 2 * r / 9 - 1e-9  # at least a ninth of the bar apart
+    assert logs[-1] <= r + 1e-9 and ticks[-1] == figures.lift_ticks(r, 99)[-1]  # thinning keeps the largest step
+
+
+def test_short_colour_bars_get_fewer_ticks():
+    n = 8
+    z = np.full((n, n), 0.5)
+    z[np.arange(n), np.arange(n)] = 60.0
+    mask = np.ones((n, n), bool)
+    short = figures.attention_heatmap(z, ["a"] * n, mask, "t", scale="lift").data[0].colorbar
+    tall = figures.feature_grid([("p", z, mask)] * 12, ["a"] * n, 6, scale="lift").data[0].colorbar
+    assert len(short.tickvals) < len(tall.tickvals)
 
 
 def test_heights_grow_with_tokens():

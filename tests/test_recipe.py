@@ -16,7 +16,13 @@ from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel, param_groups
 from disan.nn.model import DiSANConfig
 from disan.training import train as train_module
-from disan.training.config import RECIPES, TrainConfig, parse_args, parse_command_line, recipe_items
+from disan.training.config import (
+    RECIPES,
+    TrainConfig,
+    parse_args,
+    parse_command_line,
+    recipe_items,
+)
 from disan.training.train import make_optimizer, model_card, train
 
 from .test_train import tiny_trec

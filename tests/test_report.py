@@ -10,9 +10,9 @@ import pytest
 
 import disan
 from disan import viz
-from disan.explore.analyses import casestudy
 from disan.__main__ import run
 from disan.explore import views
+from disan.explore.analyses import casestudy
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = '<script>alert(1)</script> the <img src=x onerror=alert(2)> glass </script><b>big</b>'

@@ -6,6 +6,7 @@ import math
 import os
 import signal
 import time
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -55,6 +56,18 @@ def test_best_dev_checkpoint_is_kept_and_evaluated_on_test(trained, capsys):
     assert printed["accuracy"] == pytest.approx(metrics["test"]["accuracy"]) and printed["n"] == 500
     card = (pipe.path / "README.md").read_text()
     assert "trec" in card and "TREC/TREC_10.label" in card and "Reproduce" in card
+    # the data checksums as a Markdown table, one row per file, not as JSON
+    rows = [line for line in card.splitlines() if line.startswith("| TREC/")]
+    assert len(rows) == len(metrics["data_sha256"]) and "{" not in card.split("data file")[1]
+    assert all(f"`{metrics['data_sha256'][row.split(' | ')[0][2:]]}`" in row for row in rows)
+
+
+def test_the_machine_names_its_threads_in_the_right_number(monkeypatch):
+    world = SimpleNamespace(distributed=False, size=1, device=torch.device("cpu"))
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    assert ", 1 thread, " in train_module.machine(world)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    assert ", 4 threads, " in train_module.machine(world)
 
 
 @pytest.mark.usefixtures("data_root")

@@ -332,7 +332,7 @@ def test_every_figure_says_which_model_sentence_mode_and_feature(make_checkpoint
 def test_word_senses_say_why_they_cannot_draw():
     glass, tea = sentence(text="The glass bottle is big"), sentence(text="A man is pouring a glass of tea")
     drawing = views.word_senses([glass, tea])
-    assert list(drawing) == ["senses-heatmaps", "senses-similarity", "senses-differing"]
+    assert list(drawing) == ["senses-heatmaps", "senses-similarity", "senses-baseline", "senses-differing"]
     assert list(drawing.figures) == ["senses-heatmaps"]
     assert "glass" in drawing["senses-heatmaps"].layout.title.text
     assert views.senses_choices([glass, tea]) == (["glass", "is"], ["source2token", "output", "s"])
@@ -342,6 +342,25 @@ def test_word_senses_say_why_they_cannot_draw():
             views.word_senses(inputs)
     with pytest.raises(views.Unavailable, match="big"):
         views.word_senses([glass, tea], views.SensesOptions(word="big"))
+
+
+@pytest.mark.parametrize("kind", ["source2token", "output"])
+def test_the_cosine_of_a_word_comes_with_the_cosines_of_the_other_token_pairs(kind):
+    glass, tea = sentence(text="The glass bottle is big"), sentence(text="A man is pouring a glass of tea")
+    a, b = senses.token_vectors(glass.trace, kind), senses.token_vectors(tea.trace, kind)
+    cos = lambda x, y: float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))  # noqa: E731
+    others = [cos(a[i], b[k]) for i in range(len(a)) for k in range(len(b)) if i != 1 and k != 5]
+    word = cos(a[1], b[5])
+    mean, below, count = senses.cosine_baseline(glass.trace, 1, tea.trace, 5, kind)
+    assert count == 4 * 7 and mean == pytest.approx(np.mean(others), abs=1e-6)
+    assert below == pytest.approx(np.mean([c < word for c in others]))
+    table = views.word_senses([glass, tea], views.SensesOptions("glass", kind))["senses-baseline"]
+    row = table.iloc[0]
+    assert row["sentences"] == "1 and 2" and row["cosine of “glass”"] == pytest.approx(word, abs=1e-6)
+    assert row["mean cosine of the other token pairs"] == pytest.approx(np.mean(others), abs=1e-6)
+    assert row["other pairs below “glass”"] == f"{below:.0%} of 28"
+    single = sentence(text="glass")  # no other token: no baseline, said so
+    assert senses.cosine_baseline(single.trace, 0, tea.trace, 5, kind)[2] == 0
 
 
 def test_word_senses_use_the_chosen_occurrence_of_a_repeated_word():

@@ -179,7 +179,7 @@ def show_prediction(pipe, result: TraceResult) -> None:
         cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
     else:
         cols[0].metric("prediction", pred.label)
-    chart(cols[1], views.prediction(result), "prediction-probs")
+    chart(cols[1], views.prediction(result, 0.75 * views.FULL), "prediction-probs")
     if result.unknown:
         st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "
                                          + ", ".join(repr(t) for t in result.unknown)))
@@ -210,9 +210,25 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
                 place.html(panel.body)
             elif isinstance(panel, pd.DataFrame):
                 # a table keyed by position needs no index column; one labelled by sentence keeps it
-                place.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex))
+                place.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex),
+                                column_config=column_widths(panel))
             else:
                 chart(place, panel, prefix + key)
+
+
+TABLE_PX = 900  # the width a table may count on: the main column at a 1400-px window, with room to spare
+
+
+def column_widths(table: pd.DataFrame, wide: int = 40) -> dict:
+    """Columns of long text (over ``wide`` characters) at widths that share :data:`TABLE_PX` with the others
+    (about 100 px each), instead of as wide as their text: otherwise a long column pushes the ones after it
+    (a verdict, a count) off the screen. The whole text shows on hover."""
+    long = [c for c in table.columns
+            if not pd.api.types.is_numeric_dtype(table[c]) and table[c].astype(str).str.len().max() > wide]
+    if not long:
+        return {}
+    share = max(200, (TABLE_PX - 100 * (len(table.columns) + 1 - len(long))) // len(long))
+    return {c: st.column_config.Column(width=share) for c in long}
 
 
 def downloads(sentence: SentenceTrace, key: str, where=st, role: str = "sentence") -> None:
@@ -246,6 +262,11 @@ def page_sentences(view: views.View) -> list[tuple[str, SentenceTrace]]:
     if result.sentence is not None:
         return [("sentence", result.sentence)]
     return [("premise", result.premise), ("hypothesis", result.hypothesis)]
+
+
+def drawing_width(sentences: list) -> float:
+    """The pixels a view of each sentence is drawn in: the whole page for one, half of it for a pair."""
+    return views.FULL if len(sentences) == 1 else views.HALF
 
 
 def side_by_side(sentences: list[tuple[str, SentenceTrace]]) -> list[tuple[str, SentenceTrace, object]]:

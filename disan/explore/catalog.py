@@ -47,6 +47,16 @@ class Entry:
             return f"{self.name} — broken: {self.error}"
         return f"{self.name} — {self.task}, {self.encoder}" + (f", {self.headline}" if self.headline else "")
 
+    @property
+    def short_label(self) -> str:
+        """The label cut to what a narrow picker shows whole: the name, the encoder where it is not DiSAN, and
+        the headline figure without "test" (:attr:`label` says all of it)."""
+        if not self.ok:
+            return f"{self.name} — broken"
+        parts = [self.encoder] if self.encoder != "disan" else []
+        parts += [self.headline.removeprefix("test ").replace("accuracy", "acc.")] if self.headline else []
+        return f"{self.name} — " + ", ".join(parts) if parts else self.name
+
 
 def headline(kind: str, metrics: dict) -> str:
     """The test figure that names a checkpoint in the picker (its kind's :func:`~disan.nn.heads.main_metric`), or ''."""

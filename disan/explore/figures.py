@@ -45,6 +45,18 @@ STOP_STYLE = "color:#8c8c8c"  # tick labels of stop words: grey italics
 LIFT_RANGE = (1.1, 64.0)  # the lift colour range spans at least x1/1.1..x1.1 and at most x1/64..x64
 SCALES = ("lift", "probability")  # how attention heatmaps are coloured (see _colouring)
 
+# The room a figure has, in CSS pixels, at the 1600 x 1000 viewport the app is designed and audited for
+# (tests/test_layout.py): across the main column, or in one of two columns (a pair model's premise and
+# hypothesis side by side). Figures fit their titles, ticks and small multiples to the width they are given.
+FULL_WIDTH = 1150
+HALF_WIDTH = 540
+TITLE_CHAR_PX = 8.5       # the average character of a 16-17 px bold title, in pixels, with room to spare
+TITLE_PAD = 12            # pixels above a figure's title
+SMALL_CHAR_PX = 7.5       # the same for 12-14 px text: subplot titles, annotations
+TICK_PX = 18              # the room one tick label needs across its axis: a line of 12 px text and a gap
+MARGINS_PX = 220          # what a heatmap's y tick labels and colour bar take of its width
+PANEL_PX = 140            # the narrowest small multiple
+
 
 def esc(text) -> str:
     """Plain text -> text plotly shows literally (its pseudo-HTML is not interpreted)."""
@@ -57,6 +69,17 @@ def _short(text, limit: int = TICK_CHARS) -> str:
     if len(text) > limit:
         text = text[:limit - 1] + "…"
     return esc(text)
+
+
+def fit(text, width_px: float, char_px: float = TITLE_CHAR_PX, lines: int = 3) -> str:
+    """Escaped text in lines that fit ``width_px`` pixels (:func:`_wrap`): titles wrap instead of running off
+    the figure."""
+    return _wrap(text, max(12, int(width_px / char_px)), lines)
+
+
+def tick_room(length_px: float) -> int:
+    """How many tick labels an axis of ``length_px`` pixels shows without them touching (at least 2)."""
+    return max(2, int(length_px // TICK_PX))
 
 
 def _wrap(text, width: int = 32, lines: int = 3) -> str:
@@ -97,7 +120,9 @@ class _Axis:
     def layout(self, reverse: bool = False) -> dict:
         axis = dict(title=dict(text=self.title), showgrid=False, zeroline=False)
         if self.ticks is not None:
-            axis.update(type="category", tickmode="array", tickvals=self.ticks[0], ticktext=self.ticks[1])
+            # horizontal labels, or vertical where they do not fit: never slanted, which would cross the neighbours
+            axis.update(type="category", tickmode="array", tickvals=self.ticks[0], ticktext=self.ticks[1],
+                        autotickangles=[0, 90])
         if reverse:
             axis["autorange"] = "reversed"   # first row at the top
         return axis
@@ -122,12 +147,13 @@ def label_axis(name: str, labels: Sequence[str], title: str | None = None, first
     return _Axis(title or name, values, _thinned(values, ticks, max_ticks))
 
 
-def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "feature k") -> _Axis:
+def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "feature k",
+                  max_ticks: int = FEATURE_TICKS) -> _Axis:
     """Feature positions: numeric 0..d-1, or a chosen subset/order as categories named by feature id."""
     if features is None:
         return _Axis(title, list(range(d)), None, "feature {ref}")
     ids = [str(int(k)) for k in features]
-    return _Axis(title, ids, _thinned(ids, ids, FEATURE_TICKS), "feature {ref}")
+    return _Axis(title, ids, _thinned(ids, ids, max_ticks), "feature {ref}")
 
 
 def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, zmid=None,
@@ -153,25 +179,38 @@ def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, z
     return trace
 
 
-def _figure(traces: Sequence[dict], title: str, height: int, **layout) -> go.Figure:
-    """A figure from trace dicts and layout entries, titled (escaped) and in the app's template, built
-    without validation (see the module's docstring)."""
-    layout = {"template": pio.templates[TEMPLATE], "title": {"text": esc(title)}, "height": height, **layout}
+def _figure(traces: Sequence[dict], title: str, height: int, width: float = FULL_WIDTH, **layout) -> go.Figure:
+    """A figure from trace dicts and layout entries, titled (escaped, wrapped to ``width`` pixels) and in the
+    app's template, built without validation (see the module's docstring)."""
+    layout = {"template": pio.templates[TEMPLATE], "title": {"text": fit(title, width - 40)}, "height": height,
+              **layout}
     return go.Figure(data=list(traces), layout=layout, _validate=False)
 
 
-def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, **layout) -> go.Figure:
+def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, width: float = FULL_WIDTH,
+                    **layout) -> go.Figure:
     """A single heatmap with the first row at the top and masked cells showing the grey background."""
-    return _figure([trace], title, height, xaxis=cols.layout(), yaxis=rows.layout(reverse=True),
+    return _figure([trace], title, height, width, xaxis=cols.layout(), yaxis=rows.layout(reverse=True),
                    plot_bgcolor=MASKED_BG, **layout)
 
 
+def _panel_title(text: str, width_px: float, **where) -> dict:
+    """An annotation that names a panel, cut to ``width_px`` pixels with the whole text on hover."""
+    chars = max(6, int(width_px / SMALL_CHAR_PX))
+    shown = _short(text, chars)
+    annotation = dict(text=shown, showarrow=False, **where)
+    if len(str(text)) > chars:
+        annotation["hovertext"] = esc(text)
+    return annotation
+
+
 def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04, vspace: float = 0.1,
-          **axes) -> tuple[dict, list[dict]]:
+          figure_width: float = FULL_WIDTH, **axes) -> tuple[dict, list[dict]]:
     """Subplots: (layout entries, the axis references of each panel in row-major order).
 
     The layout holds every panel's x and y axis (their domains, anchored to each other, with ``axes``
-    applied to all) and the panels' titles above them (escaped here).
+    applied to all) and the panels' titles above them (escaped here, cut to the panel's width in a figure
+    ``figure_width`` pixels wide).
     """
     layout, panels, annotations = {}, [], []
     width, height = (1 - hspace * (cols - 1)) / cols, (1 - vspace * (rows - 1)) / rows
@@ -185,17 +224,38 @@ def _grid(rows: int, cols: int, titles: Sequence[str] = (), hspace: float = 0.04
         panels.append(dict(xaxis=f"x{suffix}", yaxis=f"y{suffix}"))
         if k < len(titles):
             # 6 px above the panel, so that the title does not touch it
-            annotations.append(dict(text=esc(titles[k]), x=x0 + width / 2, y=y1, xref="paper", yref="paper",
-                                    xanchor="center", yanchor="bottom", yshift=6, showarrow=False,
-                                    font=dict(size=14)))
+            panel_px = max(60.0, (figure_width - MARGINS_PX) * width)
+            annotations.append(_panel_title(titles[k], panel_px, x=x0 + width / 2, y=y1, xref="paper",
+                                            yref="paper", xanchor="center", yanchor="bottom", yshift=6,
+                                            font=dict(size=14)))
     return {**layout, "annotations": annotations}, panels
 
 
-def describe(fig: go.Figure, source: str) -> go.Figure:
+def top_margin(title: str, subtitle: str = "", panel_titles: bool = False) -> int:
+    """Pixels above the plot for a title and subtitle of so many lines (``<br>``), and for the titles of
+    subplots or the annotations above the plot."""
+    # 10 px under the subtitle: the first row's tick label may stand out of the plot by half a line
+    return TITLE_PAD + 24 * lines(title) + 20 * lines(subtitle) + 10 + (30 if panel_titles else 0)
+
+
+def lines(text: str) -> int:
+    """The lines of a plotly text (``<br>`` breaks them); 0 for no text."""
+    return text.count("<br>") + 1 if text else 0
+
+
+def title_layout(title: str) -> dict:
+    """Where a title of so many lines sits: at the top of the figure, below a pad. Plotly moves a title of
+    several lines up by part of a line each when it is anchored at its top, so the pad grows with them."""
+    return dict(y=1.0, yanchor="top", yref="container", pad=dict(t=TITLE_PAD - 4 + 11 * (lines(title) - 1)))
+
+
+def describe(fig: go.Figure, source: str, width: float = FULL_WIDTH) -> go.Figure:
     """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
-    what it shows; the title above it says what is drawn (mode, feature)."""
-    top = 110 if fig.layout.annotations else 90  # room for subplot titles under the title and subtitle
-    fig.update_layout(title=dict(subtitle=dict(text=esc(source)), y=0.99, yanchor="top", yref="container"),
+    what it shows; the title above it says what is drawn (mode, feature). Both wrap to ``width`` pixels,
+    and the top margin makes room for their lines."""
+    subtitle = fit(source, width - 40, SMALL_CHAR_PX, lines=2)
+    top = top_margin(fig.layout.title.text or "", subtitle, bool(fig.layout.annotations))
+    fig.update_layout(title=dict(subtitle=dict(text=subtitle), **title_layout(fig.layout.title.text or "")),
                       margin=dict(t=max(top, fig.layout.margin.t or 0)))
     return fig
 
@@ -207,34 +267,50 @@ def _masked(matrix: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- attention figures
 
-def _lift_colours(zs: Sequence[np.ndarray]) -> tuple[list[np.ndarray], dict]:
+def lift_ticks(r: float, room: int) -> list[float]:
+    """The lifts a colour bar spanning x1/2^r..x2^r labels: x1 and round steps each way, the largest first
+    kept, with steps left out until at most ``room`` ticks remain and no two crowd each other (a step and
+    the next are at least a ninth of the range apart)."""
+    steps = [step for step in ((2, 4, 8, 16, 32, 64) if r >= 1 else (1.1, 1.25, 1.5, 2)) if np.log2(step) <= r + 1e-9]
+    kept: list[float] = []
+    for step in reversed(steps):  # from the largest: the range's end is always labelled
+        if len(kept) * 2 + 3 > room:
+            break
+        if all(abs(np.log2(step) - np.log2(k)) >= 2 * r / 9 for k in kept) and np.log2(step) >= 2 * r / 9:
+            kept.append(step)
+    return sorted([1.0] + [t for step in kept for t in (step, 1 / step)])
+
+
+def _lift_colours(zs: Sequence[np.ndarray], room: int = 13) -> tuple[list[np.ndarray], dict]:
     """log2 of lift matrices, for a diverging colour scale centred at x1 whose range is symmetric in
     ratio (x1/4 is as blue as x4 is red) and fits the data within :data:`LIFT_RANGE`; the colour bar is
-    labelled in lifts. A lift of 0 takes the bluest colour; NaN (masked) stays NaN."""
+    labelled in lifts, at most ``room`` of them (:func:`lift_ticks`). A lift of 0 takes the bluest colour;
+    NaN (masked) stays NaN."""
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = [np.log2(np.asarray(z, dtype=float)) for z in zs]
     finite = [np.abs(log[np.isfinite(log)]) for log in logs]
     top = max((float(f.max()) for f in finite if f.size), default=0.0)
     r = float(np.clip(top, np.log2(LIFT_RANGE[0]), np.log2(LIFT_RANGE[1])))
-    steps = (2, 4, 8, 16, 32, 64) if r >= 1 else (1.1, 1.25, 1.5, 2)
-    ticks = sorted([1.0] + [t for step in steps if np.log2(step) <= r + 1e-9 for t in (step, 1 / step)])
+    ticks = lift_ticks(r, room)
     colorbar = dict(title=dict(text="lift ×"), tickvals=[float(np.log2(t)) for t in ticks],
                     ticktext=[f"×{t:.3g}" for t in ticks])
     return [np.clip(log, -r, r) for log in logs], dict(zmin=-r, zmax=r, colorscale=DIVERGING, colorbar=colorbar)
 
 
-def _coloured(zs: Sequence[np.ndarray], scale: str) -> tuple[list[np.ndarray], list, dict]:
+def _coloured(zs: Sequence[np.ndarray], scale: str, bar_px: float = 600) -> tuple[list[np.ndarray], list, dict]:
     """(what to draw, hover data, heatmap arguments) of matrices that share one colour scale.
 
     ``scale`` "probability": values from 0 on the sequential scale; "lift": values that are lifts
-    (:func:`lift`) on the diverging log scale of :func:`_lift_colours`, the hover showing the lift itself.
+    (:func:`lift`) on the diverging log scale of :func:`_lift_colours`, the hover showing the lift itself,
+    with as many ticks as a colour bar ``bar_px`` pixels long holds apart.
     """
     zs = [np.asarray(z, dtype=float) for z in zs]
     if scale == "probability":
         return zs, [None] * len(zs), dict(zmin=0.0, zmax=peak(*zs), colorscale=SEQUENTIAL,
                                           colorbar=dict(title=dict(text="P")))
     if scale == "lift":
-        logs, kwargs = _lift_colours(zs)
+        # a tick label every 30 px at most; the estimate of the bar's length may be 40 px long
+        logs, kwargs = _lift_colours(zs, max(3, int((bar_px - 40) // 30)))
         return logs, [z.astype(np.float32) for z in zs], dict(kwargs, value="×%{customdata:.3g}")
     raise ValueError(f"scale must be one of {SCALES}, not {scale!r}")
 
@@ -258,61 +334,81 @@ def _attention_values(matrix: np.ndarray, mask: np.ndarray, scale: str, window) 
     return _masked(values, mask)[cut, cut]
 
 
-def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS) -> tuple[_Axis, _Axis]:
-    """(query rows, attended columns) axes of the window's tokens, numbered by their position in the sentence."""
+def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS,
+                across: int | None = None) -> tuple[_Axis, _Axis]:
+    """(query rows, attended columns) axes of the window's tokens, numbered by their position in the sentence;
+    at most ``max_ticks`` labels on the rows and ``across`` (default: the same) on the columns."""
     cut = _span(len(tokens), window)
     shown = list(tokens)[cut]
     return (label_axis("query", shown, "query token j", cut.start, max_ticks=max_ticks),
-            label_axis("attended", shown, "attended token i", cut.start, max_ticks=max_ticks))
+            label_axis("attended", shown, "attended token i", cut.start,
+                       max_ticks=max_ticks if across is None else across))
+
+
+def _plot_height(height: float) -> float:
+    """Roughly the pixels a figure of ``height`` leaves its plot, under the title and over the x tick labels."""
+    return max(60.0, height - 160)
 
 
 def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray, title: str,
-                      zmax: float | None = None, *, scale: str = "probability", window=None) -> go.Figure:
+                      zmax: float | None = None, *, scale: str = "probability", window=None,
+                      width: float = FULL_WIDTH) -> go.Figure:
     """(n, n) attention: rows = query token j (top to bottom), columns = attended token i.
 
     Masked cells are NaN and show the grey background, so "not allowed" never looks like "near 0".
     ``scale``: "probability" or "lift" (:func:`lift`, computed here from the mask); ``window``: the
-    [start, stop) of the tokens shown.
+    [start, stop) of the tokens shown; ``width``: the pixels the figure has.
     """
-    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale)
+    cut = _span(len(tokens), window)
+    height = height_for(cut.stop - cut.start, high=900)
+    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale, _plot_height(height))
     if zmax is not None and scale == "probability":
         colours["zmax"] = zmax
-    rows, cols = _token_axes(tokens, window)
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+                             min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
-    return _heatmap_figure(trace, rows, cols, title, height_for(len(rows.values), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height, width)
 
 
 def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mask: np.ndarray,
                    bw_mask: np.ndarray, titles: tuple[str, str] = ("forward", "backward"), *,
-                   scale: str = "probability", window=None, title: str = "") -> go.Figure:
+                   scale: str = "probability", window=None, title: str = "", width: float = FULL_WIDTH) -> go.Figure:
     """Forward and backward (n, n) attention side by side on one colour scale, so they compare directly.
 
-    ``scale`` and ``window`` as in :func:`attention_heatmap`.
+    ``scale``, ``window`` and ``width`` as in :func:`attention_heatmap`.
     """
+    cut = _span(len(tokens), window)
+    height = height_for(cut.stop - cut.start, high=900)
     zs, data, colours = _coloured([_attention_values(fw, fw_mask, scale, window),
-                                   _attention_values(bw, bw_mask, scale, window)], scale)
-    rows, cols = _token_axes(tokens, window)
-    layout, panels = _grid(1, 2, titles)
+                                   _attention_values(bw, bw_mask, scale, window)], scale, _plot_height(height))
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+                             min(MAX_TICKS, tick_room((width - MARGINS_PX) / 2)))
+    layout, panels = _grid(1, 2, titles, figure_width=width)
     traces = [_heatmap(z, rows, cols, customdata=custom, showscale=c == 1, **colours, **panel)
               for c, (z, custom, panel) in enumerate(zip(zs, data, panels))]
     layout["xaxis"].update(cols.layout())
     layout["xaxis2"].update(cols.layout())
     layout["yaxis"].update(rows.layout(reverse=True))
     layout["yaxis2"].update(rows.layout(reverse=True), matches="y", showticklabels=False, title=None)
-    return _figure(traces, title, height_for(len(rows.values), high=900), plot_bgcolor=MASKED_BG, **layout)
+    return _figure(traces, title, height, width, plot_bgcolor=MASKED_BG, **layout)
 
 
 def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: Sequence[str], columns: int, *,
-                 scale: str = "lift", window=None, title: str = "") -> go.Figure:
-    """Small multiples: one small (n, n) heatmap per (panel title, matrix, mask), ``columns`` to a row,
-    all on one colour scale (bertviz's model view, with features in place of heads)."""
+                 scale: str = "lift", window=None, title: str = "", width: float = FULL_WIDTH) -> go.Figure:
+    """Small multiples: one small (n, n) heatmap per (panel title, matrix, mask), at most ``columns`` to a row
+    and no more than fit ``width`` pixels (panels at least :data:`PANEL_PX` wide), all on one colour scale
+    (bertviz's model view, with features in place of heads)."""
     if not panels:
         raise ValueError("a feature grid needs at least one panel")
-    zs, data, colours = _coloured([_attention_values(m, mask, scale, window) for _, m, mask in panels], scale)
+    columns = max(1, min(columns, int((width - MARGINS_PX) // PANEL_PX)))
     rows_n = -(-len(panels) // columns)
-    rows, cols = _token_axes(tokens, window, max_ticks=10)
-    # 50 px between rows leaves the panel titles clear of the row above
-    layout, refs = _grid(rows_n, columns, [name for name, _, _ in panels], hspace=0.015, vspace=50 / (240 * rows_n))
+    panel_px = (width - MARGINS_PX) / columns
+    row_px = min(240.0, panel_px) + 50  # 50 px between rows leaves the panel titles clear of the row above
+    zs, data, colours = _coloured([_attention_values(m, mask, scale, window) for _, m, mask in panels], scale,
+                                  row_px * rows_n)
+    rows, cols = _token_axes(tokens, window, min(10, tick_room(row_px - 50)), min(10, tick_room(panel_px)))
+    layout, refs = _grid(rows_n, columns, [name for name, _, _ in panels], hspace=0.015,
+                         vspace=50 / (row_px * rows_n), figure_width=width)
     for annotation in layout["annotations"]:
         annotation["font"] = dict(size=12)
     traces = []
@@ -323,16 +419,17 @@ def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: S
         suffix = ref["xaxis"][1:]
         layout[f"xaxis{suffix}"].update(cols.layout(), title=None, showticklabels=r == rows_n - 1)
         layout[f"yaxis{suffix}"].update(rows.layout(reverse=True), title=None, showticklabels=c == 0)
-    return _figure(traces, title, 140 + 240 * rows_n, plot_bgcolor=MASKED_BG, **layout)
+    return _figure(traces, title, int(200 + row_px * rows_n), width, plot_bgcolor=MASKED_BG, **layout)
 
 
 def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarray,
                features: Sequence[int] | None = None, *, scale: str = "probability", window=None,
-               title: str | None = None) -> go.Figure:
+               title: str | None = None, width: float = FULL_WIDTH) -> go.Figure:
     """What query token j attends to, feature by feature: P[j, i, k] as features (y) x tokens (x).
 
     ``features`` restricts and orders the rows (e.g. by entropy); columns j may not attend are NaN;
-    ``window`` cuts the columns. Lift multiplies by the number of keys of row j.
+    ``window`` cuts the columns. Lift multiplies by the number of keys of row j. ``width``: the pixels
+    the figure has.
     """
     probs = np.asarray(probs)                                  # (n, n, d)
     ids = list(range(probs.shape[-1])) if features is None else [int(k) for k in features]
@@ -341,18 +438,21 @@ def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarra
     if scale == "lift":
         values = values * row_mask.sum()
     cut = _span(len(tokens), window)
-    (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale)
-    rows = _feature_axis(probs.shape[-1], features)
-    cols = label_axis("attended", list(tokens)[cut], "attended token i", cut.start)
+    height = height_for(len(ids), per_row=14)
+    (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale,
+                                    _plot_height(height))
+    rows = _feature_axis(probs.shape[-1], features, max_ticks=min(FEATURE_TICKS, tick_room(_plot_height(height))))
+    cols = label_axis("attended", list(tokens)[cut], "attended token i", cut.start,
+                      max_ticks=min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     if title is None:
         title = f"query {j}: {tokens[j]}" + ("" if row_mask.any() else " (attends to no token)")
     trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
-    return _heatmap_figure(trace, rows, cols, title, height_for(len(ids), per_row=14))
+    return _heatmap_figure(trace, rows, cols, title, height, width)
 
 
 def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], title: str = "forward − backward",
                        *, masks: tuple[np.ndarray, np.ndarray] | None = None, scale: str = "probability",
-                       window=None) -> go.Figure:
+                       window=None, width: float = FULL_WIDTH) -> go.Figure:
     """fw − bw on a diverging scale centred at 0: red where forward attends more, blue where backward does.
 
     With ``masks`` (the two blocks' masks), cells that either block may not attend are NaN: only
@@ -369,10 +469,12 @@ def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], ti
     if masks is not None:
         z = _masked(z, np.asarray(masks[0], dtype=bool) & np.asarray(masks[1], dtype=bool))
     cut = _span(len(tokens), window)
-    rows, cols = _token_axes(tokens, window)
+    height = height_for(cut.stop - cut.start, high=900)
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+                             min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     bar = dict(title=dict(text="Δ lift" if scale == "lift" else "Δ P"))
     trace = _heatmap(z[cut, cut], rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=bar)
-    return _heatmap_figure(trace, rows, cols, title, height_for(len(rows.values), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height, width)
 
 
 # ---------------------------------------------------------------- gates and source2token
@@ -391,28 +493,34 @@ def _gate_range(*values: np.ndarray, least: float = 0.02) -> float:
 
 
 def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: bool = True,
-                 stop: Sequence[bool] | None = None) -> go.Figure:
+                 stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
     """(n, d) fusion gate F: tokens (y) x features (x); F near 1 keeps h, near 0 takes the attention output s.
 
     Diverging colours centred at F = 0.5 (white), the range fitted to the data so that small
-    deviations show; ``sort`` orders the features by :func:`gate_order`; ``stop`` marks stop words.
+    deviations show; ``sort`` orders the features by :func:`gate_order`; ``stop`` marks stop words;
+    ``width``: the pixels the figure has, which bound its feature labels.
     """
     gate = np.asarray(gate, dtype=float)  # (n, d)
     order = gate_order(gate) if sort else None
-    rows = label_axis("token", tokens, "token j", marked=stop)
-    cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k")
+    height = height_for(len(tokens), high=900)
+    rows = label_axis("token", tokens, "token j", marked=stop, max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
+    cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k",
+                         max_ticks=min(FEATURE_TICKS, tick_room(width - MARGINS_PX)))
     m = _gate_range(gate)
     trace = _heatmap(gate if order is None else gate[:, order], rows, cols, zmin=0.5 - m, zmax=0.5 + m,
                      colorscale=DIVERGING, fmt=".3f", colorbar=dict(title=dict(text="F")))
-    return _heatmap_figure(trace, rows, cols, title, height_for(len(tokens), high=900))
+    return _heatmap_figure(trace, rows, cols, title, height, width)
 
 
 def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
                 value_range: tuple[float, float] | None = None, base: float = 0.0,
-                stop: Sequence[bool] | None = None) -> go.Figure:
+                stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
-    ``stop`` tokens get hatched bars and grey labels."""
-    axis = label_axis("token", tokens, marked=stop)
+    ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has."""
+    # 14 px a bar, a token's group at most 28 px: four series (two models' two blocks) stay readable in the
+    # height two take
+    height = height_for(len(tokens), per_row=14 * min(2, max(1, len(series))))
+    axis = label_axis("token", tokens, marked=stop, max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
     marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
     bars = []
     for name, values in series.items():
@@ -423,12 +531,11 @@ def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: s
             bar["base"] = base
         bars.append(bar)
     xaxis = dict(title=dict(text=esc(value_title)), **({"range": list(value_range)} if value_range else {}))
-    return _figure(bars, title, height_for(len(tokens) * max(1, len(series)), per_row=14), barmode="group",
-                   xaxis=xaxis, yaxis=axis.layout(reverse=True))
+    return _figure(bars, title, height, width, barmode="group", xaxis=xaxis, yaxis=axis.layout(reverse=True))
 
 
 def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
-                   stop: Sequence[bool] | None = None) -> go.Figure:
+                   stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
     """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5).
 
     Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
@@ -437,7 +544,7 @@ def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
     means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
     title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
-    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop)
+    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width)
 
 
 def _vline(x: float, **line) -> dict:
@@ -445,34 +552,39 @@ def _vline(x: float, **line) -> dict:
     return dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="paper", line=line)
 
 
-def _halves(halves: Sequence[str], d: int) -> dict:
+def _halves(halves: Sequence[str], d: int, figure_width: float = FULL_WIDTH) -> dict:
     """Layout entries that mark equal halves (thirds, ...) of a feature axis of d positions, each named at the
-    top, with dashed lines between them: the blocks whose outputs a 2·d_h vector concatenates."""
+    top (cut to its share of a figure ``figure_width`` pixels wide), with dashed lines between them: the
+    blocks whose outputs a 2·d_h vector concatenates."""
     width = d / len(halves)
+    room = (figure_width - MARGINS_PX) / len(halves) - 10
     shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
-    annotations = [dict(x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                        text=f"{esc(name)}: features {int(k * width)}–{int((k + 1) * width) - 1}")
+    annotations = [_panel_title(f"{name}: features {int(k * width)}–{int((k + 1) * width) - 1}", room,
+                                x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", yshift=4)
                    for k, name in enumerate(halves)]
     return dict(shapes=shapes, annotations=annotations)
 
 
-def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Sequence[str] = ()) -> go.Figure:
+def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Sequence[str] = (),
+                         width: float = FULL_WIDTH) -> go.Figure:
     """(n, D) source2token probabilities: tokens (y) x features (x); each column is a distribution over tokens.
 
     ``halves``: the names of the blocks whose outputs make up the features, in order (DiSAN: forward,
-    backward), marked on the feature axis.
+    backward), marked on the feature axis; ``width``: the pixels the figure has.
     """
     probs = np.asarray(probs, dtype=float)  # (n, D)
-    rows, cols = label_axis("token", tokens, "token i"), _feature_axis(probs.shape[1])
+    height = height_for(len(tokens), high=900)
+    rows = label_axis("token", tokens, "token i", max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
+    cols = _feature_axis(probs.shape[1])
     trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=peak(probs), colorbar=dict(title=dict(text="P")))
-    marks = dict(_halves(halves, probs.shape[1]), margin=dict(t=110)) if halves else {}
-    return _heatmap_figure(trace, rows, cols, "source2token attention", height_for(len(tokens), high=900), **marks)
+    marks = dict(_halves(halves, probs.shape[1], width), margin=dict(t=110)) if halves else {}
+    return _heatmap_figure(trace, rows, cols, "source2token attention", height, width, **marks)
 
 
-def importance_bars(importance: np.ndarray, tokens: Sequence[str]) -> go.Figure:
+def importance_bars(importance: np.ndarray, tokens: Sequence[str], width: float = FULL_WIDTH) -> go.Figure:
     """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
     fig = token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
-                      "mean probability")
+                      "mean probability", width=width)
     uniform = 1 / max(1, len(tokens))
     fig.update_layout(shapes=[_vline(uniform, color="grey", dash="dot")],
                       annotations=[dict(x=uniform, y=0, yref="paper", yanchor="bottom", xanchor="left",
@@ -536,13 +648,14 @@ def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[
 def curves(history: Sequence[Mapping[str, float]], keys: Sequence[str]) -> go.Figure:
     """One line per metric in ``keys`` over epochs (an entry's ``epoch``, else its position from 1).
 
-    Losses and the other metrics (accuracy, Pearson r, ...) live on different scales, so they get
-    separate panels, losses on top. Epochs are whole numbers on the axis, and a single epoch is a
-    point in the middle of the axis, not a line on a 0-2 range.
+    Losses, errors (a relatedness model's MSE) and the other metrics (accuracy, Pearson r, ...) live on
+    different scales, so they get separate panels, losses on top. Epochs are whole numbers on the axis,
+    and a single epoch is a point in the middle of the axis, not a line on a 0-2 range.
     """
     epochs = [entry.get("epoch", k + 1) for k, entry in enumerate(history)]
-    groups = [group for group in ([k for k in keys if "loss" in k], [k for k in keys if "loss" not in k]) if group]
-    titles = ["loss" if "loss" in group[0] else "metrics" for group in groups]
+    kind = lambda key: "loss" if "loss" in key else "error" if key.endswith(("mse", "mae")) else "metrics"  # noqa: E731
+    titles = [t for t in ("loss", "error", "metrics") if any(kind(k) == t for k in keys)]
+    groups = [[k for k in keys if kind(k) == t] for t in titles]
     layout, refs = _grid(max(1, len(groups)), 1, titles, vspace=0.12)
     traces = [dict(type="scatter", x=epochs, y=[entry.get(key) for entry in history], mode="lines+markers",
                    name=esc(key), marker=dict(size=8), **ref)

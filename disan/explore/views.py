@@ -92,6 +92,25 @@ class Drawing(Mapping):
         return {key: panel for key, panel in self._panels.items() if isinstance(panel, go.Figure)}
 
 
+FULL, HALF = figures.FULL_WIDTH, figures.HALF_WIDTH  # the width a view is drawn at (pair models: HALF)
+
+
+def panel_width(width: float, count: int) -> float:
+    """The pixels each of ``count`` panels of a row gets in ``width``: a share where that is at least
+    :data:`HALF` (side by side), else the whole width (one above the other, see :func:`rows_of`)."""
+    return width / count if width / count >= HALF else width
+
+
+def rows_of(panels: dict[str, Panel], width: float, title: str | None = None,
+            caption: str | None = None) -> list[Row]:
+    """The panels side by side in one row where each gets :func:`panel_width`'s share of ``width``, else one
+    row each (the first with the title and caption)."""
+    if len(panels) < 2 or panel_width(width, len(panels)) < width:
+        return [Row(panels, title, caption)]
+    return [Row({key: panel}, title if k == 0 else None, caption if k == 0 else None)
+            for k, (key, panel) in enumerate(panels.items())]
+
+
 class Unavailable(ValueError):
     """A view cannot be drawn from these inputs; the message tells the user why."""
 
@@ -326,31 +345,36 @@ def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention
                       "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {len(sentence.tokens)}")
 
 
-def attention_heatmaps(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
-    """Both blocks' attention side by side (the paper's Fig. 4), features reduced as the options say."""
+def attention_heatmaps(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),
+                       width: float = FULL) -> go.Figure:
+    """Both blocks' attention side by side (the paper's Fig. 4), features reduced as the options say, in a
+    figure ``width`` pixels wide."""
     a = _attention(sentence, options)
     first, second = a.blocks
     m1, m2 = a.reduced()
     fig = figures.attention_pair(m1, m2, sentence.tokens, a.masks[0], a.masks[1],
                                  titles=(f"{first.name} DiSA", f"{second.name} DiSA"), scale=options.scale,
-                                 window=a.window, title=f"{a.what}, {a.scale}{a.shown}")
-    return figures.describe(fig, source(sentence))
+                                 window=a.window, title=f"{a.what}, {a.scale}{a.shown}", width=width)
+    return figures.describe(fig, source(sentence), width)
 
 
-def sharpest_grid(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
-    """The :data:`GRID` sharpest features of each block as small multiples, titled by block and k."""
+def sharpest_grid(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),
+                  width: float = FULL) -> go.Figure:
+    """The :data:`GRID` sharpest features of each block as small multiples, titled by block and k, as many to a
+    row as fit ``width`` pixels."""
     a = _attention(sentence, options)
     tr = sentence.trace
     fig = figures.feature_grid(
         [(f"{block.name} · k = {k}", p[..., k], m)
          for block, p, m in zip(a.blocks, a.probs, a.masks) for k in sharpest_features(tr, block.name, GRID)],
         sentence.tokens, GRID, scale=options.scale, window=a.window,
-        title=f"the {GRID} sharpest features of each block (lowest mean entropy), {a.scale}{a.shown}")
-    return figures.describe(fig, source(sentence))
+        title=f"the {GRID} sharpest features of each block (lowest mean entropy), {a.scale}{a.shown}",
+        width=width)
+    return figures.describe(fig, source(sentence), width)
 
 
 def query_panel(sentence: SentenceTrace, block: str | None = None,
-                options: AttentionOptions = AttentionOptions()) -> go.Figure | Note:
+                options: AttentionOptions = AttentionOptions(), width: float = FULL) -> go.Figure | Note:
     """What the query token attends to in one block (None: the first), its :data:`QUERY_FEATURES` sharpest
     features first; a note when the query may attend no token in that block."""
     a = _attention(sentence, options)
@@ -362,11 +386,13 @@ def query_panel(sentence: SentenceTrace, block: str | None = None,
                     f"{_NO_KEY.get(b.direction, 'it may attend no token')}.")
     features = query_features(b, j)
     fig = figures.query_view(a.probs[k], j, tokens, a.masks[k], features, scale=options.scale, window=a.window,
-                             title=f"{b.name} · query {j}: {tokens[j]} · {len(features)} sharpest features, {a.scale}")
-    return figures.describe(fig, source(sentence))
+                             title=f"{b.name} · query {j}: {tokens[j]} · {len(features)} sharpest features, {a.scale}",
+                             width=width)
+    return figures.describe(fig, source(sentence), width)
 
 
-def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> go.Figure:
+def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),
+                    width: float = FULL) -> go.Figure:
     """The two blocks compared. Where they may attend the same cells (DiSAN without directions), the
     first block's attention minus the second's on those cells. Where they never do (DiSAN's forward
     block attends earlier tokens, the backward block later ones), what each token receives in each
@@ -377,22 +403,23 @@ def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = Attenti
     if (a.masks[0] & a.masks[1]).any():
         fig = figures.difference_heatmap(m1, m2, sentence.tokens, f"{first.name} − {second.name}: {a.what}, "
                                          f"{a.scale}{a.shown}", masks=(a.masks[0], a.masks[1]),
-                                         scale=options.scale, window=a.window)
+                                         scale=options.scale, window=a.window, width=width)
     else:
         received = {f"{b.name}": received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
         what = a.what.replace(_reduction_text(a.reduction), _received_text(a.reduction))
         fig = figures.token_bars(received, sentence.tokens, f"attention received, {first.name} against "
                                  f"{second.name} ({what}), ÷ uniform", "received ÷ uniform (×1: uniform)",
-                                 base=1.0)
-    return figures.describe(fig, source(sentence))
+                                 base=1.0, width=width)
+    return figures.describe(fig, source(sentence), width)
 
 
-def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions()) -> Drawing:
+def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(), width: float = FULL) -> Drawing:
     """The Attention page (the paper's Fig. 4): the sentence shaded by what the options say; both blocks'
     attention side by side, reduced over features, as lift over uniform or as probabilities; the
     sharpest features of each block as small multiples; what one query token attends to, feature by
     feature, sharpest first; the two blocks compared. A sentence in which no token may attend another
-    (one token) gets a note instead."""
+    (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`HALF` for each
+    sentence of a pair)."""
     tr, tokens = sentence.trace, sentence.tokens
     n = len(tokens)
     if not any(np.asarray(block.mask).any() for block in tr.blocks):
@@ -408,17 +435,20 @@ def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOpti
     lift_note = (" Lift over uniform: P × the number of tokens the query row may attend; ×1 (white) is what "
                  "attention spread evenly over them gives, red above, blue below." if options.scale == "lift" else "")
     overlap = (a.masks[0] & a.masks[1]).any()
+    each = panel_width(width, len(tr.blocks))
     return Drawing([
         Row({"attention-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, shade, a.reduction)))}),
-        Row({"attention-pair": attention_heatmaps(sentence, options)}, caption=("Grey cells are masked." + lift_note)),
-        Row({"attention-grid": sharpest_grid(sentence, options)}, "Sharpest features",
+        Row({"attention-pair": attention_heatmaps(sentence, options, width)},
+            caption=("Grey cells are masked." + lift_note)),
+        Row({"attention-grid": sharpest_grid(sentence, options, width)}, "Sharpest features",
             "Each panel is one feature k of one block: the features whose attention is most concentrated "
             "(lowest entropy, averaged over query tokens)."),
-        Row({f"attention-query-{file_name(b.name)}": query_panel(sentence, b.name, options) for b in tr.blocks},
-            "One query token, feature by feature",
-            f"Rows: the {QUERY_FEATURES} of the {a.probs[0].shape[-1]} features whose attention from the query token "
-            f"is sharpest (lowest entropy over the tokens it may attend), sharpest at the top."),
-        Row({"attention-blocks": blocks_compared(sentence, options)},
+        *rows_of({f"attention-query-{file_name(b.name)}": query_panel(sentence, b.name, options, each)
+                  for b in tr.blocks}, width,
+                 "One query token, feature by feature",
+                 f"Rows: the {QUERY_FEATURES} of the {a.probs[0].shape[-1]} features whose attention from the query "
+                 f"token is sharpest (lowest entropy over the tokens it may attend), sharpest at the top."),
+        Row({"attention-blocks": blocks_compared(sentence, options, width)},
             f"{first.name} − {second.name}".capitalize() if overlap
             else f"Attention received, {first.name} against {second.name}",
             ("Red where the first block attends more, blue where the second does, on the cells both may attend."
@@ -435,36 +465,37 @@ class GatesOptions:
     """The Fusion gates page has no widgets yet."""
 
 
-def mean_gates(sentence: SentenceTrace) -> go.Figure:
+def mean_gates(sentence: SentenceTrace, width: float = FULL) -> go.Figure:
     """The mean fusion gate per token of every block, as deviations from 0.5 (the paper's Fig. 5); stop
     words hatched."""
     gate = {block.name: np.asarray(block.gate) for block in sentence.trace.blocks}  # (n, d_h) each
-    return figures.describe(figures.mean_gate_bars(gate, sentence.tokens, markup.stop_words(sentence.tokens)),
-                            source(sentence))
+    return figures.describe(figures.mean_gate_bars(gate, sentence.tokens, markup.stop_words(sentence.tokens),
+                                                   width), source(sentence), width)
 
 
-def gate_panel(sentence: SentenceTrace, block: str | None = None) -> go.Figure:
+def gate_panel(sentence: SentenceTrace, block: str | None = None, width: float = FULL) -> go.Figure:
     """One block's (None: the first) (n, d_h) fusion gate, features ordered by their mean gate; stop words marked."""
     b = find_block(sentence.trace, block)
     fig = figures.gate_heatmap(np.asarray(b.gate), sentence.tokens, f"{b.name} fusion gate F",
-                               stop=markup.stop_words(sentence.tokens))
-    return figures.describe(fig, source(sentence))
+                               stop=markup.stop_words(sentence.tokens), width=width)
+    return figures.describe(fig, source(sentence), width)
 
 
-def gates(sentence: SentenceTrace, options: GatesOptions = GatesOptions()) -> Drawing:
+def gates(sentence: SentenceTrace, options: GatesOptions = GatesOptions(), width: float = FULL) -> Drawing:
     """The Fusion gates page (the paper's Fig. 5): the sentence shaded by each block's mean gate, the mean
     gate per token of every block as deviations from 0.5, then each block's (n, d_h) gate with the
-    features ordered by their mean gate; stop words are marked."""
+    features ordered by their mean gate; stop words are marked. ``width`` as in :func:`attention`."""
     names = block_names(sentence.trace)
+    each = panel_width(width, len(names))
     return Drawing([
-        Row({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(sentence.tokens,
-                                                                             shading(sentence, f"gate {name}")))
-             for name in names}),
-        Row({"gates-mean": mean_gates(sentence)},
+        *rows_of({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(
+            sentence.tokens, shading(sentence, f"gate {name}"))) for name in names}, width),
+        Row({"gates-mean": mean_gates(sentence, width)},
             caption="Grey italic labels and hatched bars: stop words (spaCy's English list)."),
-        Row({f"gates-{file_name(name)}": gate_panel(sentence, name) for name in names}, "Every feature",
-            "White is F = 0.5, an even mix of h and the attention output s; red keeps more of h, blue takes more "
-            "of s. Features are sorted by their mean gate over the tokens."),
+        *rows_of({f"gates-{file_name(name)}": gate_panel(sentence, name, each) for name in names}, width,
+                 "Every feature",
+                 "White is F = 0.5, an even mix of h and the attention output s; red keeps more of h, blue takes "
+                 "more of s. Features are sorted by their mean gate over the tokens."),
     ])
 
 
@@ -473,46 +504,48 @@ class Source2TokenOptions:
     """The Source2token page has no widgets yet."""
 
 
-def source2token_importance(sentence: SentenceTrace) -> go.Figure:
+def source2token_importance(sentence: SentenceTrace, width: float = FULL) -> go.Figure:
     """Each token's source2token importance (the mean over features) against the uniform 1/n."""
     probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
-    return figures.describe(figures.importance_bars(measures.token_importance(probs), sentence.tokens),
-                            source(sentence))
+    return figures.describe(figures.importance_bars(measures.token_importance(probs), sentence.tokens, width),
+                            source(sentence), width)
 
 
-def source2token_heatmap(sentence: SentenceTrace) -> go.Figure:
+def source2token_heatmap(sentence: SentenceTrace, width: float = FULL) -> go.Figure:
     """Every feature's source2token distribution over the tokens, the DiSA blocks' halves marked."""
     probs = np.asarray(sentence.trace.source2token.probs)  # (n, D)
-    return figures.describe(figures.source2token_heatmap(probs, sentence.tokens, block_names(sentence.trace)),
-                            source(sentence))
+    return figures.describe(figures.source2token_heatmap(probs, sentence.tokens, block_names(sentence.trace),
+                                                         width), source(sentence), width)
 
 
-def source2token(sentence: SentenceTrace, options: Source2TokenOptions = Source2TokenOptions()) -> Drawing:
+def source2token(sentence: SentenceTrace, options: Source2TokenOptions = Source2TokenOptions(),
+                 width: float = FULL) -> Drawing:
     """The Source2token page: the sentence shaded by importance, the importance of each token, then every
-    feature's distribution over tokens with the features of each DiSA block marked."""
+    feature's distribution over tokens with the features of each DiSA block marked. ``width`` as in
+    :func:`attention`."""
     return Drawing([
         Row({"s2t-sentence": Html(markup.shaded_sentence(sentence.tokens, shading(sentence, "source2token")))}),
-        Row({"s2t-importance": source2token_importance(sentence)}),
-        Row({"s2t-heatmap": source2token_heatmap(sentence)},
+        Row({"s2t-importance": source2token_importance(sentence, width)}),
+        Row({"s2t-heatmap": source2token_heatmap(sentence, width)},
             caption="Each column is one feature's distribution over the tokens. The features are the DiSA "
                     "blocks' outputs concatenated: the dashed line separates the blocks' halves."),
     ])
 
 
-def prediction(result: TraceResult) -> go.Figure:
+def prediction(result: TraceResult, width: float = 0.75 * FULL) -> go.Figure:
     """An input's class probabilities, the predicted class marked (none for a relatedness score), titled
-    with the model and the input."""
+    with the model and the input (the app draws it in three quarters of the page's width)."""
     pred = result.prediction
     fig = figures.class_probabilities(pred.probs, None if pred.score is not None else pred.label)
     first = result.sentences[0]
     text = " / ".join(shorten(s.text, 40) for s in result.sentences)
-    return figures.describe(fig, f"model {first.model or '?'} · “{text}”")
+    return figures.describe(fig, f"model {first.model or '?'} · “{text}”", width)
 
 
 @dataclass(frozen=True)
 class View:
     """A single-sentence view in the registry."""
-    draw: Callable[..., Drawing]  # (sentence, options) -> Drawing
+    draw: Callable[..., Drawing]  # (sentence, options, width) -> Drawing
     options: type                 # its options dataclass: ``options()`` are the page's defaults
     needs: str                    # the part of the trace it draws: "blocks" or "source2token"
     lacking: str                  # what an encoder without that part is said to lack
@@ -570,6 +603,21 @@ def sentence_labels(sentences: Sequence[SentenceTrace]) -> list[str]:
     return [f"{i + 1}: {s.text}" for i, s in enumerate(sentences)]
 
 
+def cosine_baselines(sentences: Sequence[SentenceTrace], at: Sequence[int], kind: str, word: str) -> pd.DataFrame:
+    """Per pair of sentences, the word's cosine beside :func:`~disan.inspect.senses.cosine_baseline`'s."""
+    rows = []
+    for p in range(len(sentences)):
+        for q in range(p + 1, len(sentences)):
+            mean, below, count = senses.cosine_baseline(sentences[p].trace, at[p], sentences[q].trace, at[q], kind)
+            rows.append({"sentences": f"{p + 1} and {q + 1}",
+                         f"cosine of “{word}”": measures.cosine_similarity(
+                             senses.word_vector(sentences[p].trace, at[p], kind),
+                             senses.word_vector(sentences[q].trace, at[q], kind)),
+                         "mean cosine of the other token pairs": mean,
+                         f"other pairs below “{word}”": f"{below:.0%} of {count}" if count else "none"})
+    return pd.DataFrame(rows)
+
+
 def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = SensesOptions()) -> Drawing:
     """The Word senses page (the paper's Fig. 6): one word's vectors in every sentence, their cosine
     similarities and the features where the first two differ most.
@@ -603,8 +651,12 @@ def word_senses(sentences: Sequence[SentenceTrace], options: SensesOptions = Sen
         f"token {i} of sentence {n + 1}" for n, i in enumerate(at)))
     return Drawing([
         Row({"senses-heatmaps": heatmaps}),
-        Row({"senses-similarity": similarity}, "Cosine similarity",
-            "The cosine of the angle between the word's vectors in two sentences: 1 is the same direction."),
+        Row({"senses-similarity": similarity, "senses-baseline": cosine_baselines(sentences, at, kind, word)},
+            "Cosine similarity",
+            "The cosine of the angle between the word's vectors in two sentences: 1 is the same direction. "
+            "Beside it, what to judge it against: the cosines of every other pair of tokens of the same two "
+            "sentences, one token from each; a cosine that stands out from them says the word keeps its "
+            "direction across the contexts, one within them says no more than that vectors of this kind are alike."),
         Row({"senses-differing": differing}, "Features that differ most (sentences 1 and 2)",
             "feature k: the position in the vector" + (f" ({', '.join(halves)} halves: which block it comes from)"
                                                        if halves else "")

@@ -6,6 +6,7 @@ from typing import Sequence
 import numpy as np
 
 from disan.data.text import normalize
+from disan.inspect.measures import similarity_matrix
 
 PRESETS = {
     "glass (paper, Fig. 6)": ["The glass bottle is big", "A man is pouring a glass of tea"],
@@ -52,9 +53,30 @@ def vector_kinds(trace) -> list[str]:
 def word_vector(trace, i: int, kind: str = "source2token") -> np.ndarray:
     """The (2 d_h,) vector of token ``i`` in one sentence's trace (``output``, ``s``: the blocks' u or s, in
     block order)."""
+    return token_vectors(trace, kind)[i]
+
+
+def token_vectors(trace, kind: str = "source2token") -> np.ndarray:
+    """(n, 2 d_h): the vector of every token of a sentence (:func:`word_vector`)."""
     if kind == "source2token":
-        return np.asarray(trace.source2token.probs)[i]
+        return np.asarray(trace.source2token.probs)
     if kind in ("output", "s"):
-        return np.concatenate([np.asarray(getattr(block, "u" if kind == "output" else "s"))[i]
-                               for block in trace.blocks])
+        return np.concatenate([np.asarray(getattr(block, "u" if kind == "output" else "s")) for block in trace.blocks],
+                              axis=1)
     raise ValueError(f"unknown vector kind {kind!r}; expected one of {list(VECTORS)}")
+
+
+def cosine_baseline(trace_a, i: int, trace_b, k: int, kind: str = "source2token") -> tuple[float, float, int]:
+    """What the cosine of a word's vectors in two sentences (token i of a, token k of b) can be judged against:
+    the cosines of every other pair of tokens, one from each sentence (the word's own positions left out).
+
+    Returns (their mean, the share of them below the word's cosine, how many there are); the mean is NaN
+    where a sentence has no other token. Vectors of one kind are alike across tokens (source2token
+    probabilities are all positive), so a high cosine of the word means little unless it beats its context.
+    """
+    a, b = token_vectors(trace_a, kind), token_vectors(trace_b, kind)        # (n_a, D), (n_b, D)
+    cos = similarity_matrix([*a, *b])[:len(a), len(a):]                      # (n_a, n_b)
+    others = np.delete(np.delete(cos, i, axis=0), k, axis=1)
+    if not others.size:
+        return float("nan"), float("nan"), 0
+    return float(others.mean()), float((others < cos[i, k]).mean()), int(others.size)

@@ -372,7 +372,8 @@ class RunInfo:
 def machine(world: World) -> str:
     """What the run trained on, for the metrics and the model card."""
     processes = f" × {world.size} processes" if world.distributed else ""
-    return (f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+    threads = torch.get_num_threads()
+    return (f"{platform.machine()}, {threads} thread{'s' if threads != 1 else ''}, torch {torch.__version__}, "
             f"{describe(world.device)}{processes}")
 
 
@@ -509,9 +510,16 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"training time {metrics.get('train_seconds', 0):.0f} s on {metrics.get('machine')}",
              f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
              f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",
-             f"- data checksums: {json.dumps(metrics.get('data_sha256', {}))}",
+             "", *checksum_table(metrics.get("data_sha256", {})),
              "", "Reproduce:", "", f"    {reproduce(cfg)}", ""]
     return "\n".join(lines)
+
+
+def checksum_table(checksums: dict[str, str]) -> list[str]:
+    """The SHA-256 of each data file the run read, as the lines of a Markdown table (none: no lines)."""
+    if not checksums:
+        return []
+    return ["| data file | SHA-256 |", "| --- | --- |", *(f"| {name} | `{digest}` |" for name, digest in checksums.items())]
 
 
 def reproduce(cfg: TrainConfig) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from plotly.colors import qualitative, sample_colorscale
 
 from disan.explore.analyses.stats import Estimate
 from disan.explore.figures import (
@@ -22,6 +22,7 @@ from disan.explore.figures import (
 )
 
 PALETTE = qualitative.Plotly
+ORDINAL_SCALE = ["#b2182b", "#ef8a62", "#999999", "#67a9cf", "#2166ac"]  # RdBu with a grey middle: visible on white
 
 
 def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
@@ -39,11 +40,20 @@ def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
     return f"{esc(before + left)} <b>{esc(tokens[position])}</b> {esc(right + after)}".strip()
 
 
+def ordered_colours(groups: Sequence[str], scale: Sequence[str]) -> list[str]:
+    """A colour per group on a diverging scale by its place in ``scale`` (ordinal labels: very negative
+    in red to very positive in blue, the middle grey), so that neighbouring labels get neighbouring colours."""
+    places = [list(scale).index(g) / max(1, len(scale) - 1) for g in groups]
+    return sample_colorscale(ORDINAL_SCALE, places)
+
+
 def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequence[str], explained: np.ndarray,
-                       title: str, selected: int | None = None, order: Sequence[str] | None = None) -> go.Figure:
+                       title: str, selected: int | None = None, order: Sequence[str] | None = None,
+                       colours: Sequence[str] | None = None) -> go.Figure:
     """(N, 2) projected occurrences, one colour per group (a cluster or a gold label), the already
     escaped ``hover`` context on each point; the explained variance names the axes. ``selected``
-    rings one occurrence; ``order`` is the groups' legend order (default: sorted)."""
+    rings one occurrence; ``order`` is the groups' legend order (default: sorted), ``colours`` their colours
+    in that order (default: the categorical palette)."""
     coords = np.asarray(coords, dtype=float)
     groups = np.asarray([str(g) for g in groups], dtype=object)
     hover = np.asarray(hover, dtype=object)
@@ -52,7 +62,7 @@ def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequenc
         idx = np.flatnonzero(groups == group)
         fig.add_trace(go.Scattergl(
             x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{esc(group)} ({len(idx)})",
-            marker=dict(size=7, opacity=0.75, color=PALETTE[c % len(PALETTE)]),
+            marker=dict(size=7, opacity=0.75, color=PALETTE[c % len(PALETTE)] if colours is None else colours[c]),
             customdata=idx, hovertext=hover[idx], hovertemplate="#%{customdata}: %{hovertext}<extra></extra>"))
     if selected is not None:
         fig.add_trace(go.Scattergl(x=coords[[selected], 0], y=coords[[selected], 1], mode="markers",

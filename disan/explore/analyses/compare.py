@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from disan.explore import figures
+from disan.explore import figures, markup, views
 from disan.explore.analyses import stats
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
@@ -130,21 +130,21 @@ def drawing(a: Side, b: Side) -> Drawing:
         rows.append(Row({f"compare-attention-{file_name(name)}": figures.attention_pair(
             mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens,
             np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask), (f"A · {name}", f"B · {name}"),
-            scale="lift") for name in same},
+            scale="lift", width=views.panel_width(views.FULL, len(same))) for name in same},
             "Token2token attention of A (left) and B (right)",
             caption="Mean over features as lift over uniform: P × the number of keys the query row may attend; ×1 "
                     "is what attention spread evenly over them gives. A and B share one scale per block."))
         rows.append(Row({f"compare-diff-{file_name(name)}": figures.difference_heatmap(
             mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B",
-            masks=(np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask)), scale="lift")
-            for name in same},
+            masks=(np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask)), scale="lift",
+            width=views.panel_width(views.FULL, len(same))) for name in same},
             "Difference where both have the block", caption="Lift of A − lift of B (red: A attends more)."))
     for k, (label, side) in enumerate(zip(labels, blocks)):
         only = {name: block for name, block in side.items() if name not in same}
         if only:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
-                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", scale="lift")
-                for name, block in only.items()},
+                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", scale="lift",
+                width=views.panel_width(views.FULL, len(only))) for name, block in only.items()},
                 f"{'AB'[k]}: token2token attention without a counterpart in {'BA'[k]}",
                 caption="Mean over features as lift over uniform."))
     table = agreements(a, b)
@@ -153,11 +153,11 @@ def drawing(a: Side, b: Side) -> Drawing:
                         caption=f"Kendall's τ over the cells, beside the τ of unrelated models: B's rows shuffled "
                                 f"among their own keys, {NULL_DRAWS} times (each row keeps its values; which key gets "
                                 "which is random). A τ inside that range says no more than chance does."))
-    gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float).mean(axis=1)
+    gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float)
              for label, side in zip(labels, blocks) for name, block in side.items()}
-    if gates:
-        rows.append(Row({"compare-gates": figures.token_bars(gates, tokens, "mean fusion gate per token",
-                                                               "mean gate F", (0.0, 1.0))}, "Fusion gates"))
+    if gates:  # drawn as the Fusion gates page draws them
+        rows.append(Row({"compare-gates": figures.mean_gate_bars(gates, tokens, markup.stop_words(tokens))},
+                        "Fusion gates"))
     importance = {label[:1]: measures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
                   for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
     if importance:

@@ -18,7 +18,7 @@ import pandas as pd
 from disan.data.loaders import TASKS, decode_line, load_task
 from disan.data.text import check_text, normalize
 from disan.explore.analyses import charts, stats
-from disan.explore.views import Drawing, Row
+from disan.explore.views import Drawing, Note, Row
 from disan.inspect import senses
 from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class
@@ -27,6 +27,8 @@ MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus
 MAX_SENTENCES = 20_000   # lines of an uploaded file that are read
 TEXT_COLUMNS = ("text", "sentence", "sentences")  # a CSV column with one of these names holds the sentences
 LABEL_COLUMNS = ("label", "gold", "class")
+ORDINAL = ("sst5", "sst2", "sick")  # benchmarks whose labels are ordered (sentiment, relatedness levels)
+SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Corpus:
     labels: list[str]
     pairs: list[tuple[str, str] | None]  # the (premise, hypothesis) a sentence of a pair benchmark comes from
     skipped: int = 0                     # lines left out: empty or longer than a trace allows
+    scale: list[str] | None = None       # the labels in their order, where they are ordinal (else None)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -76,7 +79,10 @@ def benchmark_corpus(task: str, split: str = "test", data_dir=None) -> Corpus:
             texts.append(side)
             labels.append(label)
             pairs.append(example.text if isinstance(example.text, tuple) else None)
-    return make_corpus(f"{task} {split}", texts, labels, pairs)
+    kept = make_corpus(f"{task} {split}", texts, labels, pairs)
+    if task in ORDINAL:
+        kept.scale = list(data.labels)
+    return kept
 
 
 def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
@@ -85,7 +91,7 @@ def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
         return corpus
     keep = np.sort(np.random.default_rng(seed).choice(len(corpus), n, replace=False))
     return Corpus(f"{corpus.name} (sample of {n})", [corpus.texts[i] for i in keep], [corpus.tokens[i] for i in keep],
-                  [corpus.labels[i] for i in keep], [corpus.pairs[i] for i in keep], corpus.skipped)
+                  [corpus.labels[i] for i in keep], [corpus.pairs[i] for i in keep], corpus.skipped, corpus.scale)
 
 
 def benchmark_items(task: str, split: str = "test", n: int = 200, seed: int = 0, data_dir=None) -> list:
@@ -153,6 +159,7 @@ class Senses:
     k: int
     silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette (when k was picked by it)
     hover: list[str] = field(default_factory=list)              # the escaped context of each occurrence
+    scale: list[str] | None = None                              # the corpus's ordinal labels in order
 
 
 def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
@@ -183,7 +190,7 @@ def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
     })
     hover = [charts.marked_context(corpus.tokens[s], p) for s, p in places]
     return Senses(normalize(word), kind, corpus.name, table, vectors, projection.explained, int(labels.max()) + 1,
-                  scores, hover)
+                  scores, hover, corpus.scale)
 
 
 def neighbours(result: Senses, index: int, top: int = 10) -> pd.DataFrame:
@@ -209,15 +216,25 @@ def drawing(result: Senses, colour: str = "cluster", selected: int | None = None
     each k (when k was picked by it) and the nearest neighbours of the selected occurrence."""
     if colour not in ("cluster", "label"):
         raise ValueError(f"colour by 'cluster' or 'label', not {colour!r}")
+    ordinal = False
     if colour == "cluster":
         groups = [f"cluster {c}" for c in result.table["cluster"]]
         order = [f"cluster {c}" for c in range(result.k)]
     else:
         groups, order = list(result.table["label"]), None
+        if result.scale and set(groups) <= set(result.scale):
+            order, ordinal = [label for label in result.scale if label in set(groups)], True
     title = (f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]} "
              f"at unit length (projected and clustered alike)")
     rows = [Row({"corpus-scatter": charts.occurrence_scatter(
-        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order)})]
+        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order,
+        colours=charts.ordered_colours(order, result.scale) if ordinal else None)})]
+    sizes = result.table["cluster"].value_counts()
+    if result.k > 1 and sizes.min() < SMALLEST_CLUSTER:
+        rows.insert(0, Row({"corpus-small-clusters": Note(
+            f"{len(result.table)} occurrences in {result.k} clusters, the smallest of {sizes.min()}: clusters of "
+            f"fewer than {SMALLEST_CLUSTER} occurrences are too small to say anything about the word's senses. "
+            f"Collect more occurrences (a larger corpus or split) or choose fewer clusters.")}))
     if selected is not None:
         rows.append(Row({"corpus-neighbours": neighbours(result, selected)},
                         f"The occurrences nearest to #{selected} (cosine)"))

@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from disan.data.text import UNK
-from disan.explore import figures
+from disan.explore import figures, views
 from disan.explore.analyses import charts
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
@@ -160,7 +160,8 @@ def edit_drawing(pipe, result: Counterfactual) -> Drawing:
     shared, attention = aligned_attention(result.before, result.after)
     if attention and shared:
         rows.append(Row({f"cf-edit-{file_name(name)}": figures.difference_heatmap(
-            after, before, shared, f"{name}: after − before") for name, (before, after) in attention.items()},
+            after, before, shared, f"{name}: after − before", width=views.panel_width(views.FULL, len(attention)))
+            for name, (before, after) in attention.items()},
             "Attention change on the shared tokens (mean over features; grey: masked in either)"))
     return Drawing(rows)
 
@@ -170,7 +171,7 @@ def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Dra
     followed = "relatedness score" if pipe.kind == "relatedness" else "probability of the predicted class"
     by_position = table.sort_values("position")
     bars = figures.token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
-                               f"change in the {followed} when the token is dropped", "change")
+                               f"change in the {followed} when the token is dropped", "change", width=views.HALF)
     return Drawing([Row({"cf-occlusion-table": table, "cf-occlusion-bars": bars}, "Occlusion: drop each token")])
 
 
@@ -186,8 +187,9 @@ def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Dra
         after = np.asarray(y.probs, dtype=float).mean(axis=-1)
         rows.append(Row({
             f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
-                                                            f"{x.name} with the knockout"),
+                                                            f"{x.name} with the knockout", width=views.HALF),
             f"cf-knockout-{key}-change": figures.difference_heatmap(
-                after, np.asarray(x.probs, dtype=float).mean(axis=-1), tokens, f"{x.name}: with − without"),
+                after, np.asarray(x.probs, dtype=float).mean(axis=-1), tokens, f"{x.name}: with − without",
+                width=views.HALF),
         }, f"{x.name} DiSA"))
     return Drawing(rows)
