@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
+from disan.data.files import FileTask, load_file_task
 from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import default_source, description, embedding_matrix, load_glove
@@ -53,13 +54,13 @@ class TrainingStopped(Exception):
 
 
 def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
-          should_stop: Callable[[], bool] | None = None, log=sys.stdout) -> dict:
+          should_stop: Callable[[], bool] | None = None, log=None) -> dict:
     """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
     "accuracy", "eta"}``) and every epoch (``{"event": "epoch", **history record, "improved", "model",
     "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends, keeping
-    the best checkpoint. One JSON line per epoch goes to ``log``, and TensorBoard event files to
+    the best checkpoint. One JSON line per epoch goes to ``log`` (default: standard output), and TensorBoard event files to
     ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never wrote a
     checkpoint raises :class:`TrainingStopped` (stopped in the first epoch) or ValueError (no epoch had
     a dev score that is a number); a device that is not there raises ValueError.
@@ -109,7 +110,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                 record.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)})
                 history.append(record)
                 if world.is_main:
-                    print(json.dumps(record), file=log, flush=True)
+                    print(json.dumps(record), file=log or sys.stdout, flush=True)  # the stream of the moment
                 board.epoch(record, opt.param_groups[0]["lr"], model, prep.vocab)
                 # A better dev score is saved at once, so a crash later loses nothing.
                 score = selection_metric(prep.data.kind, dev)
@@ -182,10 +183,13 @@ def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, rng: 
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a truncated or foreign file: say which and why, whatever torch raised
         raise ValueError(f"cannot resume from {path}: {err}") from None
-    differ = sorted(k for k, v in settings(cfg).items() if state["config"].get(k) != v)
+    # a setting that the state file predates had its default value in that run
+    now = settings(cfg)
+    saved = {**{f.name: f.default for f in dataclasses.fields(cfg) if f.name in now}, **state["config"]}
+    differ = sorted(k for k, v in now.items() if saved.get(k) != v)
     if differ:
         raise ValueError(f"cannot resume from {path}: it was trained with other settings ("
-                         + ", ".join(f"{k}={state['config'].get(k)!r}, not {getattr(cfg, k)!r}" for k in differ)
+                         + ", ".join(f"{k}={saved.get(k)!r}, not {getattr(cfg, k)!r}" for k in differ)
                          + "); resume with the same settings or choose another --out")
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
@@ -213,7 +217,11 @@ class Prepared:
 def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
     """Load the task (capped at ``cfg.max_train`` training examples), tokenise it, build the
     vocabulary and its initial word vectors, and encode every split."""
-    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases)
+    if cfg.data:  # ---- your own data: --data replaces --task (disan.data.files)
+        data = load_file_task(cfg.data, cfg.text_column, cfg.label_column, cfg.text_b_column, cfg.kind, cfg.dev,
+                              cfg.test, cfg.dev_fraction, cfg.test_fraction, cfg.seed)
+    else:
+        data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases)
     if not data.train:
         raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
     if cfg.max_train and len(data.train) > cfg.max_train:
@@ -261,6 +269,8 @@ class RunInfo:
         data = prep.data
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
                 "n_params": n_params}
+        if isinstance(data, FileTask):  # its files, columns and split rows, to read the same splits again
+            meta["data"] = data.source
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
                 "frozen_vocab": prep.frozen,
                 "n_params": n_params,
@@ -372,7 +382,8 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
     metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
                "best_epoch": best_epoch, "epochs_run": epochs_run, "history": history, "stopped": stopped,
                "train_seconds": time.time() - started}
-    metrics["data_sha256"] = task_checksums(prep.data.name, data_dir(cfg.data_dir))
+    metrics["data_sha256"] = (prep.data.checksums() if isinstance(prep.data, FileTask)
+                              else task_checksums(prep.data.name, data_dir(cfg.data_dir)))
     checkpoint.save(cfg.out, model, prep.vocab, run.meta, metrics, model_card(cfg, prep.data, metrics, run.n_params))
     return metrics
 
