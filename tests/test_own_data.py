@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from disan.__main__ import run
 from disan.data import files
@@ -133,7 +134,14 @@ def test_an_interrupted_run_on_a_file_resumes(tmp_path, vectors, capsys):
     data = write_csv(tmp_path / "d.csv", ROWS)
     argv = ["--data", str(data), "--text-column", "review", "--label-column", "sentiment", *tiny(vectors, tmp_path / "m")]
     train_ok(argv, capsys)
+    # a state file written before a setting existed resumes when the setting keeps its default
+    state_file = tmp_path / "m.resume.pt"
+    state = torch.load(state_file, weights_only=True)
+    del state["config"]["test_fraction"]
+    torch.save(state, state_file)
     argv[argv.index("--epochs") + 1] = "2"
+    assert run(["train", *argv, "--resume", "--test-fraction", "0.2"]) == 1
+    assert "test_fraction=0.1, not 0.2" in capsys.readouterr().err
     _, err = train_ok([*argv, "--resume"], capsys)
     assert "resuming after epoch 1" in err
     history = json.loads((tmp_path / "m" / "metrics.json").read_text())["history"]

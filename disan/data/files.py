@@ -15,6 +15,7 @@ is allowed). Rows are counted from 0, the header left out; messages name the fil
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import os
@@ -108,17 +109,12 @@ def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Row
         columns = [str(i) for i in range(len(first))]
     header_row = header and suffix not in (".jsonl", ".txt")  # a JSONL object is a row and its own header
     width = "the header" if header_row else "the first row"
-    body = _checked(name, columns, width, rows if header_row else _chain((first_line, first), rows))
+    body = _checked(name, columns, width, rows if header_row else itertools.chain([(first_line, first)], rows))
     try:
         peeked = next(body)
     except StopIteration:
         raise DataError(f"{name} has a header but no rows" if header else f"{name} is empty") from None
-    return Rows(columns, _chain(peeked, body), header)
-
-
-def _chain(first, rest):
-    yield first
-    yield from rest
+    return Rows(columns, itertools.chain([peeked], body), header)
 
 
 def _with_path(name: str, rows):
