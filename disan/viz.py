@@ -27,20 +27,21 @@ return a :class:`disan.explore.views.Drawing`, a mapping of figures (and tables)
 """
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import plotly.graph_objects as go
 
 from disan.data.text import check_text
 from disan.explore import atlas as _atlas
-from disan.explore import views
+from disan.explore import figures, views
 from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
 from disan.explore.analyses import compare as _compare
 from disan.explore.analyses import counterfactual as _counterfactual
 from disan.explore.analyses.report import report_html
 from disan.explore.views import AttentionOptions
-from disan.inspect.pipeline import SentenceTrace, TraceResult
+from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, SentenceTrace, TraceResult
 
 
 def _sentence(trace, sentence: str = "premise") -> SentenceTrace:
@@ -186,3 +187,37 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
            "attribution", "knockout", "compare", "case_study", "feature_atlas", "report"]
+
+
+# ---------------------------------------------------------------- how results show themselves in Jupyter
+
+def _inline(fig: go.Figure) -> str:
+    """A figure as an HTML fragment for a notebook cell, plotly.js loaded from its CDN (as bertviz loads its scripts)."""
+    return fig.to_html(full_html=False, include_plotlyjs="cdn", default_width="100%")
+
+
+def prediction_html(prediction: Prediction) -> str:
+    """A prediction as Jupyter shows it: the predicted class and its probability (or the relatedness
+    score), then the class probabilities as the pages draw them."""
+    if prediction.score is not None:
+        head = f"relatedness score <b>{prediction.score:.2f}</b>"
+    else:
+        head = f"prediction <b>{html.escape(prediction.label)}</b> ({prediction.probs[prediction.label]:.3f})"
+    chosen = prediction.label if prediction.score is None else None
+    return f"<div><p>{head}</p>{_inline(figures.class_probabilities(prediction.probs, chosen))}</div>"
+
+
+def trace_html(result: TraceResult) -> str:
+    """A traced input as Jupyter shows it: its prediction, then each sentence's forward and backward
+    attention as :func:`attention` draws it (or why there is none)."""
+    parts = [prediction_html(result.prediction)]
+    for role, s in zip(("premise", "hypothesis") if result.sentence is None else ("sentence",), result.sentences):
+        parts.append(f"<p>{role}: {html.escape(s.text)}</p>")
+        try:
+            parts.append(_inline(attention(s)))
+        except ValueError as e:  # no DiSA blocks, or a sentence of one token
+            parts.append(f"<p><i>{html.escape(str(e))}</i></p>")
+    return "<div>" + "".join(parts) + "</div>"
+
+
+NOTEBOOK_HTML.update({Prediction: prediction_html, TraceResult: trace_html})

@@ -4,13 +4,13 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import plotly.io as pio
 import pytest
+import tomllib
 from streamlit.testing.v1 import AppTest
 
 import disan

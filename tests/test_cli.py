@@ -21,6 +21,9 @@ VALUES = {"task": "sst2", "encoder": "bilstm", "out": "my runs/it's", "epochs": 
           "logdir": "/tb/run 1", "sst_nodes": "every", "tokens": "leaves", "steps": 50, "eval_every": 10,
           "rho": 0.95, "eps": 1e-8, "oov_init": "normal", "eval_words": True, "head_bias": False,
           "decay_attention": False}
+# The same for --data, which replaces --task, and the options that go with it.
+DATA_VALUES = {"data": "my data/reviews.csv", "text_column": "review", "text_b_column": "2", "label_column": "0",
+               "kind": "relatedness", "dev": "dev set.tsv", "test": "t.jsonl", "dev_fraction": 0.2, "test_fraction": 0.05}
 NOT_FLAGS = ("command", "world_size")  # facts of the run, not settings
 HOW_TO_START = ("resume",)  # a flag, but not a setting: the command line a config writes leaves it out
 
@@ -39,7 +42,7 @@ def test_every_field_is_a_flag_with_help_and_command_is_not(capsys):
             assert "--" + f.name.replace("_", "-") in shown and f.metadata["help"], f.name
     assert "--no-phrases" in shown and "--no-tensorboard" in shown
     assert "--command" not in shown and "--world-size" not in shown
-    assert set(VALUES) == set(flag_fields())  # the round-trip tests below cover every field
+    assert set(VALUES) | set(DATA_VALUES) == set(flag_fields())  # the round-trip tests below cover every field
 
 
 def test_resume_is_parsed_but_not_written_into_the_recorded_command():
@@ -49,17 +52,23 @@ def test_resume_is_parsed_but_not_written_into_the_recorded_command():
     assert cfg == parse_args(REQUIRED)  # the same run, started another way
 
 
-@pytest.mark.parametrize("name", sorted(VALUES))
+@pytest.mark.parametrize("name", sorted({**VALUES, **DATA_VALUES}))
 def test_each_field_round_trips_through_its_command_line(name):
+    values = VALUES if name in VALUES else DATA_VALUES
     task = "sst5" if name == "tokens" else "trec"  # only SST has leaves
-    cfg = TrainConfig(**{"task": task, "out": "runs/x", name: VALUES[name]})
+    base = {"task": task} if name in VALUES else {"data": "d.csv", "text_column": "t", "label_column": "y"}
+    cfg = TrainConfig(**{**base, "out": "runs/x", name: values[name]})
     back = parse_command_line(cfg.command_line())
     assert back == cfg
-    assert getattr(back, name) == VALUES[name] and type(getattr(back, name)) is type(VALUES[name])
+    assert getattr(back, name) == values[name] and type(getattr(back, name)) is type(values[name])
 
 
-def test_a_config_with_every_field_changed_round_trips():
-    cfg = TrainConfig(**VALUES)
+@pytest.mark.parametrize("source", ["task", "data"])
+def test_a_config_with_every_field_changed_round_trips(source):
+    # SST's own settings (its trees' nodes and leaves) belong to --task sst5, not to a file
+    sst_only = ("task", "sst_nodes", "tokens")
+    values = VALUES if source == "task" else {**{k: v for k, v in VALUES.items() if k not in sst_only}, **DATA_VALUES}
+    cfg = TrainConfig(**values)
     line = cfg.command_line()
     assert parse_command_line(line) == cfg
     assert parse_command_line(line).command == line
@@ -92,13 +101,14 @@ def test_a_bad_value_is_an_argparse_error(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("missing", ["--task", "--out"])
-def test_task_and_out_are_required(missing, capsys):
+@pytest.mark.parametrize("missing,message", [("--task", "give either --task (a benchmark) or --data"),
+                                             ("--out", "required: --out")])
+def test_task_and_out_are_required(missing, message, capsys):
     argv = list(REQUIRED)
     del argv[argv.index(missing):argv.index(missing) + 2]
     with pytest.raises(SystemExit):
         parse_args(argv)
-    assert f"required: {missing}" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
 
 
 def test_the_command_line_names_only_what_differs_from_the_defaults():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,13 +17,26 @@ from disan.nn.device import device_of, resolve_device
 from disan.nn.heads import TextModel, relatedness_score, takes_pairs
 from disan.nn.model import EncoderTrace
 
+# How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
+# above this layer, so disan.viz fills it in when it is imported (disan.load imports it).
+NOTEBOOK_HTML: dict[type, Callable[[object], str]] = {}
+
+
+def notebook_html(value) -> str | None:
+    """The HTML Jupyter shows for ``value``, or None (its plain repr) when no view is registered for its class."""
+    view = NOTEBOOK_HTML.get(type(value))
+    return view(value) if view else None
+
 
 @dataclass
 class Prediction:
-    """What a model predicts for one input."""
+    """What a model predicts for one input; in Jupyter, the class probabilities as a bar chart."""
     label: str                  # the predicted class (relatedness: the rounded score)
     probs: dict[str, float]     # class (or score level) -> probability
     score: float | None = None  # relatedness only: the expected score
+
+    def _repr_html_(self) -> str | None:
+        return notebook_html(self)
 
 
 @dataclass
@@ -48,6 +61,10 @@ class TraceResult:
     sentence: SentenceTrace | None = None      # single-sentence models
     premise: SentenceTrace | None = None       # sentence-pair models
     hypothesis: SentenceTrace | None = None
+
+    def _repr_html_(self) -> str | None:
+        """Jupyter's display: the prediction and each sentence's forward and backward attention."""
+        return notebook_html(self)
 
     @property
     def sentences(self) -> list[SentenceTrace]:

@@ -6,6 +6,7 @@
     python -m disan bench --ops            # element-wise throughput of this machine and the bound it sets
     python -m disan bench --embedding      # a step with 50k extra words learned, against them frozen
     python -m disan bench --device cuda
+    python -m disan bench --predict        # sentences/s of batch prediction, DiSAN against the Bi-LSTM
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import io
 import json
 import os
 import platform
@@ -86,10 +88,10 @@ def _resident_mb(device: str) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-def build_model(name: str, device: str) -> TextModel:
+def build_model(name: str, device: str, vocab_size: int = VOCAB) -> TextModel:
     """The text model a row of the table times: the encoder and kernel of ``MODELS[name]``, in train mode."""
     encoder, kernel = MODELS[name]
-    cfg = ModelConfig(vocab_size=VOCAB, n_classes=CLASSES, encoder=encoder,
+    cfg = ModelConfig(vocab_size=vocab_size, n_classes=CLASSES, encoder=encoder,
                       encoder_cfg=DiSANConfig(d_e=DIM, d_h=DIM, kernel=kernel))
     return TextModel(cfg).to(device).train()
 
@@ -344,6 +346,69 @@ def step_work(name: str, n: int) -> tuple[float, float]:
     return BATCH * counter.get_total_flops(), BATCH * sum(dropped)
 
 
+def predict_benchmark(args) -> None:
+    """``--predict``: sentences per second of batch prediction on the SST dev and test sentences, DiSAN
+    (its fast kernel) against the Bi-LSTM encoder of the same size, on ``--threads`` threads (default 1).
+
+    Three paths: ``Pipeline.predict`` (batches in input order), ``python -m disan predict``'s streaming
+    (tokenising, length-sorted batches, inference mode, writing CSV) and the model alone on the same
+    length-sorted batches of tokens. Untrained weights: the time does not depend on their values.
+    """
+    from contextlib import redirect_stdout
+
+    from disan.data.loaders import load_task
+    from disan.data.text import Vocab, tokenize
+    from disan.inspect.batched import length_batches
+    from disan.inspect.pipeline import Pipeline
+    from disan.tools.predict import BATCH as SORTED
+    from disan.tools.predict import predict_file
+
+    torch.set_num_threads(args.threads or 1)
+    data = load_task("sst5", phrases=False)
+    texts = [e.text for e in data.dev + data.test]
+    tokens = [tokenize(t) for t in texts]
+    vocab = Vocab.build(tokens)
+    lines = "".join(t.replace("\n", " ") + "\n" for t in texts).encode("utf-8")
+    def timed(fn) -> tuple[float, float]:
+        """(wall seconds, CPU seconds of this process) of one call: on a shared machine the CPU time
+        says what an idle core would take, the wall time what this run took."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    def stream(pipe):
+        with redirect_stdout(io.StringIO()):
+            predict_file(pipe, io.BytesIO(lines), "sst", ".txt", None, progress=False)
+
+    def model_alone(pipe):
+        with torch.inference_mode():
+            for idx in length_batches([len(t) for t in tokens], max_batch=SORTED, budget=SORTED * 60 ** 2):
+                pipe.model(pipe.ids([tokens[i] for i in idx]))
+
+    paths = {"Pipeline.predict (input order, batches of 64)": lambda pipe: pipe.predict(texts),
+             f"python -m disan predict (tokenise, sorted batches of {SORTED}, write CSV)": stream,
+             "the model alone (sorted batches of tokens)": model_alone}
+    rows: dict[str, dict[str, tuple[float, float]]] = {path: {} for path in paths}
+    for name, label in (("fast", "DiSAN"), ("bilstm", "Bi-LSTM")):
+        torch.manual_seed(0)
+        model = build_model(name, "cpu", len(vocab)).eval()
+        pipe = Pipeline(model, vocab, {"labels": [str(i) for i in range(CLASSES)]}, {})
+        pipe.predict(texts[:64])  # warm-up (and the C++ kernel's build, if not cached)
+        for path, run in paths.items():
+            rows[path][label] = timed(lambda: run(pipe))
+    load = os.getloadavg()
+    print(f"{len(texts):,} SST dev + test sentences, {sum(map(len, tokens)) / len(tokens):.1f} tokens on average; "
+          f"d_e = d_h = {DIM}; {torch.get_num_threads()} thread(s); {platform.processor() or platform.machine()}, "
+          f"torch {torch.__version__}; load average {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f} "
+          f"on {os.cpu_count()} cores\n")
+    print("sentences per second of wall time, and per second of this process's CPU time")
+    print("| path | DiSAN (wall) | DiSAN (CPU) | Bi-LSTM (wall) | Bi-LSTM (CPU) |")
+    print("|---|---:|---:|---:|---:|")
+    for path, times in rows.items():
+        cells = [f"{len(texts) / t:,.0f}" for label in ("DiSAN", "Bi-LSTM") for t in times[label]]
+        print(f"| {path} | {' | '.join(cells)} |")
+
+
 def main(argv=None) -> None:
     """``python -m disan bench``: the training-step tables, ``--ops`` (this machine's rates), or one worker."""
     p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
@@ -358,6 +423,8 @@ def main(argv=None) -> None:
     p.add_argument("--ops", action="store_true", help="micro-benchmark the operations that bound a step")
     p.add_argument("--embedding", action="store_true",
                    help="a step with 50k extra words as learned rows against frozen float16 rows")
+    p.add_argument("--predict", action="store_true",
+                   help="sentences/s of batch prediction on SST, DiSAN against the Bi-LSTM (one thread by default)")
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -368,7 +435,9 @@ def main(argv=None) -> None:
     args.warmup = args.warmup or (1 if args.quick else 2)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.worker == "step":
+    if args.predict:
+        predict_benchmark(args)
+    elif args.worker == "step":
         print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device)))
     elif args.worker == "trace":
         print(json.dumps(trace_worker(args.sizes, max(args.repeats, 10), args.device)))

@@ -15,16 +15,20 @@ from types import UnionType
 
 import torch
 
+from disan.data.files import DEFAULT_FRACTION
 from disan.data.loaders import SST_NODES, TASKS
 from disan.data.text import TOKENIZERS
 from disan.data.vectors import OOV_INITS
 from disan.nn.baselines import ENCODERS
 from disan.nn.device import DEVICES
+from disan.nn.heads import KINDS
 from disan.nn.model import ACTIVATIONS
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
 PROG = "python -m disan train"
-DESCRIPTION = "train a model on a benchmark and save the best dev checkpoint"
+# The options of --data (the fields of that block of TrainConfig): they mean nothing for a benchmark.
+DATA_OPTIONS = ("text_column", "text_b_column", "label_column", "kind", "dev", "test", "dev_fraction", "test_fraction")
+DESCRIPTION = "train a model on a benchmark or a file of your own and save the best dev checkpoint"
 
 
 def _field(default, help: str, choices=None, required: bool = False):
@@ -41,7 +45,7 @@ class TrainConfig:
     Invalid values raise ValueError when the config is made; every field but ``command`` and
     ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
-    task: str = _field("sst5", "benchmark to train on", choices=tuple(TASKS), required=True)
+    task: str | None = _field(None, "benchmark to train on (or --data: a file of your own)", choices=tuple(TASKS))
     encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
     out: str = _field("checkpoints/run", "checkpoint directory (the best dev model is saved here)", required=True)
     epochs: int = _field(10, "maximum number of passes over the training set")
@@ -97,6 +101,21 @@ class TrainConfig:
         "help": "continue an interrupted run from the end of its last finished epoch (the state file beside "
                 "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
         "choices": None, "required": False})
+    # ---- your own data (disan.data.files): --data replaces --task; the other options apply to both
+    data: str | None = _field(None, "a .csv, .tsv or .jsonl file to train on instead of a benchmark (--task)")
+    text_column: str | None = _field(None, "--data: the column of the texts: its header name, or a 0-based index "
+                                           "for a file without a header row")
+    text_b_column: str | None = _field(None, "--data: the column of the second texts (pair and relatedness)")
+    label_column: str | None = _field(None, "--data: the column of the labels (strings or integers; relatedness: "
+                                            "scores from 1 up)")
+    kind: str | None = _field(None, "--data: the model's kind (default: classify, or pair with --text-b-column)",
+                              choices=KINDS)
+    dev: str | None = _field(None, "--data: a file of dev rows (default: drawn from --data, see --dev-fraction)")
+    test: str | None = _field(None, "--data: a file of test rows (default: drawn from --data, see --test-fraction)")
+    dev_fraction: float = _field(DEFAULT_FRACTION, "--data: the share of its rows drawn as dev, stratified by "
+                                                   "class and seeded by --seed")
+    test_fraction: float = _field(DEFAULT_FRACTION, "--data: the share of its rows drawn as test, likewise")
+    # ---- end of your own data
     # How the run was started, for the model card; not flags, and not part of what makes two configs equal:
     # the command line, and the number of processes (torchrun's WORLD_SIZE), which train() records.
     command: str = field(default="", compare=False)
@@ -105,7 +124,8 @@ class TrainConfig:
     def __post_init__(self):
         for f in fields(self):
             choices = f.metadata.get("choices")
-            if choices and getattr(self, f.name) not in choices:
+            value = getattr(self, f.name)
+            if choices and value not in choices and not (value is None and f.default is None):
                 raise ValueError(f"unknown {f.name} {getattr(self, f.name)!r}; choose one of {', '.join(choices)}")
         for name in ("epochs", "batch_size", "d_h", "d_fc", "steps", "eval_every"):
             if getattr(self, name) is not None and getattr(self, name) < 1:
@@ -122,6 +142,19 @@ class TrainConfig:
             raise ValueError("dropout must be in [0, 1)")
         if self.max_train is not None and self.max_train < 1:
             raise ValueError("max_train must be at least 1")
+        self.check_source()
+
+    def check_source(self) -> None:
+        """Exactly one of --task and --data; the --data options only with --data, the columns it needs with it."""
+        if (self.task is None) == (self.data is None):
+            raise ValueError("give either --task (a benchmark) or --data (a file of your own)"
+                             + (", not both" if self.task else ""))
+        if self.task is not None:
+            given = [_flag_name(f) for f in fields(self) if f.name in DATA_OPTIONS and getattr(self, f.name) != f.default]
+            if given:
+                raise ValueError(f"--{', --'.join(given)} {'is' if len(given) == 1 else 'are'} for --data, not --task")
+        elif self.text_column is None or self.label_column is None:
+            raise ValueError("--data needs --text-column and --label-column")
 
     def command_line(self) -> str:
         """The ``python -m disan train`` command for this config: the required flags and every

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
+from disan.data.files import FileTask, load_file_task
 from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import (
@@ -71,7 +72,7 @@ class TrainingStopped(Exception):
 
 
 def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
-          should_stop: Callable[[], bool] | None = None, log=sys.stdout) -> dict:
+          should_stop: Callable[[], bool] | None = None, log=None) -> dict:
     """Train, keep the best dev checkpoint in ``cfg.out``, evaluate it on test; return its metrics.
 
     ``progress(event)`` is called after every step (``{"event": "step", "epoch", "step", "steps", "loss",
@@ -79,7 +80,8 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
     within the run; ``eta``: the seconds left in the period at the pace of the steps after the first
     :data:`WARMUP_STEPS`, None until then) and every dev evaluation (``{"event": "epoch", **history record, "improved",
     "model", "vocab"}``); ``should_stop()`` is polled between steps: when it returns True the run ends,
-    keeping the best checkpoint. One JSON line per evaluation goes to ``log``, and TensorBoard event
+    keeping the best checkpoint. One JSON line per evaluation goes to ``log`` (default: standard
+    output), and TensorBoard event
     files to ``cfg.logdir``. A loss that is not a number raises FloatingPointError; a run that never
     wrote a checkpoint raises :class:`TrainingStopped` (stopped before the first dev evaluation) or
     ValueError (no evaluation had a dev score that is a number); a device that is not there raises
@@ -139,7 +141,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                 record.update({f"dev_{k}": v for k, v in dev.items() if isinstance(v, float)})
                 history.append(record)
                 if world.is_main:
-                    print(json.dumps(record), file=log, flush=True)
+                    print(json.dumps(record), file=log or sys.stdout, flush=True)  # the stream of the moment
                 board.epoch(record, opt.param_groups[0]["lr"], model, prep.vocab)
                 # A better dev score is saved at once, so a crash later loses nothing.
                 score = selection_metric(prep.data.kind, dev)
@@ -269,12 +271,13 @@ def resume(cfg: TrainConfig, model: TextModel, opt: torch.optim.Optimizer, strea
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # a truncated or foreign file: say which and why, whatever torch raised
         raise ValueError(f"cannot resume from {path}: {err}") from None
-    defaults = {f.name: f.default for f in dataclasses.fields(cfg)}
-    differ = sorted(k for k, v in settings(cfg).items() if state["config"].get(k, defaults[k]) != v)
+    # a setting that the state file predates had its default value in that run
+    now = settings(cfg)
+    saved = {**{f.name: f.default for f in dataclasses.fields(cfg) if f.name in now}, **state["config"]}
+    differ = sorted(k for k, v in now.items() if saved.get(k) != v)
     if differ:
         raise ValueError(f"cannot resume from {path}: it was trained with other settings ("
-                         + ", ".join(f"{k}={state['config'].get(k, defaults[k])!r}, not {getattr(cfg, k)!r}"
-                                     for k in differ)
+                         + ", ".join(f"{k}={saved.get(k)!r}, not {getattr(cfg, k)!r}" for k in differ)
                          + "); resume with the same settings or choose another --out")
     if "batches" not in state:
         raise ValueError(f"cannot resume from {path}: it was written by an earlier version, which saved "
@@ -306,7 +309,12 @@ class Prepared:
 def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
     """Load the task (capped at ``cfg.max_train`` training examples), tokenise it, build the
     vocabulary and its initial word vectors, and encode every split."""
-    data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases, nodes=cfg.sst_nodes)
+    if cfg.data:  # ---- your own data: --data replaces --task (disan.data.files)
+        data = load_file_task(cfg.data, cfg.text_column, cfg.label_column, cfg.text_b_column, cfg.kind, cfg.dev,
+                              cfg.test, cfg.dev_fraction, cfg.test_fraction, cfg.seed)
+    else:
+        data = load_task(cfg.task, cfg.data_dir, fold=cfg.fold, seed=cfg.seed, phrases=cfg.phrases,
+                         nodes=cfg.sst_nodes)
     if not data.train:
         raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
     if cfg.max_train and len(data.train) > cfg.max_train:
@@ -362,6 +370,8 @@ class RunInfo:
         # the vectors' files, by SHA-256: a loaded model can then know every word of these same vectors
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
                 "n_params": n_params, "vectors": {"source": cfg.embeddings, "sha256": fingerprint(cfg.embeddings)}}
+        if isinstance(data, FileTask):  # its files, columns and split rows, to read the same splits again
+            meta["data"] = data.source
         info = {"n_train": len(data.train), "vocab": len(prep.vocab), "glove_found": prep.glove_found,
                 "frozen_vocab": prep.frozen,
                 "n_params": n_params,
@@ -478,7 +488,8 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
     metrics = {**run.info, "dev": evaluate(model, prep.splits["dev"]), "test": evaluate(model, prep.splits["test"]),
                **best_of(history, best), "epochs_run": epochs_run, "steps_run": steps_run, "history": history,
                "stopped": stopped, "train_seconds": time.time() - started}
-    metrics["data_sha256"] = task_checksums(prep.data.name, data_dir(cfg.data_dir))
+    metrics["data_sha256"] = (prep.data.checksums() if isinstance(prep.data, FileTask)
+                              else task_checksums(prep.data.name, data_dir(cfg.data_dir)))
     checkpoint.save(cfg.out, model, prep.vocab, run.meta, metrics, model_card(cfg, prep.data, metrics, run.n_params))
     return metrics
 

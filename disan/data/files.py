@@ -1,0 +1,409 @@
+"""Datasets from one's own files: CSV, TSV and JSON Lines tables (and plain text for prediction), their
+columns, labels, seeded stratified splits, and one clear message for each way a file can be wrong.
+
+Formats, by extension:
+
+* ``.csv``: comma-separated, RFC 4180 quoting (a field may hold commas, quotes and line breaks);
+* ``.tsv``: one row per line, fields split at tabs, no quoting;
+* ``.jsonl``: one JSON object per line (columns are its keys), or one JSON array (columns are indices);
+* ``.txt``: one text per line, a single column named ``text`` (prediction only).
+
+A column is named by its header, or by a 0-based index for a file without a header: a CSV or TSV file
+whose columns are all given as numbers is read as having no header row. Every file must be UTF-8 (a BOM
+is allowed). Rows are counted from 0, the header left out; messages name the file's line.
+"""
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from disan.data.loaders import Example, TaskData, sha256_file
+
+TABLES = (".csv", ".tsv", ".jsonl")   # what training reads
+FORMATS = TABLES + (".txt",)         # what prediction reads
+DEFAULT_FRACTION = 0.1               # --dev-fraction and --test-fraction
+CHUNK_ROWS = 4096                    # rows per chunk when a file is streamed
+
+
+class DataError(ValueError):
+    """A data file that cannot be used; the message, one line, says which file, where, and why."""
+
+
+# ---------------------------------------------------------------- reading rows
+
+def file_format(path: str | os.PathLike, allowed: Sequence[str] = TABLES) -> str:
+    """The extension of a readable file among ``allowed``; DataError for a missing, empty or unknown file."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in allowed:
+        raise DataError(f"{path}: unknown format {suffix or '(no extension)'!r}; use {', '.join(allowed)}")
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path} is empty")
+    return suffix
+
+
+def text_lines(binary) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line with its terminator) of a binary stream, decoded as strict UTF-8."""
+    for number, raw in enumerate(binary, start=1):
+        if number == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DataError(f"line {number} is not UTF-8 (byte 0x{raw[e.start]:02x} at character {e.start + 1}); "
+                            f"save the file as UTF-8") from None
+
+
+def needs_header(specs: Sequence[str | None]) -> bool:
+    """Whether columns named by ``specs`` imply a header row: unless every given one is a 0-based index."""
+    given = [s for s in specs if s is not None]
+    return not (given and all(str(s).isdigit() for s in given))
+
+
+@dataclass
+class Rows:
+    """A table being read: its column names and an iterator of (row, line, values) with one value per column."""
+    columns: list[str]
+    rows: Iterator[tuple[int, int, list]]
+    header: bool                          # whether columns have names: a header row, JSONL keys, or .txt's "text"
+
+
+def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Rows:
+    """The rows of an open binary stream in the format of ``suffix``; DataError (with the file and line)
+    for text that is not UTF-8, a ragged row, a JSONL line that is not an object or array, a header-only
+    or blank file. The first row is read at once, so that the columns are known."""
+    name = str(path)
+    lines = text_lines(binary)
+    if suffix == ".jsonl":
+        rows = _jsonl_rows(lines)
+    elif suffix == ".txt":
+        rows = ((number, [line.removesuffix("\n").removesuffix("\r")]) for number, line in lines)
+        header = True  # its one column is named "text"
+    else:
+        rows = _delimited_rows(lines, suffix)
+    rows = _with_path(name, rows)
+    try:
+        first_line, first = next(rows)
+    except StopIteration:
+        raise DataError(f"{name} is empty") from None
+    if suffix == ".txt":
+        columns = ["text"]
+    elif suffix == ".jsonl":
+        header = isinstance(first, dict)
+        columns = list(first) if header else [str(i) for i in range(len(first))]
+    elif header:
+        columns = [str(c) for c in first]
+        if len(set(columns)) != len(columns):
+            raise DataError(f"{name}: the header repeats a column name: {', '.join(columns)}")
+    else:
+        columns = [str(i) for i in range(len(first))]
+    header_row = header and suffix not in (".jsonl", ".txt")  # a JSONL object is a row and its own header
+    width = "the header" if header_row else "the first row"
+    body = _checked(name, columns, width, rows if header_row else itertools.chain([(first_line, first)], rows))
+    try:
+        peeked = next(body)
+    except StopIteration:
+        raise DataError(f"{name} has a header but no rows" if header else f"{name} is empty") from None
+    return Rows(columns, itertools.chain([peeked], body), header)
+
+
+def _with_path(name: str, rows):
+    """The rows, with the file's name put in front of a DataError's message."""
+    try:
+        yield from rows
+    except DataError as e:
+        raise DataError(f"{name}: {e}") from None
+
+
+def _delimited_rows(lines, suffix: str):
+    """(first line, fields) of each CSV / TSV row; blank lines are skipped."""
+    starts = []
+
+    def feed():
+        for number, line in lines:
+            starts.append(number)
+            yield line
+    options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix == ".tsv" else {}
+    reader = csv.reader(feed(), strict=True, **options)
+    try:
+        for fields in reader:
+            first = starts[0]
+            starts.clear()
+            if fields:
+                yield first, fields
+    except csv.Error as e:
+        raise DataError(f"line {reader.line_num}: {e}") from None
+
+
+def _jsonl_rows(lines):
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"line {number} is not JSON: {e.msg}") from None
+        if not isinstance(value, (dict, list)):
+            raise DataError(f"line {number} is not a JSON object or array")
+        yield number, value
+
+
+def _checked(name: str, columns: list[str], width: str, rows):
+    """(row index, line, values in column order) of every row; DataError for a row of another width."""
+    for index, (number, values) in enumerate(rows):
+        if isinstance(values, dict):
+            if list(values) != columns and set(values) != set(columns):
+                raise DataError(f"{name}: line {number} has the keys {', '.join(values)}; "
+                                f"the first row has {', '.join(columns)}")
+            values = [values[c] for c in columns]
+        elif len(values) != len(columns):
+            raise DataError(f"{name}: line {number} has {len(values)} fields, {width} has {len(columns)} "
+                            f"(ragged rows)")
+        yield index, number, values
+
+
+def column_index(path, spec: str | int, columns: list[str], header: bool) -> int:
+    """The position of the column named ``spec`` (a header name, or a 0-based index in a file without one);
+    DataError listing the columns there are."""
+    if header and str(spec) in columns:
+        return columns.index(str(spec))
+    if not header and str(spec).isdigit() and int(spec) < len(columns):
+        return int(spec)
+    there = ", ".join(columns) if header else f"0 to {len(columns) - 1} (no header)"
+    raise DataError(f"{path}: no column {spec!r}; its columns are {there}")
+
+
+def cell_text(value) -> str:
+    """A cell as text: strings as they are, JSON numbers and booleans as written, null as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+# ---------------------------------------------------------------- labelled datasets
+
+@dataclass
+class FileTask(TaskData):
+    """A dataset read from files: a :class:`TaskData` that also records where it came from
+    (:func:`load_file_task` says what ``source`` holds)."""
+    source: dict = field(default_factory=dict)
+
+    def checksums(self) -> dict[str, str]:
+        """{file name: SHA-256} of the files the splits were read from."""
+        return {Path(f["path"]).name: f["sha256"] for f in self.source["files"].values()}
+
+
+@dataclass
+class Labelled:
+    """The rows of one file: per row its index, line, text(s) and label as written."""
+    path: Path
+    rows: list[int]
+    lines: list[int]
+    texts: list          # str, or (text, text_b)
+    labels: list[str]
+
+
+def read_labelled(path: str | os.PathLike, text: str, label: str, text_b: str | None = None) -> Labelled:
+    """Every row of a table: its text(s) and label, DataError for a bad file, a missing column or an
+    empty text or label (naming the line)."""
+    path = Path(path)
+    suffix = file_format(path)
+    specs = [text, text_b, label]
+    with open(path, "rb") as binary:
+        table = read_rows(path, binary, suffix, needs_header(specs))
+        at = [None if s is None else column_index(path, s, table.columns, table.header) for s in specs]
+        out = Labelled(path, [], [], [], [])
+        for index, line, values in table.rows:
+            cells = [None if i is None else cell_text(values[i]).strip() for i in at]
+            for spec, cell in zip(specs, cells):
+                if spec is not None and not cell:
+                    what = "label" if spec is label else "text"
+                    raise DataError(f"{path}: line {line}: the {what} in column {spec!r} is empty")
+            out.rows.append(index)
+            out.lines.append(line)
+            out.texts.append(cells[0] if text_b is None else (cells[0], cells[1]))
+            out.labels.append(cells[2])
+    return out
+
+
+def class_order(labels: Sequence[str]) -> list[str]:
+    """The classes of a label column in the order the model numbers them: by value when every label
+    is an integer, else alphabetically."""
+    classes = set(labels)
+    if all(_is_int(c) for c in classes):
+        return sorted(classes, key=int)
+    return sorted(classes)
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def scores(data: Labelled) -> list[float]:
+    """The labels of a relatedness file as scores, DataError naming the first line whose label is not a
+    number from 1 up (the head predicts a distribution over the levels 1..K, as on SICK)."""
+    out = []
+    for line, label in zip(data.lines, data.labels):
+        try:
+            value = float(label)
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise DataError(f"{data.path}: line {line}: the relatedness score {label!r} is not a number")
+        if value < 1:
+            raise DataError(f"{data.path}: line {line}: the relatedness score {label} is below 1; scores are "
+                            f"read on a scale from 1 to K (rescale them, e.g. 1 + 4 x score for 0..1)")
+        out.append(value)
+    return out
+
+
+def allocate(sizes: Sequence[int], total: int) -> list[int]:
+    """``total`` split over groups in proportion to ``sizes`` (largest remainders first, ties to the first group)."""
+    whole = sum(sizes)
+    quotas = [s * total / whole for s in sizes]
+    counts = [math.floor(q) for q in quotas]
+    for i in sorted(range(len(sizes)), key=lambda i: (counts[i] - quotas[i], i))[: total - sum(counts)]:
+        counts[i] += 1
+    return counts
+
+
+def stratified_split(strata: Sequence, fractions: dict[str, float], seed: int) -> dict[str, list[int]]:
+    """Row indices of each held-out split (e.g. ``{"dev": 0.1, "test": 0.1}``) and of ``train``, the rest.
+
+    Each split takes round(fraction x rows), at least one, shared among the strata (the classes) in
+    proportion to their sizes; within a stratum the rows are drawn by a generator seeded with ``seed``,
+    so that a split depends only on the labels, the fractions and the seed.
+    """
+    groups: dict = {}
+    for row, key in enumerate(strata):
+        groups.setdefault(key, []).append(row)
+    keys = sorted(groups)
+    rng = np.random.default_rng(seed)
+    order = {k: [groups[k][i] for i in rng.permutation(len(groups[k]))] for k in keys}
+    out, taken = {}, {k: 0 for k in keys}
+    for name, fraction in fractions.items():
+        want = max(1, round(fraction * len(strata)))
+        counts = allocate([len(groups[k]) for k in keys], want)
+        out[name] = sorted(r for k, c in zip(keys, counts) for r in order[k][taken[k]:taken[k] + c])
+        for k, c in zip(keys, counts):
+            taken[k] += c
+    out["train"] = sorted(r for k in keys for r in order[k][taken[k]:])
+    return out
+
+
+def minimum_rows(fractions: dict[str, float]) -> int:
+    """The fewest rows from which every split of ``fractions`` gets a row and training two."""
+    n = 2
+    while n - sum(max(1, round(f * n)) for f in fractions.values()) < 2:
+        n += 1
+    return n
+
+
+def file_record(path: Path) -> dict:
+    """Where a file is and its SHA-256: what a checkpoint records of each data file."""
+    return {"path": str(path.resolve()), "sha256": sha256_file(path)}
+
+
+def load_file_task(path: str | os.PathLike, text_column: str, label_column: str, text_b_column: str | None = None,
+                   kind: str | None = None, dev: str | os.PathLike | None = None,
+                   test: str | os.PathLike | None = None, dev_fraction: float = DEFAULT_FRACTION,
+                   test_fraction: float = DEFAULT_FRACTION, seed: int = 0) -> FileTask:
+    """A dataset from a table file (``--data``): train, dev and test splits, classes and a record of it all.
+
+    ``kind`` is classify (the default), pair (the default with ``text_b_column``) or relatedness (numeric
+    labels, read as scores from 1 to K). ``dev`` and ``test`` are files with the same columns; a split
+    without one is drawn from the data file, stratified by class (by rounded score for relatedness), with
+    ``dev_fraction`` / ``test_fraction`` of its rows, seeded by ``seed``.
+
+    ``source`` records the files (path and SHA-256), the columns, kind, fractions and seed, and
+    ``rows``: the 0-based row indices of the splits drawn from the data file (train is every other row),
+    from which :func:`load_recorded` reads the same splits again. DataError for anything wrong.
+    """
+    path = Path(path)
+    kind = kind or ("pair" if text_b_column is not None else "classify")
+    if kind != "classify" and text_b_column is None:  # pair and relatedness (disan.nn.heads.KINDS)
+        raise DataError(f"a {kind} model takes two texts: give the second one's column (--text-b-column)")
+    if kind == "classify" and text_b_column is not None:
+        raise DataError("a classify model takes one text; a second text column is for pair and relatedness")
+    drawn = {name: f for name, f, given in (("dev", dev_fraction, dev), ("test", test_fraction, test)) if given is None}
+    for name, f in drawn.items():
+        if not 0 < f < 1:
+            raise DataError(f"the {name} fraction must be between 0 and 1, not {f}")
+    if sum(drawn.values()) >= 1:
+        raise DataError("the dev and test fractions leave no rows for training")
+    columns = (text_column, label_column, text_b_column)
+    main = read_labelled(path, *columns)
+    others = {name: read_labelled(p, *columns) for name, p in (("dev", dev), ("test", test)) if p is not None}
+
+    if kind == "relatedness":
+        values = {"data": scores(main), **{name: scores(d) for name, d in others.items()}}
+        top = max(values["data"])
+        if min(values["data"]) == top:
+            raise DataError(f"{path}: every row has the score {main.labels[0]}: nothing to learn")
+        labels = [str(level) for level in range(1, max(2, math.ceil(max(max(v) for v in values.values()))) + 1)]
+        strata = [round(v) for v in values["data"]]
+    else:
+        labels = class_order(main.labels)
+        if len(labels) < 2:
+            raise DataError(f"{path}: every row has the label {labels[0]!r}; a classifier needs two classes or more")
+        index = {c: i for i, c in enumerate(labels)}
+        for name, d in others.items():
+            for line, label in zip(d.lines, d.labels):
+                if label not in index:
+                    raise DataError(f"{d.path}: line {line}: the label {label!r} is not in the training data "
+                                    f"(its labels are {', '.join(labels)})")
+        values = {"data": [index[c] for c in main.labels],
+                  **{name: [index[c] for c in d.labels] for name, d in others.items()}}
+        strata = values["data"]
+
+    if len(strata) < minimum_rows(drawn):
+        held = "".join(f"a {f:.0%} {name} split, " for name, f in drawn.items())
+        raise DataError(f"{path} has {len(strata)} rows: too few for {held}and training "
+                        f"(at least {minimum_rows(drawn)} rows)")
+    split = stratified_split(strata, drawn, seed)
+    examples = {name: [Example(main.texts[r], values["data"][r]) for r in rows] for name, rows in split.items()}
+    for name, d in others.items():
+        examples[name] = [Example(t, v) for t, v in zip(d.texts, values[name])]
+
+    files = {"data": file_record(path), **{name: file_record(d.path) for name, d in others.items()}}
+    how = [f"{name} = {f:.0%} of {path.name} (stratified, seed {seed})" for name, f in drawn.items()]
+    how += [f"{name} = {d.path.name}" for name, d in others.items()]
+    source = {"files": files, "columns": {"text": text_column, "text_b": text_b_column, "label": label_column},
+              "kind": kind, "seed": seed, "dev_fraction": dev_fraction, "test_fraction": test_fraction,
+              "rows": {name: split[name] for name in drawn}}
+    return FileTask(path.name, kind, labels, examples["train"], examples["dev"], examples["test"],
+                    f"your own data: {'; '.join(how)}; train = the other rows of {path.name}.", source)
+
+
+def load_recorded(source: dict) -> FileTask:
+    """The dataset a checkpoint was trained on, from its record (``source`` of :func:`load_file_task`);
+    DataError when a file is missing or no longer has the recorded SHA-256."""
+    files = source["files"]
+    for name, f in files.items():
+        if not Path(f["path"]).is_file():
+            raise DataError(f"the {name} file {f['path']} is not there any more")
+        if sha256_file(Path(f["path"])) != f["sha256"]:
+            raise DataError(f"{f['path']} has changed since the model was trained (its SHA-256 differs)")
+    cols = source["columns"]
+    task = load_file_task(files["data"]["path"], cols["text"], cols["label"], cols["text_b"], source["kind"],
+                          files.get("dev", {}).get("path"), files.get("test", {}).get("path"),
+                          source["dev_fraction"], source["test_fraction"], source["seed"])
+    if task.source["rows"] != source["rows"]:  # the same file, labels and seed draw the same rows
+        raise DataError("the recorded split rows differ from those drawn again; was the seed changed?")
+    return task

@@ -1,0 +1,54 @@
+"""``disan app [--port N] [--checkpoints DIR]``: the Streamlit app, started from wherever one stands.
+
+The app's script (app.py, pages/ and .streamlit/) lives at the repository's root, where
+``streamlit run app.py`` runs it; an installed package carries a copy in ``disan/site/`` (see
+pyproject.toml), with the shipped checkpoints. The command runs the first of the two it finds, in the
+script's folder so that its .streamlit/config.toml applies. The checkpoints listed (and trained into)
+are --checkpoints, else $DISAN_CHECKPOINTS, else the shipped ones.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]
+CHECKPOINTS_ENV = "DISAN_CHECKPOINTS"
+# Where the app's script is: inside the installed package, or at the root of a checkout.
+SITES = (PACKAGE / "site", PACKAGE.parent)
+
+
+def site() -> Path:
+    """The folder that holds app.py, pages/ and the shipped checkpoints; OSError when there is none."""
+    for folder in SITES:
+        if (folder / "app.py").is_file() and (folder / "pages").is_dir():
+            return folder
+    raise FileNotFoundError(f"the app's script is missing: no app.py with pages/ in {' or '.join(map(str, SITES))}")
+
+
+def command(args: argparse.Namespace) -> tuple[list[str], dict, Path]:
+    """(argv, environment, working folder) of the streamlit process that serves the app."""
+    folder = site()
+    checkpoints = Path(args.checkpoints or os.environ.get(CHECKPOINTS_ENV) or folder / "checkpoints").expanduser()
+    if not checkpoints.is_dir():
+        raise FileNotFoundError(f"the checkpoints folder {checkpoints} does not exist")
+    argv = [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), "--server.port", str(args.port)]
+    if args.headless:
+        argv += ["--server.headless", "true"]
+    return argv, {**os.environ, CHECKPOINTS_ENV: str(checkpoints.resolve())}, folder
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="disan app", description=__doc__.split("\n\n")[0])
+    p.add_argument("--port", type=int, default=8501, help="the port to serve on (default: 8501)")
+    p.add_argument("--checkpoints", help=f"the checkpoints folder (default: ${CHECKPOINTS_ENV}, else the shipped ones)")
+    p.add_argument("--headless", action="store_true", help="do not open a browser")
+    args = p.parse_args(argv)
+    argv, env, folder = command(args)
+    os.chdir(folder)
+    os.execve(sys.executable, argv, env)  # the app replaces this process: Ctrl-C and exit status are its own
+
+
+if __name__ == "__main__":
+    sys.exit(main())

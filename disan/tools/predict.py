@@ -1,0 +1,254 @@
+"""Batch prediction: ``python -m disan predict CHECKPOINT INPUT [--out PATH]``.
+
+    python -m disan predict checkpoints/sst5 reviews.csv --text-column review --out predicted.csv
+    cat sentences.txt | python -m disan predict checkpoints/sst5 - > predicted.csv
+    python -m disan predict checkpoints/sick pairs.jsonl --text-column a --text-b-column b --label-column score
+
+INPUT is a .csv, .tsv, .jsonl or .txt file (one text per line), or ``-`` for standard input (its format
+given by --format, one text per line by default). The output keeps the input's columns and adds
+``prediction`` and ``p_<label>`` per class, or ``score`` for a relatedness model: CSV, TSV or JSONL by
+the extension of --out, written to a temporary file beside it and renamed when complete (a failed run
+leaves nothing); without --out, CSV on standard output. With --label-column the accuracy (Pearson r for
+relatedness) is reported on standard error, and a label the model does not know is an error.
+
+It streams: rows are read in chunks of :data:`~disan.data.files.CHUNK_ROWS`, tokenised, sorted by
+length into batches (little padding), run in inference mode on the model's fast kernel, and written
+in their input order, so that memory stays bounded whatever the file's length. A progress bar with
+the sentences per second goes to standard error.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from disan.data.files import (
+    CHUNK_ROWS,
+    FORMATS,
+    DataError,
+    Rows,
+    cell_text,
+    column_index,
+    file_format,
+    needs_header,
+    read_rows,
+)
+from disan.data.text import tokenize
+from disan.inspect.batched import length_batches
+from disan.inspect.pipeline import Pipeline, load
+from disan.nn.heads import relatedness_score
+
+BATCH = 128          # sentences per batch: sorted by length, so that padding stays small
+OUTPUTS = (".csv", ".tsv", ".jsonl")
+
+
+def output_columns(pipe: Pipeline) -> list[str]:
+    """The columns prediction adds: ``score`` for relatedness, else ``prediction`` and ``p_<label>`` per class."""
+    return ["score"] if pipe.kind == "relatedness" else ["prediction", *(f"p_{label}" for label in pipe.labels)]
+
+
+@dataclass
+class Score:
+    """The agreement of the predictions with a label column, accumulated row by row."""
+    kind: str
+    n: int = 0
+    right: int = 0
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(5))   # x, y, xx, yy, xy for Pearson r
+
+    def add(self, predicted, gold) -> None:
+        self.n += 1
+        if self.kind == "relatedness":
+            self.sums += [predicted, gold, predicted * predicted, gold * gold, predicted * gold]
+        else:
+            self.right += predicted == gold
+
+    def line(self) -> str:
+        """The figure as one line: accuracy, or Pearson r for relatedness."""
+        if self.kind != "relatedness":
+            return f"accuracy {self.right / self.n:.4f} ({self.right:,} of {self.n:,})"
+        x, y, xx, yy, xy = self.sums / self.n
+        r = (xy - x * y) / math.sqrt(max((xx - x * x) * (yy - y * y), 0.0) or math.nan)
+        return f"pearson {r:.4f} on {self.n:,} pairs"
+
+
+def predict_rows(pipe: Pipeline, name: str, table: Rows, text_at: list[int], label_at: int | None = None,
+                 score: Score | None = None, batch_size: int = BATCH,
+                 chunk_rows: int = CHUNK_ROWS) -> Iterator[tuple[list, list]]:
+    """(the input row's values, the values of :func:`output_columns`) for every row, in input order.
+
+    ``text_at`` holds the column positions of the text (one, or two for a pair model). Rows are taken
+    ``chunk_rows`` at a time; within a chunk the inputs run in length-sorted batches. DataError names
+    the line of an empty text, or of a label the model does not know (with ``label_at``, whose
+    agreement with the predictions goes into ``score``).
+    """
+    chunk = []
+    for row in table.rows:
+        chunk.append(row)
+        if len(chunk) == chunk_rows:
+            yield from _predict_chunk(pipe, name, table.columns, chunk, text_at, label_at, score, batch_size)
+            chunk = []
+    if chunk:
+        yield from _predict_chunk(pipe, name, table.columns, chunk, text_at, label_at, score, batch_size)
+
+
+def _predict_chunk(pipe, name, columns, chunk, text_at, label_at, score, batch_size):
+    tokens = [[] for _ in text_at]
+    for _, line, values in chunk:
+        for column, at in zip(tokens, text_at):
+            words = tokenize(cell_text(values[at]))
+            if not words:
+                raise DataError(f"{name}: line {line}: the text in column {columns[at]!r} is empty")
+            column.append(words)
+    logits = torch.empty(len(chunk), pipe.model.cfg.n_classes)
+    lengths = [max(len(column[i]) for column in tokens) for i in range(len(chunk))]
+    with torch.inference_mode():
+        for idx in length_batches(lengths, max_batch=batch_size, budget=batch_size * max(lengths) ** 2):
+            logits[idx] = pipe.model(*(pipe.ids([column[i] for i in idx]) for column in tokens)).float().cpu()
+    if pipe.kind == "relatedness":
+        added = [[round(float(s), 4)] for s in relatedness_score(logits)]
+    else:
+        probs = logits.softmax(dim=-1).numpy()
+        added = [[pipe.labels[int(p.argmax())], *(round(float(v), 6) for v in p)] for p in probs]
+    for (_, line, values), out in zip(chunk, added):  # the whole chunk is checked before any row is written
+        if label_at is not None:
+            gold = cell_text(values[label_at]).strip()
+            if pipe.kind == "relatedness":
+                try:
+                    score.add(out[0], float(gold))
+                except ValueError:
+                    raise DataError(f"{name}: line {line}: the score {gold!r} is not a number") from None
+            elif gold not in pipe.labels:
+                raise DataError(f"{name}: line {line}: the label {gold!r} is not one the model knows "
+                                f"({', '.join(pipe.labels)})")
+            else:
+                score.add(out[0], gold)
+    for (_, _, values), out in zip(chunk, added):
+        yield values, out
+
+
+class Writer:
+    """Rows out as CSV, TSV or JSONL (by the extension of the output's name) to a text stream."""
+
+    def __init__(self, stream, suffix: str, columns: list[str]):
+        self.stream, self.suffix, self.columns = stream, suffix, columns
+        self.csv = None if suffix == ".jsonl" else csv.writer(stream, delimiter="\t" if suffix == ".tsv" else ",",
+                                                              lineterminator="\n")
+        self.started = False
+
+    def write(self, values: list) -> None:
+        """One row; the header goes first, with the first row (a run that fails before writes nothing)."""
+        if self.csv and not self.started:
+            self.csv.writerow(self.columns)
+        self.started = True
+        if self.suffix == ".jsonl":
+            self.stream.write(json.dumps(dict(zip(self.columns, values)), ensure_ascii=False) + "\n")
+        else:
+            self.csv.writerow([v if isinstance(v, (str, float, int)) else cell_text(v) for v in values])
+
+
+@contextmanager
+def atomic_output(path: Path | None):
+    """A text stream for the output: standard output, or a temporary file beside ``path`` that is
+    renamed to it when the block ends without an error, and removed when it does not."""
+    if path is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | None, text_column: str | None = None,
+                 text_b_column: str | None = None, label_column: str | None = None, batch_size: int = BATCH,
+                 chunk_rows: int = CHUNK_ROWS, progress: bool = True) -> tuple[int, float, Score | None]:
+    """Predict every row of an open binary input (``name`` and format ``suffix``) into ``out`` (None:
+    standard output); returns (rows, seconds, the score against ``label_column`` or None)."""
+    if pipe.is_pair and text_b_column is None:
+        raise DataError("this is a sentence-pair model: give the second text's column (--text-b-column)")
+    if not pipe.is_pair and text_b_column is not None:
+        raise DataError("this model takes one text; --text-b-column is for pair and relatedness models")
+    out_suffix = ".csv" if out is None else out.suffix.lower()
+    if out_suffix not in OUTPUTS:
+        raise DataError(f"{out}: unknown output format {out_suffix or '(no extension)'!r}; use {', '.join(OUTPUTS)}")
+    default = "text" if suffix == ".txt" else None
+    specs = [text_column or default, text_b_column, label_column]
+    table = read_rows(name, binary, suffix, needs_header(specs))
+    text_column = specs[0] or ("text" if table.header else "0")
+    at = [column_index(name, s, table.columns, table.header) if s is not None else None
+          for s in (text_column, text_b_column, label_column)]
+    added = output_columns(pipe)
+    clash = [c for c in added if c in table.columns]
+    if clash:
+        raise DataError(f"{name} already has a column {clash[0]!r}, which the predictions would replace")
+    score = Score(pipe.kind) if label_column is not None else None
+    started, n = time.perf_counter(), 0
+    from tqdm import tqdm
+    bar = tqdm(unit=" sentences", file=sys.stderr, disable=not progress, mininterval=0.5)
+    with atomic_output(out) as stream:
+        writer = Writer(stream, out_suffix, table.columns + added)
+        for values, extra in predict_rows(pipe, name, table, [i for i in at[:2] if i is not None], at[2], score,
+                                          batch_size, chunk_rows):
+            writer.write(list(values) + extra)
+            n += 1
+            bar.update(1)
+    bar.close()
+    return n, time.perf_counter() - started, score
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m disan predict", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="a checkpoint directory")
+    p.add_argument("input", help=f"a {', '.join(FORMATS)} file, or - for standard input")
+    p.add_argument("--text-column", help="the texts' column: a header name, or a 0-based index for a file without "
+                                         "a header row (default: 'text', or column 0 of a file without a header)")
+    p.add_argument("--text-b-column", help="the second texts' column (pair and relatedness models)")
+    p.add_argument("--label-column", help="gold labels (or scores): report the accuracy (or Pearson r)")
+    p.add_argument("--out", type=Path, help=f"output file, {', '.join(OUTPUTS)} by its extension "
+                                            "(default: CSV on standard output)")
+    p.add_argument("--format", default="txt", choices=[f.lstrip(".") for f in FORMATS],
+                   help="the format of standard input (default: txt, one text per line)")
+    p.add_argument("--batch-size", type=int, default=BATCH, help=f"sentences per batch (default: {BATCH})")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--device", default="cpu", help="auto, cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    return p
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    pipe = load(args.checkpoint, device=args.device)
+    if args.input == "-":
+        name, suffix, source = "<stdin>", "." + args.format, nullcontext(sys.stdin.buffer)
+    else:
+        name, suffix = args.input, file_format(args.input, FORMATS)
+        source = open(args.input, "rb")
+    with source as binary:
+        n, seconds, score = predict_file(pipe, binary, name, suffix, args.out, args.text_column, args.text_b_column,
+                                         args.label_column, args.batch_size, progress=args.progress)
+    where = f" into {args.out}" if args.out else ""
+    print(f"{n:,} inputs{where} in {seconds:.1f} s ({n / max(seconds, 1e-9):,.0f}/s)"
+          + (f"; {score.line()}" if score else ""), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
