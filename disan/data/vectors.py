@@ -102,11 +102,17 @@ def fingerprint(source: str) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=2)
+def _indexed(source: str, digests: tuple) -> tuple[list[str], np.ndarray, dict[str, int]]:
+    """A source's words, vectors and lowercase index, read once per process for the same files (``digests``)."""
+    words, vectors = load_glove(source)
+    return words, vectors, _lowercase_index(words)
+
+
 def rows_beyond(source: str, known: Collection[str]) -> tuple[list[str], np.ndarray]:
     """(words, vectors float32) of every word of ``source`` whose lowercase form ``known`` lacks, in file order
     (a cased file's most frequent spelling of each)."""
-    words, vectors = load_glove(source)
-    index = _lowercase_index(words)
+    words, vectors, index = _indexed(source, tuple(sorted(fingerprint(source).items())))
     keep = sorted(i for key, i in index.items() if key not in known)
     return [words[i].lower() for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
