@@ -1,7 +1,14 @@
 """Token2token attention of both DiSA blocks (the paper's Fig. 4), per feature or reduced."""
 import streamlit as st
 
-from disan.app.common import downloads, draw, drawing_width, fresh, page_sentences, side_by_side
+from disan.app.common import (
+    downloads,
+    draw,
+    drawing_width,
+    fresh,
+    page_sentences,
+    side_by_side,
+)
 from disan.explore import markup, views
 
 st.header("Token2token attention")

@@ -1,7 +1,13 @@
 """Fusion gates F of both DiSA blocks (the paper's Fig. 5): how much of h each token keeps."""
 import streamlit as st
 
-from disan.app.common import downloads, draw, drawing_width, page_sentences, side_by_side
+from disan.app.common import (
+    downloads,
+    draw,
+    drawing_width,
+    page_sentences,
+    side_by_side,
+)
 from disan.explore import views
 
 st.header("Fusion gates")

@@ -1,7 +1,13 @@
 """Multi-dimensional source2token attention: which tokens make up the sentence encoding, per feature."""
 import streamlit as st
 
-from disan.app.common import downloads, draw, drawing_width, page_sentences, side_by_side
+from disan.app.common import (
+    downloads,
+    draw,
+    drawing_width,
+    page_sentences,
+    side_by_side,
+)
 from disan.explore import views
 
 st.header("Source2token attention")

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from disan.tools.latency import VIEWPORT, chromium, navigate, sentence, server, type_sentence
+from disan.tools.latency import (
+    VIEWPORT,
+    chromium,
+    navigate,
+    sentence,
+    server,
+    type_sentence,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
