@@ -3,6 +3,7 @@ import os
 import pickle
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -204,3 +205,15 @@ def test_the_fingerprint_changes_when_a_checkpoint_is_rewritten(make_checkpoint)
     weights = path / checkpoint.WEIGHTS
     weights.write_bytes(weights.read_bytes()[:-1])
     assert catalog.fingerprint(path.parent) != before
+
+
+def test_the_runs_table_times_epochs_and_leaves_step_budgets_blank(make_checkpoint):
+    # a run evaluated every N steps records the seconds of each period, not of epochs
+    by_epoch, by_steps = make_checkpoint(name="by-epoch"), make_checkpoint(name="by-steps")
+    for path, history in ((by_epoch, [{"epoch_seconds": 10.0}, {"epoch_seconds": 20.0}]),
+                          (by_steps, [{"seconds": 5.0, "step": 1000}])):
+        metrics = json.loads((path / "metrics.json").read_text())
+        (path / "metrics.json").write_text(json.dumps({**metrics, "history": history}))
+    table = catalog.runs_table(catalog.list_checkpoints(by_epoch.parent)).set_index("checkpoint")
+    assert table.loc["by-epoch", "s / epoch"] == 15.0
+    assert pd.isna(table.loc["by-steps", "s / epoch"]) and table.loc["by-steps", "epochs"] == 1

@@ -132,6 +132,13 @@ def card(entry: Entry) -> str:
     return "\n".join(lines)
 
 
+def _seconds_per_epoch(history: list[dict]) -> float | None:
+    """The mean duration of a run's epochs; None for a run evaluated every N steps, whose records time
+    their periods instead (``seconds``)."""
+    seconds = [h["epoch_seconds"] for h in history if "epoch_seconds" in h]
+    return round(sum(seconds) / len(seconds), 1) if seconds else None
+
+
 def runs_table(items: list[Entry]) -> pd.DataFrame:
     """One row per working checkpoint, to compare encoders side by side (the paper's Tables 1 and 2)."""
     rows = []
@@ -146,7 +153,7 @@ def runs_table(items: list[Entry]) -> pd.DataFrame:
             "checkpoint": e.name, "task": e.task, "encoder": e.encoder, "d_h": tc.get("d_h"),
             "train examples": metrics.get("n_train"), "parameters": config.get("n_params"),
             "epochs": len(history),
-            "s / epoch": round(sum(h["epoch_seconds"] for h in history) / len(history), 1) if history else None,
+            "s / epoch": _seconds_per_epoch(history),
             "metric": key, "dev": dev.get(key), "test": test.get(key),
         })
     return pd.DataFrame(rows)
