@@ -50,4 +50,5 @@ def test_the_atlas_renders_and_its_link_opens_the_attention_page_on_the_feature(
     assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == text
     checked = page.locator('[data-testid="stMain"] [data-testid="stRadio"] input:checked').first
     assert checked.evaluate("e => e.closest('label').textContent") == "one feature"
-    assert page.locator('[data-testid="stNumberInput"] input').first.input_value() == str(feature)
+    chosen = page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').filter(has_text="Feature k").first
+    assert f"k = {feature} ·" in chosen.locator("input").input_value()  # the list shows the linked feature
