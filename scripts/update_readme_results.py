@@ -6,8 +6,8 @@ are not cross-validation folds (runs/trec, runs/trec-dropout0.4, ...) and have i
 it on dev — dev, never test, decides — and the best one is shipped; every other one keeps its record in
 results/, a run named after the task as results/<task>-<vectors>, so all of them are reported.
 $RUNS names the runs' folder (default: runs/, as scripts/reproduce.sh). With --no-ship every finished
-run is recorded and the tables refreshed, but no checkpoint is replaced: for while the runs that
-compete with a shipped checkpoint are not all done.
+run is recorded and the tables refreshed, but no checkpoint is replaced: for the time while the runs
+that compete with a shipped checkpoint are not all done.
 
 The table between the recipe markers lists SST-5's recipe runs (sst5-authors*, sst5-item*, sst5-items*): their best dev
 accuracy, where it was reached and their minutes, read from the finished records, or from the state

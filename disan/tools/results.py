@@ -63,16 +63,15 @@ def vectors_label(embeddings: str | None) -> str:
 def portable(command: str) -> str:
     """A run's command as the table shows it, the same whatever folder it ran in: an absolute --out
     becomes runs/<its name> (where scripts/reproduce.sh trains) and an absolute --logdir is left out."""
-    args, shown = shlex.split(command), []
-    pairs = iter(range(len(args)))
-    for i in pairs:
+    args, shown, i = shlex.split(command), [], 0
+    while i < len(args):
         flag, value = args[i], args[i + 1] if i + 1 < len(args) else ""
         if flag in ("--out", "--logdir") and Path(value).is_absolute():
-            next(pairs, None)
-            if flag == "--out":
-                shown += [flag, f"runs/{Path(value).name}"]
-            continue
-        shown.append(flag)
+            shown += [flag, f"runs/{Path(value).name}"] if flag == "--out" else []
+            i += 2
+        else:
+            shown.append(flag)
+            i += 1
     return shlex.join(shown)
 
 
