@@ -9,9 +9,10 @@ $RUNS names the runs' folder (default: runs/, as scripts/reproduce.sh). With --n
 run is recorded and the tables refreshed, but no checkpoint is replaced: for the time while the runs
 that compete with a shipped checkpoint are not all done.
 
-The table between the recipe markers lists SST-5's recipe runs (sst5-authors*, sst5-item*, sst5-items*): their best dev
-accuracy, where it was reached and their minutes, read from the finished records, or from the state
-file of a run still going (or stopped, to be resumed).
+The table between the recipe markers lists the run of our own SST-5 recipe (runs/sst5) and the recipe runs
+(sst5-authors*, sst5-item*, sst5-items*): their best dev accuracy, where it was reached and their minutes,
+read from the finished records (the one shipped as checkpoints/sst5 says so), or from the state file of a
+run still going (or stopped, to be resumed).
 """
 import json
 import os
@@ -27,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(os.environ.get("RUNS") or ROOT / "runs")
 RECORD = ("config.json", "metrics.json", "README.md")
 RECIPE_RUN = re.compile(r"^sst5-(authors|items?\d)")
+BASELINE = "sst5"  # the run of our own SST-5 recipe (reproduce.sh: runs/sst5), the recipe table's first row
 
 
 def read(folder: Path, name: str) -> dict:
@@ -83,32 +85,38 @@ def count(record: dict) -> str:
     return f"{record['step']:,}" if "step" in record else f"{record['epoch']}"
 
 
+def run_name(folder: Path) -> str:
+    """The name a run was trained under: the last part of its --out."""
+    return Path((read(folder, "config.json").get("train_config") or {}).get("out", folder.name)).name
+
+
 def recipe_row(name: str) -> str | None:
-    """A recipe run's row: finished (its record in results/ or $RUNS), else its state file; None if neither."""
-    for folder in (ROOT / "results" / name, RUNS / name):
-        if (folder / "metrics.json").exists() and finished(folder):
+    """A recipe run's row: finished (its record, found by the name it was trained under: the shipped
+    checkpoint, results/ or $RUNS), else its state file; None if neither."""
+    shipped = ROOT / "checkpoints" / "sst5"
+    label = f"{name} (our recipe)" if name == BASELINE else name
+    for folder in (shipped, *sorted((ROOT / "results").iterdir()), RUNS / name):
+        if finished(folder) and run_name(folder) == name:
             m = read(folder, "metrics.json")
             at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
                   else f"epoch {m['best_epoch']} of {m['epochs_run']}")
-            return f"| {name} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | finished |"
+            state = "finished, shipped" if same_run(folder, shipped) else "finished"
+            return f"| {label} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | {state} |"
     state_file = RUNS / f"{name}.resume.pt"
     if not state_file.exists():
         return None
     import torch
     state = torch.load(state_file, map_location="cpu", weights_only=True)
     history, best = state["history"], state["best"]
-    return (f"| {name} | {100 * history[best - 1]['dev_accuracy']:.2f} | {where(history[best - 1])} of "
+    return (f"| {label} | {100 * history[best - 1]['dev_accuracy']:.2f} | {where(history[best - 1])} of "
             f"{count(history[-1])} so far | {state.get('seconds', 0) / 60:.0f} | not finished |")
 
 
 def recipe_table() -> str:
-    sst5 = read(ROOT / "checkpoints" / "sst5", "metrics.json")
-    rows = ["| setting | dev | at | minutes | state |", "|---|---:|---|---:|---|",
-            f"| shipped recipe | {100 * sst5['dev']['accuracy']:.2f} | epoch {sst5['best_epoch']} of "
-            f"{sst5['epochs_run']} | {sst5['train_seconds'] / 60:.0f} | finished |"]
     names = sorted({p.name.removesuffix(".resume.pt") for folder in (ROOT / "results", RUNS) if folder.exists()
                     for p in folder.iterdir() if RECIPE_RUN.match(p.name)})
-    return "\n".join(rows + [row for row in map(recipe_row, names) if row])
+    rows = [recipe_row(name) for name in [BASELINE, *names]]
+    return "\n".join(["| setting | dev | at | minutes | state |", "|---|---:|---|---:|---|"] + [r for r in rows if r])
 
 
 no_ship = sys.argv[1:] == ["--no-ship"]
@@ -128,6 +136,7 @@ for key, current in shipped.items():
         shutil.rmtree(current)
         shutil.copytree(best, current)
         others.remove(best)
+        shutil.rmtree(ROOT / "results" / record_name(best), ignore_errors=True)  # a --no-ship record of it
         print(f"{current.name}: shipped {best.name} (dev {dev_score(best):.4f})")
     for rival in others:
         keep_record(rival)
