@@ -89,6 +89,7 @@ def test_vectors_with_no_word_beyond_the_stored_ones_leave_the_model_as_it_is(tm
     assert torch.equal(model(ids), stored(ids))
 
 
+@pytest.mark.usefixtures("data_root")
 def test_evaluate_measures_the_stored_words_by_default_and_every_word_of_the_vectors_on_request(tmp_path, capsys):
     recorded = train(tiny_trec(tmp_path / "run", epochs=1), log=io.StringIO())["dev"]
     capsys.readouterr()
