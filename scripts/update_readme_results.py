@@ -90,18 +90,29 @@ def run_name(folder: Path) -> str:
     return Path((read(folder, "config.json").get("train_config") or {}).get("out", folder.name)).name
 
 
-def recipe_row(name: str) -> str | None:
-    """A recipe run's row: finished (its record, found by the name it was trained under: the shipped
-    checkpoint, results/ or $RUNS), else its state file; None if neither."""
+def finished_by_name() -> dict[str, Path]:
+    """Every finished run's folder by the name it was trained under, read once: the shipped SST-5 checkpoint
+    first, then results/, then $RUNS (the first found of a name wins)."""
+    folders = [ROOT / "checkpoints" / "sst5", *sorted((ROOT / "results").iterdir())]
+    folders += sorted(RUNS.iterdir()) if RUNS.exists() else []
+    found = {}
+    for folder in folders:
+        if finished(folder):
+            found.setdefault(run_name(folder), folder)
+    return found
+
+
+def recipe_row(name: str, records: dict[str, Path]) -> str | None:
+    """A recipe run's row: finished (its record in ``records``), else its state file; None if neither."""
     shipped = ROOT / "checkpoints" / "sst5"
     label = f"{name} (our recipe)" if name == BASELINE else name
-    for folder in (shipped, *sorted((ROOT / "results").iterdir()), RUNS / name):
-        if finished(folder) and run_name(folder) == name:
-            m = read(folder, "metrics.json")
-            at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
-                  else f"epoch {m['best_epoch']} of {m['epochs_run']}")
-            state = "finished, shipped" if same_run(folder, shipped) else "finished"
-            return f"| {label} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | {state} |"
+    if name in records:
+        folder = records[name]
+        m = read(folder, "metrics.json")
+        at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
+              else f"epoch {m['best_epoch']} of {m['epochs_run']}")
+        state = "finished, shipped" if same_run(folder, shipped) else "finished"
+        return f"| {label} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | {state} |"
     state_file = RUNS / f"{name}.resume.pt"
     if not state_file.exists():
         return None
@@ -115,7 +126,8 @@ def recipe_row(name: str) -> str | None:
 def recipe_table() -> str:
     names = sorted({p.name.removesuffix(".resume.pt") for folder in (ROOT / "results", RUNS) if folder.exists()
                     for p in folder.iterdir() if RECIPE_RUN.match(p.name)})
-    rows = [recipe_row(name) for name in [BASELINE, *names]]
+    records = finished_by_name()
+    rows = [recipe_row(name, records) for name in [BASELINE, *names]]
     return "\n".join(["| setting | dev | at | minutes | state |", "|---|---:|---|---:|---|"] + [r for r in rows if r])
 
 
