@@ -11,7 +11,7 @@ import pytest
 
 from disan.__main__ import main
 from disan.explore.analyses.stats import mcnemar_exact
-from disan.tools.compare import compare
+from disan.tools.compare import compare, markdown
 from disan.training.evaluate import Evaluation
 from disan.training.train import train
 
@@ -79,6 +79,8 @@ def test_the_relatedness_difference_is_the_difference_of_pearson_r():
     assert c.difference.value == pytest.approx(expected)
     assert 0 < c.difference.low < expected < c.difference.high  # much closer: the interval excludes 0
     assert c.p_mcnemar is None
+    head, _, base_row, row = markdown("far", related(far), [c], "dev").splitlines()
+    assert "McNemar" not in head and row.split(" | ")[2] == f"{expected:+.4f}" and base_row.count("|") == 5
 
 
 @pytest.mark.usefixtures("data_root")

@@ -86,18 +86,21 @@ def compare(base: Evaluation, other: Evaluation, name: str, resamples: int = RES
 
 
 def markdown(base_name: str, base: Evaluation, comparisons: list[Comparison], split: str) -> str:
-    """The comparisons as a Markdown table, figures as the README prints them (accuracy in %)."""
-    scale, digits, metric = (1, 4, "pearson") if base.kind == "relatedness" else (100, 2, "accuracy")
+    """The comparisons as a Markdown table, figures as the README prints them (accuracy in %); McNemar's
+    columns for classes only."""
+    classes = base.kind != "relatedness"
+    scale, digits, metric = (100, 2, "accuracy") if classes else (1, 4, "pearson")
     fig = "{:+.%df}" % digits
-    rows = [f"| checkpoint | {split} {metric} | minus base | 95% interval | only this right | only base right "
-            "| McNemar p |", "|---|---:|---:|---|---:|---:|---:|",
-            f"| {base_name} (base) | {scale * base.metrics[metric]:.{digits}f} | | | | | |"]
+    head = ["checkpoint", f"{split} {metric}", "minus base", "95% interval"]
+    head += ["only this right", "only base right", "McNemar p"] if classes else []
+    rows = [head, [f"{base_name} (base)", f"{scale * base.metrics[metric]:.{digits}f}"] + [""] * (len(head) - 2)]
     for c in comparisons:
         d = c.difference
-        tests = "| | |" if c.p_mcnemar is None else f"| {c.only_other} | {c.only_base} | {c.p_mcnemar:.3f} |"
-        rows.append(f"| {c.name} | {scale * c.value:.{digits}f} | {fig.format(scale * d.value)} | "
-                    f"[{fig.format(scale * d.low)}, {fig.format(scale * d.high)}] " + tests)
-    return "\n".join(rows)
+        row = [c.name, f"{scale * c.value:.{digits}f}", fig.format(scale * d.value),
+               f"[{fig.format(scale * d.low)}, {fig.format(scale * d.high)}]"]
+        rows.append(row + ([str(c.only_other), str(c.only_base), f"{c.p_mcnemar:.3f}"] if classes else []))
+    rule = ["---", "---:", "---:", "---"] + ["---:"] * (len(head) - 4)
+    return "\n".join("| " + " | ".join(r) + " |" for r in [rows[0], rule, *rows[1:]])
 
 
 def main(argv=None) -> int:
