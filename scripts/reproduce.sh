@@ -14,8 +14,8 @@
 # recipe_authors_every: without the oversampled copies; recipe_authors_no5: with our dropout;
 # recipe_authors_no3: with PyTorch's Adadelta constants; recipe_item1: item 1 alone),
 # `scripts/reproduce.sh recipe_ablation` (its cheap items one at a time),
-# `scripts/reproduce.sh recipe_combined` (items 4, 5 and 8 together, then 4 and 7) or `scripts/reproduce.sh recipe_tasks`
-# (its word and Adadelta items on TREC, SICK and CR).
+# `scripts/reproduce.sh recipe_combined` (items 4, 5 and 8 together, then 4 and 7) or
+# `scripts/reproduce.sh recipe_tasks` (its word and Adadelta items on TREC, SICK and CR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-runs}

@@ -29,6 +29,7 @@ RUNS = Path(os.environ.get("RUNS") or ROOT / "runs")
 RECORD = ("config.json", "metrics.json", "README.md")
 RECIPE_RUN = re.compile(r"^sst5-(authors|items?\d)")
 BASELINE = "sst5"  # the run of our own SST-5 recipe (reproduce.sh: runs/sst5), the recipe table's first row
+SHIPPED_SST5 = ROOT / "checkpoints" / "sst5"
 
 
 def read(folder: Path, name: str) -> dict:
@@ -93,7 +94,7 @@ def run_name(folder: Path) -> str:
 def finished_by_name() -> dict[str, Path]:
     """Every finished run's folder by the name it was trained under, read once: the shipped SST-5 checkpoint
     first, then results/, then $RUNS (the first found of a name wins)."""
-    folders = [ROOT / "checkpoints" / "sst5", *sorted((ROOT / "results").iterdir())]
+    folders = [SHIPPED_SST5, *sorted((ROOT / "results").iterdir())]
     folders += sorted(RUNS.iterdir()) if RUNS.exists() else []
     found = {}
     for folder in folders:
@@ -104,14 +105,13 @@ def finished_by_name() -> dict[str, Path]:
 
 def recipe_row(name: str, records: dict[str, Path]) -> str | None:
     """A recipe run's row: finished (its record in ``records``), else its state file; None if neither."""
-    shipped = ROOT / "checkpoints" / "sst5"
     label = f"{name} (our recipe)" if name == BASELINE else name
     if name in records:
         folder = records[name]
         m = read(folder, "metrics.json")
         at = (f"step {m['best_step']:,} of {m['steps_run']:,}" if "best_step" in m
               else f"epoch {m['best_epoch']} of {m['epochs_run']}")
-        state = "finished, shipped" if same_run(folder, shipped) else "finished"
+        state = "finished, shipped" if same_run(folder, SHIPPED_SST5) else "finished"
         return f"| {label} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | {state} |"
     state_file = RUNS / f"{name}.resume.pt"
     if not state_file.exists():
