@@ -86,6 +86,27 @@ def test_stop_request_keeps_the_best_checkpoint(tmp_path):
     assert disan.load(out).predict(["What is a dog ?"])[0].label in disan.load(out).labels
 
 
+@pytest.mark.usefixtures("data_root")
+def test_a_checkpoint_of_a_run_still_training_has_a_card_that_says_so(tmp_path):
+    out = tmp_path / "running"
+    cards = []  # (the epoch event, the card on disk at that moment) for each improvement
+
+    def look(event):
+        if event["event"] == "epoch" and event["improved"]:
+            cards.append((event, (out / "README.md").read_text()))
+
+    cfg = TrainConfig(task="trec", out=str(out), epochs=3, patience=0, d_h=8, d_fc=8, max_train=64, batch_size=32,
+                      extra_vocab=0, lr=1.0)
+    metrics = train(cfg, progress=look)
+    assert cards
+    for event, card in cards:
+        assert "training in progress" in card and f"from epoch {event['epoch']}," in card
+        assert f'"accuracy": {round(event["dev_accuracy"], 4)}' in card.split("- dev:")[1].splitlines()[0]
+        assert "- test: not evaluated until the run ends" in card and "Reproduce" in card
+    final = (out / "README.md").read_text()
+    assert "in progress" not in final
+    assert f'- test: {{"accuracy": {round(metrics["test"]["accuracy"], 4)}' in final
+
 def test_bad_hyperparameters_are_refused():
     with pytest.raises(ValueError, match="learning rate"):
         TrainConfig(lr=float("nan"))

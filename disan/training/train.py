@@ -149,9 +149,11 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
                 improved = improves(score, best_score)
                 if improved:
                     best_score, best = score, len(history)
-                    if world.is_main:
-                        checkpoint.save(cfg.out, model, prep.vocab, run.meta,
-                                        {**run.info, "dev": dev, **best_of(history, best), "history": history})
+                    if world.is_main:  # a checkpoint of a run still training: no test figure yet, and its card says so
+                        so_far = {**run.info, "dev": dev, **best_of(history, best), "history": history,
+                                  "train_seconds": time.time() - started}
+                        checkpoint.save(cfg.out, model, prep.vocab, run.meta, so_far,
+                                        model_card(cfg, prep.data, so_far, run.n_params))
                 if world.is_main:  # what --resume continues from
                     save_state(cfg, model, opt, stream, step, history, best_score, best, time.time() - started,
                                run.info["data_sha256"])
@@ -508,7 +510,6 @@ def finish(cfg: TrainConfig, prep: Prepared, run: RunInfo, history: list[dict], 
 
 def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -> str:
     """The checkpoint's README.md: task, protocol, settings, figures, data checksums and the command that made it."""
-    dev, test = metrics.get("dev", {}), metrics.get("test", {})
     adadelta = f" (rho {cfg.rho}, eps {cfg.eps})" if cfg.optimizer == "adadelta" else ""
     followed = recipe_items(cfg)
     recipe = (f"items {', '.join(map(str, followed))} of {len(RECIPE_ITEMS)} ("
@@ -527,15 +528,36 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"- word vectors: {description(cfg.embeddings)}; {metrics.get('glove_found')} of the "
              f"{metrics.get('vocab')} vocabulary words have one, {metrics.get('frozen_vocab', 0)} of them kept frozen",
              f"- parameters: {n_params:,} (without embeddings)",
-             f"- best epoch: {metrics.get('best_epoch')} of {metrics.get('epochs_run')}"
-             + (f" (step {metrics['best_step']} of {metrics.get('steps_run')})" if "best_step" in metrics else "")
-             + "; "
-             f"training time {metrics.get('train_seconds', 0):.0f} s on {metrics.get('machine')}",
-             f"- dev: {json.dumps({k: round(v, 4) for k, v in dev.items() if isinstance(v, float)})}",
-             f"- test: {json.dumps({k: round(v, 4) for k, v in test.items() if isinstance(v, float)})}",
+             *(finished_lines(metrics) if "test" in metrics else in_progress_lines(metrics)),
              "", *checksum_table(metrics.get("data_sha256", {})),
              "", "Reproduce:", "", f"    {reproduce(cfg)}", ""]
     return "\n".join(lines)
+
+
+def figures(split: dict) -> str:
+    """A split's figures as compact JSON, to four decimals."""
+    return json.dumps({k: round(v, 4) for k, v in split.items() if isinstance(v, float)})
+
+
+def finished_lines(metrics: dict) -> list[str]:
+    """The model card's lines on where the best evaluation stood and its figures, once the run is over."""
+    step = f" (step {metrics['best_step']} of {metrics.get('steps_run')})" if "best_step" in metrics else ""
+    return [f"- best epoch: {metrics.get('best_epoch')} of {metrics.get('epochs_run')}{step}; "
+            f"training time {metrics.get('train_seconds', 0):.0f} s on {metrics.get('machine')}",
+            f"- dev: {figures(metrics['dev'])}",
+            f"- test: {figures(metrics['test'])}"]
+
+
+def in_progress_lines(metrics: dict) -> list[str]:
+    """The same lines for the best checkpoint of a run still training (or stopped, to be resumed)."""
+    step = f" (step {metrics['best_step']})" if "best_step" in metrics else ""
+    evaluations = len(metrics.get("history", []))
+    return [f"- **training in progress**: the best dev checkpoint so far, from epoch {metrics.get('best_epoch')}"
+            f"{step}, after {evaluations} evaluation{'' if evaluations == 1 else 's'} and "
+            f"{metrics.get('train_seconds', 0):.0f} s of training on {metrics.get('machine')}",
+            f"- dev: {figures(metrics.get('dev', {}))} (as measured during training; the stored weights are "
+            "evaluated again when the run ends)",
+            "- test: not evaluated until the run ends"]
 
 
 def checksum_table(checksums: dict[str, str]) -> list[str]:
