@@ -7,6 +7,8 @@
     python -m disan bench --embedding      # a step with 50k extra words learned, against them frozen
     python -m disan bench --device cuda
     python -m disan bench --predict        # sentences/s of batch prediction, DiSAN against the Bi-LSTM
+    python -m disan bench --epoch          # an SST-5 training epoch, DiSAN against the Bi-LSTM,
+                                           # bucketed against random batches (--sample 0: every batch)
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
@@ -24,23 +26,34 @@ alive; a configuration whose estimate exceeds --mem-cap-gb is reported as skippe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.metadata
 import io
+import itertools
 import json
+import math
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import torch
 from torch.nn import functional as F
 
+from disan.data.batching import BATCHINGS
+from disan.data.loaders import SST_NODES, TASKS
+from disan.data.vectors import default_source
 from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel, loss_fn, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
+from disan.training import train as training
+from disan.training.config import TrainConfig
+from disan.training.distributed import World
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
@@ -405,6 +418,101 @@ def predict_benchmark(args) -> None:
         print(f"| {path} | {' | '.join(cells)} |")
 
 
+@dataclass
+class EpochTiming:
+    """One (model, batching) configuration's epoch on a task's real training data."""
+    model: str
+    batching: str
+    batches: int            # in one epoch
+    seconds: list[float]    # of each timed step, a uniform sample of the epoch's batches
+    padding: float          # share of the padded token positions of the epoch's batches that are padding
+    cells: int              # query-key pairs of the epoch: sum over batches of B * n^2, DiSAN's work
+
+    @property
+    def estimate(self) -> float:
+        """The epoch's seconds: the mean timed step times the number of batches."""
+        return self.batches * statistics.fmean(self.seconds)
+
+    @property
+    def half_width(self) -> float:
+        """Half the 95% interval of :attr:`estimate`, sampling without replacement from the epoch's batches."""
+        k, big_n = len(self.seconds), self.batches
+        if k < 2:
+            return math.inf
+        # the sample's variance over k, times the share of the epoch not timed (a whole epoch: no error)
+        return 1.96 * big_n * statistics.stdev(self.seconds) / math.sqrt(k) * math.sqrt(1 - k / big_n)
+
+
+def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sample: int,
+                  device: str = "cpu") -> list[EpochTiming]:
+    """Time one epoch of training for each model and batching, as ``python -m disan train`` runs it.
+
+    Every configuration trains on the same data, prepared once by ``base`` (task, SST nodes, word
+    vectors, vocabulary), with the training loop's own step (:func:`~disan.training.train.run_steps`),
+    one step of each in turn, so that a change of the machine's load hits them alike. An epoch's
+    batches come in random order, so after the untimed warm-up steps its next ``sample`` batches are a
+    uniform sample of them; ``sample`` 0 times all the others. Models: those of :data:`MODELS` whose
+    kernel is "auto" (what training runs).
+    """
+    if unknown := [m for m in models if MODELS.get(m, (None, None))[1] != "auto"]:
+        raise ValueError(f"an epoch runs the models training runs ({', '.join(m for m in MODELS if MODELS[m][1] == 'auto')}),"
+                         f" not {', '.join(unknown)}")
+    if unknown := sorted(set(batchings) - set(BATCHINGS)):
+        raise ValueError(f"batching must be among {', '.join(BATCHINGS)}, not {', '.join(unknown)}")
+    base = dataclasses.replace(base, embeddings=base.embeddings or default_source())
+    world = World.from_env(device)
+    prep = training.prepare_data(base, random.Random(base.seed))
+    train_split, runs = prep.splits["train"], []
+    for name, batching in itertools.product(models, batchings):
+        cfg = dataclasses.replace(base, encoder=MODELS[name][0], batching=batching)
+        torch.manual_seed(base.seed)
+        model = training.build_model(cfg, prep).to(world.device)
+        stream = training.BatchStream(train_split, cfg.batch_size, 1, random.Random(base.seed), batching)
+        runs.append((name, cfg, model, training.make_optimizer(cfg, model), stream))
+    timed = {i: [] for i in range(len(runs))}
+    per_round = runs[0][4].per_round
+    steps = min(sample or per_round, per_round - training.WARMUP_STEPS)
+    for step in range(training.WARMUP_STEPS + steps):
+        for i, (_, cfg, model, opt, stream) in enumerate(runs):
+            took = training.run_steps(model, opt, prep, cfg, stream, 1, lambda event: None, None, world,
+                                      (step, per_round))["epoch_seconds"]
+            if step >= training.WARMUP_STEPS:
+                timed[i].append(took)
+    out = []
+    for i, (name, cfg, _, _, stream) in enumerate(runs):
+        sizes = [(len(b), max(train_split.lengths[j] for j in b)) for b in stream.chunks]  # this epoch's batches
+        real = sum(train_split.lengths[j] for b in stream.chunks for j in b)
+        padded = sum(size * n for size, n in sizes)
+        out.append(EpochTiming(name, cfg.batching, stream.per_round,
+                               timed[i], 1 - real / padded, sum(size * n * n for size, n in sizes)))
+    return out
+
+
+def epoch_benchmark(args) -> None:
+    """``--epoch``: the table of :func:`epoch_timings`, with the ratios of the models and of the batchings."""
+    models = args.models or ["fast", "bilstm"]
+    base = TrainConfig(task=args.task, out="unused", **({"sst_nodes": args.sst_nodes} if args.sst_nodes else {}))
+    timings = epoch_timings(base, models, args.batching, args.sample, args.device)
+    first = timings[0]
+    print(f"# python -m disan bench --epoch: {args.task}"
+          + (f" ({base.sst_nodes} nodes)" if args.task in ("sst5", "sst2") else "")
+          + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed per "
+          f"configuration after {training.WARMUP_STEPS} untimed; device {args.device} ({device_name(args.device)}), "
+          f"{torch.get_num_threads()} thread(s), torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}\n")
+    print("| model | batching | padding | query-key pairs | ms per step (mean) | epoch s (95% interval) |")
+    print("|---|---|---:|---:|---:|---|")
+    for t in timings:
+        print(f"| {t.model} | {t.batching} | {100 * t.padding:.1f}% | {t.cells:,} | "
+              f"{1e3 * statistics.fmean(t.seconds):.1f} | {t.estimate:,.0f} ± {t.half_width:,.0f} |")
+    by = {(t.model, t.batching): t.estimate for t in timings}
+    if "bilstm" in models:
+        print("\nHow many times faster than the Bi-LSTM an epoch is:", ", ".join(
+            f"{m} {b}: {by['bilstm', b] / by[m, b]:.2f}x" for m in models if m != "bilstm" for b in args.batching))
+    if set(args.batching) == set(BATCHINGS):
+        print("How many times longer an epoch of random batches is than one of bucketed batches:", ", ".join(
+            f"{m}: {by[m, 'random'] / by[m, 'bucketed']:.2f}x" for m in models))
+
+
 def main(argv=None) -> None:
     """``python -m disan bench``: the training-step tables, ``--ops`` (this machine's rates), or one worker."""
     p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
@@ -421,6 +529,15 @@ def main(argv=None) -> None:
                    help="a step with 50k extra words as learned rows against frozen float16 rows")
     p.add_argument("--predict", action="store_true",
                    help="sentences/s of batch prediction on SST, DiSAN against the Bi-LSTM (one thread by default)")
+    p.add_argument("--epoch", action="store_true",
+                   help="one training epoch on a task's real data, per model and batching (models: fast, bilstm)")
+    p.add_argument("--task", default="sst5", choices=TASKS, help="with --epoch: the task whose training data is timed")
+    p.add_argument("--sst-nodes", choices=SST_NODES,
+                   help="with --epoch on SST: the training nodes (default: training's; oversampled: the authors')")
+    p.add_argument("--batching", type=lambda s: s.split(","), default=list(BATCHINGS),
+                   help="with --epoch: comma-separated, of " + ", ".join(BATCHINGS))
+    p.add_argument("--sample", type=int, default=300,
+                   help="with --epoch: timed batches per configuration, a uniform sample of the epoch's (0: all)")
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -441,6 +558,11 @@ def main(argv=None) -> None:
         ops_benchmark(args)
     elif args.embedding:
         embedding_benchmark(args)
+    elif args.epoch:
+        try:
+            epoch_benchmark(args)
+        except ValueError as err:
+            p.error(str(err))
     else:
         run_table(args)
 
