@@ -186,6 +186,17 @@ def test_a_whole_checkpoint_is_listed_with_what_it_is(make_checkpoint):
     assert entry.ok and (entry.kind, entry.encoder, entry.headline) == ("pair", "disan", "test accuracy 0.500")
 
 
+def test_a_run_still_training_is_listed_with_its_dev_figure_so_far(make_checkpoint):
+    path = make_checkpoint("pair")
+    metrics = json.loads((path / checkpoint.METRICS).read_text())
+    del metrics["test"]
+    metrics["dev"] = {"accuracy": 0.4567}
+    (path / checkpoint.METRICS).write_text(json.dumps(metrics))
+    entry = listed(path)
+    assert entry.headline == "training, dev accuracy 0.457 so far"
+    assert entry.short_label.endswith("training, dev acc. 0.457 so far") and "test" not in entry.label
+
+
 def test_the_model_card_command_names_where_the_checkpoint_lives(make_checkpoint, tmp_path, monkeypatch):
     path = make_checkpoint(name="shipped")
     (path / checkpoint.CARD).write_text("# card\n\nReproduce:\n\n    python -m disan train --out runs/old --task sick "

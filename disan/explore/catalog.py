@@ -59,10 +59,14 @@ class Entry:
 
 
 def headline(kind: str, metrics: dict) -> str:
-    """The test figure that names a checkpoint in the picker (its kind's :func:`~disan.nn.heads.main_metric`), or ''."""
+    """The test figure that names a checkpoint in the picker (its kind's :func:`~disan.nn.heads.main_metric`);
+    for the best checkpoint of a run still training, which has no test figure yet, its dev figure so far; or ''."""
     key = main_metric(kind) if kind in KINDS else None
     value = (metrics.get("test") or {}).get(key)
-    return f"test {key} {value:.3f}" if isinstance(value, (int, float)) else ""
+    if isinstance(value, (int, float)):
+        return f"test {key} {value:.3f}"
+    value = (metrics.get("dev") or {}).get(key)
+    return f"training, dev {key} {value:.3f} so far" if isinstance(value, (int, float)) else ""
 
 
 def describe(path: Path) -> Entry:
