@@ -17,20 +17,24 @@ torch.set_num_threads(1)
 def pages() -> list:
     """The app's pages in the navigation's order. Made only in a script run: a training process started
     with multiprocessing's spawn imports this file as __mp_main__, where st.Page would warn of a missing
-    ScriptRunContext in the server log."""
+    ScriptRunContext in the server log.
+
+    The folder is not named pages/: Streamlit takes a pages/ folder beside the script for its older
+    multipage layout until the script calls st.navigation, so a shared link to a page, the first visit
+    of a server just started, would run that page without this file (no sidebar, no model)."""
     return [
-        st.Page("pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
-        st.Page("pages/gates.py", title="Fusion gates", icon=":material/tune:"),
-        st.Page("pages/source2token.py", title="Source2token", icon=":material/target:"),
-        st.Page("pages/word_senses.py", title="Word senses", icon=":material/translate:"),
-        st.Page("pages/training.py", title="Training", icon=":material/model_training:"),
-        st.Page("pages/models.py", title="Models", icon=":material/inventory_2:"),
-        st.Page("pages/corpus_senses.py", title="Corpus senses", icon=":material/scatter_plot:"),
-        st.Page("pages/counterfactuals.py", title="Counterfactuals", icon=":material/compare_arrows:"),
-        st.Page("pages/attribution.py", title="Attribution", icon=":material/insights:"),
-        st.Page("pages/compare_models.py", title="Compare models", icon=":material/difference:"),
-        st.Page("pages/case_study.py", title="Case study", icon=":material/fact_check:"),
-        st.Page("pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
+        st.Page("app_pages/attention.py", title="Attention", icon=":material/grid_on:", default=True),
+        st.Page("app_pages/gates.py", title="Fusion gates", icon=":material/tune:"),
+        st.Page("app_pages/source2token.py", title="Source2token", icon=":material/target:"),
+        st.Page("app_pages/word_senses.py", title="Word senses", icon=":material/translate:"),
+        st.Page("app_pages/training.py", title="Training", icon=":material/model_training:"),
+        st.Page("app_pages/models.py", title="Models", icon=":material/inventory_2:"),
+        st.Page("app_pages/corpus_senses.py", title="Corpus senses", icon=":material/scatter_plot:"),
+        st.Page("app_pages/counterfactuals.py", title="Counterfactuals", icon=":material/compare_arrows:"),
+        st.Page("app_pages/attribution.py", title="Attribution", icon=":material/insights:"),
+        st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/difference:"),
+        st.Page("app_pages/case_study.py", title="Case study", icon=":material/fact_check:"),
+        st.Page("app_pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
     ]
 
 

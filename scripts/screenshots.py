@@ -65,7 +65,7 @@ def save(png: bytes, path: Path) -> None:
 def main() -> None:
     with server() as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
-        # the server's first run must be app.py's: one that starts on another page gets pages/ as a plain folder
+        # the first run loads the models and builds the kernel: the shots after it are drawn at their usual pace
         page.goto(url)
         wait_drawn(page, "· query ")
         for name, path, title, top, steps in SHOTS:

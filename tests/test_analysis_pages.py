@@ -10,8 +10,8 @@ from .conftest import LABELS, make_model
 from .test_app import app, assert_page_draws, charts, texts, visit
 from .test_own_data import ROWS, write_csv
 
-PAGES = {"corpus": "pages/corpus_senses.py", "counterfactuals": "pages/counterfactuals.py",
-         "attribution": "pages/attribution.py", "compare": "pages/compare_models.py", "case": "pages/case_study.py"}
+PAGES = {"corpus": "app_pages/corpus_senses.py", "counterfactuals": "app_pages/counterfactuals.py",
+         "attribution": "app_pages/attribution.py", "compare": "app_pages/compare_models.py", "case": "app_pages/case_study.py"}
 PAIR_KINDS = {"sick-e": "pair", "sick": "relatedness"}
 
 
@@ -148,7 +148,7 @@ def test_the_corpus_pages_use_the_recorded_test_split_and_say_when_the_file_chan
     assert "attr-corpus-0" in charts(at) and not at.error
 
     write_csv(data, ROWS[::-1])  # the same rows in another order: another SHA-256
-    for page in (PAGES["corpus"], PAGES["case"], "pages/feature_atlas.py"):
+    for page in (PAGES["corpus"], PAGES["case"], "app_pages/feature_atlas.py"):
         visit(at, page)
         assert "The test split of reviews.csv cannot be read" in texts(at.error) and "has changed" in texts(at.error)
     visit(at, PAGES["attribution"])

@@ -23,7 +23,7 @@ from .test_figures import json_strings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SHIPPED = Path(APP).parent / "checkpoints"
-PAGES = ["pages/attention.py", "pages/gates.py", "pages/source2token.py", "pages/word_senses.py", "pages/models.py"]
+PAGES = ["app_pages/attention.py", "app_pages/gates.py", "app_pages/source2token.py", "app_pages/word_senses.py", "app_pages/models.py"]
 
 
 @pytest.fixture
@@ -82,18 +82,18 @@ def test_every_page_draws_for_a_sentence_model(checkpoints):
     assert "c-broken" in texts(at.sidebar.expander[0].text) and "version 0" in texts(at.sidebar.expander[0].text)
     at.sidebar.text_area[0].input("The glass bottle is big").run()
     # the Attention page's last section compares the blocks token by token: a chart, never an empty note
-    expected = {"pages/attention.py": 5, "pages/gates.py": 3, "pages/source2token.py": 2,
-                "pages/word_senses.py": 1, "pages/models.py": 0}
+    expected = {"app_pages/attention.py": 5, "app_pages/gates.py": 3, "app_pages/source2token.py": 2,
+                "app_pages/word_senses.py": 1, "app_pages/models.py": 0}
     for page, count in expected.items():
         visit(at, page)
         assert len(charts(at)) == count, page
         assert at.session_state["text"] == "The glass bottle is big"  # the sentence follows the user across pages
-    visit(at, "pages/attention.py")
+    visit(at, "app_pages/attention.py")
     assert at.metric[0].value in ("negative", "positive", "neutral")
 
 
 def test_feature_and_token_controls(checkpoints):
-    at = visit(app(), "pages/attention.py")
+    at = visit(app(), "app_pages/attention.py")
     at.radio(key="_attention-mode").set_value("one feature").run()
     picker = at.selectbox(key="_attention-k-sentence")
     assert all(label.startswith("k = ") and "nats at query 4" in label for label in picker.options)
@@ -135,7 +135,7 @@ def test_one_feature_mode_starts_at_the_sharpest_feature_of_the_query(monkeypatc
 
 
 def test_the_default_query_is_the_middle_token_and_a_click_on_a_token_picks_another(checkpoints):
-    at = visit(app(text="the glass bottle is big"), "pages/attention.py")
+    at = visit(app(text="the glass bottle is big"), "app_pages/attention.py")
     query = at.pills(key="_attention-query-sentence")
     assert query.options == ["the", "glass", "bottle", "is", "big"] and query.value == 2
     assert "query 2: bottle" in title(at, "attention-query-backward")
@@ -147,7 +147,7 @@ def test_the_default_query_is_the_middle_token_and_a_click_on_a_token_picks_anot
 
 
 def test_a_click_on_a_repeated_token_picks_that_one(checkpoints):
-    at = visit(app(text="the cat saw the dog near the tea"), "pages/attention.py")
+    at = visit(app(text="the cat saw the dog near the tea"), "app_pages/attention.py")
     at.pills(key="_attention-query-sentence").set_value(3).run()  # the second "the"
     assert "backward · query 3: the" in title(at, "attention-query-backward")
     at.pills(key="_attention-query-sentence").set_value(0).run()  # the first
@@ -168,7 +168,7 @@ def test_a_long_sentence_shows_a_window_that_follows_the_query(checkpoints):
 def test_a_one_token_sentence_is_explained_in_words(checkpoints):
     at = app(text="tea")
     assert not charts(at) and "has 1 token, and no token may attend another" in texts(at.info)
-    visit(at, "pages/gates.py")
+    visit(at, "app_pages/gates.py")
     assert len(charts(at)) == 3
 
 
@@ -176,7 +176,7 @@ def test_pair_models_show_premise_and_hypothesis_side_by_side(checkpoints):
     at = app(checkpoint="b-entailment")
     assert [t.label for t in at.sidebar.text_area] == ["Premise", "Hypothesis"]
     # the Attention page's last section compares the blocks token by token: a chart, never an empty note
-    expected = {"pages/attention.py": 5, "pages/gates.py": 3, "pages/source2token.py": 2}
+    expected = {"app_pages/attention.py": 5, "app_pages/gates.py": 3, "app_pages/source2token.py": 2}
     for page, count in expected.items():
         visit(at, page)
         sides = [c for c in at.columns if len(c.subheader) and c.subheader[0].value in ("Premise", "Hypothesis")]
@@ -184,7 +184,7 @@ def test_pair_models_show_premise_and_hypothesis_side_by_side(checkpoints):
         assert [c.weight for c in sides] == [0.5, 0.5]  # two columns of one row: side by side
         drawn = list(charts(at))
         assert len(drawn) == 2 * count and sum(k.startswith("premise-") for k in drawn) == count, drawn
-    visit(at, "pages/attention.py")
+    visit(at, "app_pages/attention.py")
     assert at.metric[0].value in ("entailment", "neutral", "contradiction")
     premise, hypothesis = at.pills(key="_attention-query-premise"), at.pills(key="_attention-query-hypothesis")
     assert len(premise.options) == 8 and len(hypothesis.options) == 5
@@ -199,7 +199,7 @@ def senses_title(at) -> str:
 
 
 def test_word_sense_presets_pick_the_shared_word(checkpoints):
-    at = visit(app(), "pages/word_senses.py")
+    at = visit(app(), "app_pages/word_senses.py")
     assert at.selectbox(key="_senses-word").value == "glass"
     at.selectbox(key="_senses-preset").set_value("close (paper, Fig. 6)").run()
     assert at.selectbox(key="_senses-word").value == "close"
@@ -210,7 +210,7 @@ def test_word_sense_presets_pick_the_shared_word(checkpoints):
 
 
 def test_word_senses_control_and_chart_agree_after_sentences_without_a_shared_word(checkpoints):
-    at = visit(app(), "pages/word_senses.py")
+    at = visit(app(), "app_pages/word_senses.py")
     at.radio(key="_senses-kind").set_value("output").run()
     assert senses.VECTORS["output"] in senses_title(at)
     at.text_area(key="_senses-text").input("one cat\ntwo dogs").run()
@@ -227,7 +227,7 @@ def test_word_senses_control_and_chart_agree_after_sentences_without_a_shared_wo
 
 def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints):
     long = "A man is pouring a glass of tea while the big glass bottle is near the restaurant"
-    at = visit(app(), "pages/word_senses.py")
+    at = visit(app(), "app_pages/word_senses.py")
     at.text_area(key="_senses-text").input(f"The glass bottle is big\n{long}").run()
     spec = json.loads(charts(at)["senses-heatmaps"].proto.spec)
     assert spec["data"][0]["y"][1] == f"2: {long}"  # hover: the whole sentence
@@ -270,7 +270,7 @@ def test_two_sessions_see_their_own_sentences(checkpoints):
     first.sidebar.text_area[0].input("the glass bottle").run()
     second.sidebar.text_area[0].input("a man is pouring tea of the restaurant").run()
     for at, n in ((first, 3), (second, 8)):
-        visit(at, "pages/attention.py")
+        visit(at, "app_pages/attention.py")
         assert len(at.pills(key="_attention-query-sentence").options) == n
 
 
@@ -278,8 +278,8 @@ def test_a_baseline_encoder_shows_what_it_has(checkpoints, make_checkpoint):
     make_checkpoint("classify", name="d-bilstm", encoder="bilstm")
     at = app(checkpoint="d-bilstm")
     assert "has no token2token attention" in texts(at.info)
-    assert "has no fusion gates" in texts(visit(at, "pages/gates.py").info)
-    visit(at, "pages/source2token.py")
+    assert "has no fusion gates" in texts(visit(at, "app_pages/gates.py").info)
+    visit(at, "app_pages/source2token.py")
     assert len(charts(at)) == 2
 
 
@@ -349,11 +349,11 @@ def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder
     path = make_checkpoint("classify", name="a-sentiment", encoder=encoder)
     sentence = disan.load(path).trace_sentence(SENTENCE)
     at = app(text=SENTENCE)
-    for page, name in (("pages/attention.py", "attention"), ("pages/gates.py", "gates"),
-                       ("pages/source2token.py", "source2token")):
+    for page, name in (("app_pages/attention.py", "attention"), ("app_pages/gates.py", "gates"),
+                       ("app_pages/source2token.py", "source2token")):
         view = views.VIEWS[name]
         assert_page_draws(visit(at, page), view.draw(sentence, view.options()))  # the page's defaults
-    visit(at, "pages/attention.py")
+    visit(at, "app_pages/attention.py")
     at.radio(key="_attention-mode").set_value("one feature").run()
     at.selectbox(key="_attention-k-sentence").set_value(3).run()
     at.pills(key="_attention-query-sentence").set_value(1).run()
@@ -372,7 +372,7 @@ def test_the_pages_draw_the_registry_views(checkpoints, make_checkpoint, encoder
     assert at.html[0].value == views.attention(sentence, options)["attention-sentence"].body
     pipe = disan.load(path)
     preset = [pipe.trace_sentence(t) for t in senses.PRESETS["glass (paper, Fig. 6)"]]
-    assert_page_draws(visit(at, "pages/word_senses.py"), views.word_senses(preset))
+    assert_page_draws(visit(at, "app_pages/word_senses.py"), views.word_senses(preset))
 
 
 def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(checkpoints, make_checkpoint):
@@ -412,7 +412,7 @@ def test_a_truncated_checkpoint_sorted_first_is_never_the_default(checkpoints, m
     assert "0-truncated" not in " ".join(at.sidebar.selectbox[0].options)
     listed = texts(at.sidebar.expander[0].text)
     assert "0-truncated: " in listed and "corrupt or truncated" in listed
-    visit(at, "pages/models.py")
+    visit(at, "app_pages/models.py")
     broken = [e for e in at.expander if e.label.startswith("0-truncated")]
     assert len(broken) == 1 and "corrupt or truncated" in texts(broken[0].error)
     at = AppTest.from_file(APP, default_timeout=60)
@@ -426,8 +426,8 @@ def test_the_toolbar_has_no_deploy_button_and_every_page_a_title_and_icon():
     assert tomllib.loads(config)["client"]["toolbarMode"] == "minimal"
     assert tomllib.loads(config)["browser"]["gatherUsageStats"] is False  # a research tool sends nothing out
     source = Path(APP).read_text()
-    pages = re.findall(r'st\.Page\("(pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
-    assert sorted(p for p, _, _ in pages) == sorted(f"pages/{p.name}" for p in (Path(APP).parent / "pages").glob("*.py"))
+    pages = re.findall(r'st\.Page\("(app_pages/\w+\.py)", title="([^"]+)", icon="(:material/\w+:)"', source)
+    assert sorted(p for p, _, _ in pages) == sorted(f"app_pages/{p.name}" for p in (Path(APP).parent / "app_pages").glob("*.py"))
 
 
 def test_a_training_process_importing_the_app_logs_no_warning():

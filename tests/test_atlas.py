@@ -255,7 +255,7 @@ def test_one_feature_is_explained_on_its_sharpest_sentences(positional):
 
 # ---------------------------------------------------------------- the page (AppTest)
 
-PAGE = "pages/feature_atlas.py"
+PAGE = "app_pages/feature_atlas.py"
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = sorted(p.name for p in (ROOT / "checkpoints").iterdir() if (p / "config.json").is_file())
 

@@ -163,6 +163,23 @@ def test_a_link_opens_its_model_and_sentence_and_the_url_follows_the_input(url, 
     no_exception(page)
 
 
+def test_a_link_to_a_page_is_the_first_visit_of_a_server_just_started(browser):
+    """A shared link names its page (/gates?...): opened on a server nobody has visited yet, it must run
+    app.py's navigation and sidebar around the page, not the page's script alone."""
+    with server() as (_, address):
+        page = browser.new_page(viewport=VIEWPORT)
+        page.goto(f"{address}/gates?model=trec&text=Who+wrote+Hamlet+%3F")
+        wait_drawn(page, "mean fusion gate per token")
+        assert chosen(page, "stSidebar").startswith("trec — ")
+        assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == "Who wrote Hamlet ?"
+        links = texts(page, '[data-testid="stSidebarNav"] a')  # each an icon's name, then the page's title
+        titles = re.findall(r'title="([^"]+)"', (ROOT / "app.py").read_text())
+        assert len(links) == len(titles) and all(link.endswith(title) for link, title in zip(links, titles))
+        assert page.get_by_text("No model is selected").count() == 0
+        no_exception(page)
+        page.close()
+
+
 def test_a_broken_checkpoint_sorted_first_is_listed_never_chosen(url, page):
     page.goto(url)
     wait_drawn(page, "· query ")

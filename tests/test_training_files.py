@@ -10,7 +10,7 @@ from .test_app import app, charts, decoded, texts, visit
 from .test_own_data import ROWS, write_csv
 from .test_training_page import status, wait
 
-PAGE = "pages/training.py"
+PAGE = "app_pages/training.py"
 
 
 @pytest.fixture

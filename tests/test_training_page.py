@@ -55,7 +55,7 @@ def status(at) -> str:
 
 
 def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     fill(at, "tiny-trec")
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job tiny-trec: done", texts(at.error)
@@ -69,7 +69,7 @@ def test_a_tiny_run_ends_with_a_selectable_checkpoint_and_a_runs_row(ckdir):
 
 
 def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     fill(at, "where", d_h=6, patience=7)
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))
     assert status(at) == "Job where: done", texts(at.error)
@@ -81,13 +81,13 @@ def test_the_run_is_saved_in_and_reproduced_from_the_checkpoints_folder(ckdir):
 
 
 def test_the_form_starts_with_a_quick_trec_run(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     assert at.selectbox(key="train-task").value == "trec" and at.number_input(key="train-epochs").value == 5
     assert at.selectbox(key="train-optimizer").value == "adam" and at.number_input(key="train-lr").value == 0.001
 
 
 def test_the_timeline_grows_and_the_whole_run_has_an_eta_while_it_runs(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     fill(at, "live", epochs=200, cap=300, long=True)
     wait(at, lambda a: len(a.get("plotly_chart")) >= 2 and "running" in status(a))  # curves and a timeline
     assert "Attention timeline" in texts(at.subheader)
@@ -104,7 +104,7 @@ def epoch_shown(at) -> int:
 
 
 def test_stop_keeps_the_best_checkpoint_and_resume_goes_on_from_the_last_epoch(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     fill(at, "stop-me", epochs=200, cap=300, long=True)
     wait(at, lambda a: len(a.get("plotly_chart")) > 0 and "running" in status(a))  # an epoch has ended
     at.button(key="train-stop").click().run()
@@ -123,9 +123,9 @@ def test_stop_keeps_the_best_checkpoint_and_resume_goes_on_from_the_last_epoch(c
 
 
 def test_one_job_per_server(ckdir):
-    first = visit(app(), "pages/training.py")
+    first = visit(app(), "app_pages/training.py")
     fill(first, "first", epochs=200, cap=300, long=True)
-    second = visit(app(), "pages/training.py")
+    second = visit(app(), "app_pages/training.py")
     fill(second, "second")
     assert "is running" in texts(second.warning)
     first.button(key="train-stop").click().run()
@@ -134,15 +134,15 @@ def test_one_job_per_server(ckdir):
 
 
 def test_a_failing_job_shows_its_error_and_the_app_stays_up(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     fill(at, "broken", vectors=str(ckdir / "no-such-vectors.txt"))
     wait(at, lambda a: "failed" in status(a) or "done" in status(a))
     assert "failed" in status(at) and "no-such-vectors.txt" in texts(at.error)
-    visit(at, "pages/models.py")
+    visit(at, "app_pages/models.py")
 
 
 def test_chosen_items_of_the_authors_recipe_win_over_the_fields_and_reach_the_model_card(ckdir):
-    at = visit(app(), "pages/training.py")
+    at = visit(app(), "app_pages/training.py")
     at.multiselect(key="train-recipe").set_value([3, 5, 7])
     fill(at, "recipe", d_h=6)
     wait(at, lambda a: "done" in status(a) or "failed" in status(a))

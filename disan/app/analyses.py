@@ -168,4 +168,4 @@ def open_in_attention(pipe, text: str, pair: tuple[str, str] | None = None) -> N
         st.session_state["premise"], st.session_state["hypothesis"] = pair
     else:
         st.session_state["premise"] = text
-    st.switch_page("pages/attention.py")
+    st.switch_page("app_pages/attention.py")

@@ -1,6 +1,6 @@
 """``disan app [--port N] [--checkpoints DIR]``: the Streamlit app, started from wherever one stands.
 
-The app's script (app.py, pages/ and .streamlit/) lives at the repository's root, where
+The app's script (app.py, app_pages/ and .streamlit/) lives at the repository's root, where
 ``streamlit run app.py`` runs it; an installed package carries a copy in ``disan/site/`` (see
 pyproject.toml), with the shipped checkpoints. The command runs the first of the two it finds, in the
 script's folder so that its .streamlit/config.toml applies. The checkpoints listed (and trained into)
@@ -20,11 +20,11 @@ SITES = (PACKAGE / "site", PACKAGE.parent)
 
 
 def site() -> Path:
-    """The folder that holds app.py, pages/ and the shipped checkpoints; OSError when there is none."""
+    """The folder that holds app.py, app_pages/ and the shipped checkpoints; OSError when there is none."""
     for folder in SITES:
-        if (folder / "app.py").is_file() and (folder / "pages").is_dir():
+        if (folder / "app.py").is_file() and (folder / "app_pages").is_dir():
             return folder
-    raise FileNotFoundError(f"the app's script is missing: no app.py with pages/ in {' or '.join(map(str, SITES))}")
+    raise FileNotFoundError(f"the app's script is missing: no app.py with app_pages/ in {' or '.join(map(str, SITES))}")
 
 
 def command(args: argparse.Namespace) -> tuple[list[str], dict, Path]:

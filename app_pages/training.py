@@ -307,7 +307,7 @@ def summary() -> None:
                 st.session_state["text"] = text
             else:
                 st.session_state["premise"], st.session_state["hypothesis"] = split_pair(text)
-            st.switch_page("pages/attention.py")
+            st.switch_page("app_pages/attention.py")
 
 
 st.header("Training")
