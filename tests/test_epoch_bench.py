@@ -1,7 +1,6 @@
 """``python -m disan bench --epoch``: the epoch estimate's interval covers the truth as often as it
 says, every configuration sees the same batches, and what training does not run is refused."""
 import random
-import statistics
 
 import pytest
 
