@@ -194,7 +194,7 @@ def test_a_run_still_training_is_listed_with_its_dev_figure_so_far(make_checkpoi
     (path / checkpoint.METRICS).write_text(json.dumps(metrics))
     entry = listed(path)
     assert entry.headline == "training, dev accuracy 0.457 so far"
-    assert entry.short_label.endswith("training, dev acc. 0.457 so far") and "test" not in entry.label
+    assert entry.short_label == f"{path.name} — training" and "test" not in entry.label
 
 
 def test_the_model_card_command_names_where_the_checkpoint_lives(make_checkpoint, tmp_path, monkeypatch):

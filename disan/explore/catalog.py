@@ -14,6 +14,7 @@ from disan.nn import checkpoint
 from disan.nn.heads import KINDS, main_metric
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
+TRAINING = "training"  # how the picker names the best checkpoint so far of a run that has not ended
 
 
 def checkpoints_dir() -> Path:
@@ -50,11 +51,14 @@ class Entry:
     @property
     def short_label(self) -> str:
         """The label cut to what a narrow picker shows whole: the name, the encoder where it is not DiSAN, and
-        the headline figure without "test" (:attr:`label` says all of it)."""
+        the headline figure without "test", or "training" for a run that has not ended (:attr:`label` says all of it)."""
         if not self.ok:
             return f"{self.name} — broken"
         parts = [self.encoder] if self.encoder != "disan" else []
-        parts += [self.headline.removeprefix("test ").replace("accuracy", "acc.")] if self.headline else []
+        if self.headline.startswith(TRAINING):
+            parts.append(TRAINING)  # a run still training: its dev figure so far is in the label
+        elif self.headline:
+            parts.append(self.headline.removeprefix("test ").replace("accuracy", "acc."))
         return f"{self.name} — " + ", ".join(parts) if parts else self.name
 
 
@@ -66,7 +70,7 @@ def headline(kind: str, metrics: dict) -> str:
     if isinstance(value, (int, float)):
         return f"test {key} {value:.3f}"
     value = (metrics.get("dev") or {}).get(key)
-    return f"training, dev {key} {value:.3f} so far" if isinstance(value, (int, float)) else ""
+    return f"{TRAINING}, dev {key} {value:.3f} so far" if isinstance(value, (int, float)) else ""
 
 
 def describe(path: Path) -> Entry:
