@@ -77,10 +77,12 @@ def test_the_highlighted_token_is_the_query_the_figures_draw(url, page):
 
 def test_each_side_of_a_pair_keeps_its_own_query_in_step_and_downloads_by_name(url, page):
     page.goto(f"{url}/?model=sick-e&text=A+man+is+pouring+a+glass+of+tea&hypothesis=A+man+is+drinking+tea")
+    wait_drawn(page, "query 4: a")  # each side's figures are drawn on their own: wait for both
     wait_drawn(page, "query 2: is")
     assert highlighted(page) == [(4, "a"), (2, "is")] and queries(page) == {(4, "a"), (2, "is")}
     click_token(page, "tea", group=1)
     wait_drawn(page, "query 4: tea")
+    wait_drawn(page, "query 4: a")
     assert highlighted(page) == [(4, "a"), (4, "tea")] and queries(page) == {(4, "a"), (4, "tea")}
     for nth, side in enumerate(("premise", "hypothesis")):  # each side's trace downloads under its own name
         with page.expect_download(timeout=120_000) as download:
@@ -91,6 +93,7 @@ def test_each_side_of_a_pair_keeps_its_own_query_in_step_and_downloads_by_name(u
     box.fill(sentence(61, seed=2, marks={30: "wet"}))
     box.press("Control+Enter")
     wait_drawn(page, "query 30: wet")
+    wait_drawn(page, "query 4: tea")
     assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
     click_token(page, "tea", group=1)  # the highlighted token: nothing changes
     idle(page)
