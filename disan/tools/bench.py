@@ -64,6 +64,7 @@ MODELS = {  # name -> (encoder, DiSANConfig.kernel)
     "bilstm": ("bilstm", "auto"),
     "multihead": ("multihead", "auto"),
 }
+TRAINED = tuple(name for name, (_, kernel) in MODELS.items() if kernel == "auto")  # what training runs
 # (B, n, n, d) float32 tensors that a dense DiSAN step holds at its peak: measured with this
 # benchmark, the peak above the model was 1.5 GB at n = 40 and 5.3 GB at n = 80 (about 10 such
 # tensors plus the rest of the step).
@@ -452,11 +453,10 @@ def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sa
     one step of each in turn, so that a change of the machine's load hits them alike. An epoch's
     batches come in random order, so after the untimed warm-up steps its next ``sample`` batches are a
     uniform sample of them; ``sample`` 0 times all the others. Models: those of :data:`MODELS` whose
-    kernel is "auto" (what training runs).
+    kernel is "auto" (:data:`TRAINED`).
     """
-    if unknown := [m for m in models if MODELS.get(m, (None, None))[1] != "auto"]:
-        raise ValueError(f"an epoch runs the models training runs ({', '.join(m for m in MODELS if MODELS[m][1] == 'auto')}),"
-                         f" not {', '.join(unknown)}")
+    if unknown := [m for m in models if m not in TRAINED]:
+        raise ValueError(f"an epoch runs the models training runs ({', '.join(TRAINED)}), not {', '.join(unknown)}")
     if unknown := sorted(set(batchings) - set(BATCHINGS)):
         raise ValueError(f"batching must be among {', '.join(BATCHINGS)}, not {', '.join(unknown)}")
     base = dataclasses.replace(base, embeddings=base.embeddings or default_source())
