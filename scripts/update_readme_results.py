@@ -11,8 +11,11 @@ that compete with a shipped checkpoint are not all done.
 
 The table between the recipe markers lists the run of our own SST-5 recipe (runs/sst5) and the recipe runs
 (sst5-authors*, sst5-item*, sst5-items*): their best dev accuracy, where it was reached and their minutes,
-read from the finished records (the one shipped as checkpoints/sst5 says so), or from the state file of a
-run still going (or stopped, to be resumed).
+read from the finished records (the one shipped as checkpoints/sst5 says so), or for a run still going (or
+stopped, to be resumed) from results/<run>/progress.json: its best dev evaluation so far, its last one and its
+time, copied there from the run's state file whenever that file is in $RUNS. The state file (weights and
+optimiser, tens of MB) stays with the machine that trained; the progress record keeps the figures when that
+machine is gone.
 """
 import json
 import os
@@ -27,6 +30,7 @@ from disan.tools.results import collect, table, vectors_label  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(os.environ.get("RUNS") or ROOT / "runs")
 RECORD = ("config.json", "metrics.json", "README.md")
+PROGRESS = "progress.json"  # an unfinished run's figures so far, see the docstring
 RECIPE_RUN = re.compile(r"^sst5-(authors|items?\d)")
 BASELINE = "sst5"  # the run of our own SST-5 recipe (reproduce.sh: runs/sst5), the recipe table's first row
 SHIPPED_SST5 = ROOT / "checkpoints" / "sst5"
@@ -74,6 +78,7 @@ def keep_record(folder: Path) -> None:
     target.mkdir(parents=True, exist_ok=True)
     for file in RECORD:
         shutil.copyfile(folder / file, target / file)
+    (target / PROGRESS).unlink(missing_ok=True)  # finished: its record replaces the figures so far
 
 
 def where(record: dict) -> str:
@@ -113,20 +118,26 @@ def recipe_row(name: str, records: dict[str, Path]) -> str | None:
               else f"epoch {m['best_epoch']} of {m['epochs_run']}")
         state = "finished, shipped" if same_run(folder, SHIPPED_SST5) else "finished"
         return f"| {label} | {100 * m['dev']['accuracy']:.2f} | {at} | {m['train_seconds'] / 60:.0f} | {state} |"
+    progress = ROOT / "results" / name / PROGRESS
     state_file = RUNS / f"{name}.resume.pt"
-    if not state_file.exists():
+    if state_file.exists():
+        import torch
+        state = torch.load(state_file, map_location="cpu", weights_only=True)
+        history, best = state["history"], state["best"]
+        progress.parent.mkdir(parents=True, exist_ok=True)
+        progress.write_text(json.dumps({"best": history[best - 1], "last": history[-1],
+                                        "seconds": state.get("seconds", 0)}, indent=1) + "\n", encoding="utf-8")
+    if not progress.exists():
         return None
-    import torch
-    state = torch.load(state_file, map_location="cpu", weights_only=True)
-    history, best = state["history"], state["best"]
-    return (f"| {label} | {100 * history[best - 1]['dev_accuracy']:.2f} | {where(history[best - 1])} of "
-            f"{count(history[-1])} so far | {state.get('seconds', 0) / 60:.0f} | not finished |")
+    p = json.loads(progress.read_text(encoding="utf-8"))
+    return (f"| {label} | {100 * p['best']['dev_accuracy']:.2f} | {where(p['best'])} of {count(p['last'])} so far "
+            f"| {p['seconds'] / 60:.0f} | not finished |")
 
 
 def recipe_table() -> str:
+    records = finished_by_name()  # the shipped checkpoint's run too, which has no folder of its name
     names = sorted({p.name.removesuffix(".resume.pt") for folder in (ROOT / "results", RUNS) if folder.exists()
-                    for p in folder.iterdir() if RECIPE_RUN.match(p.name)})
-    records = finished_by_name()
+                    for p in folder.iterdir() if RECIPE_RUN.match(p.name)} | set(filter(RECIPE_RUN.match, records)))
     rows = [recipe_row(name, records) for name in [BASELINE, *names]]
     return "\n".join(["| setting | dev | at | minutes | state |", "|---|---:|---|---:|---|"] + [r for r in rows if r])
 
