@@ -1,7 +1,10 @@
 """disan.nn.kernels: the C++ ops and the eager path against the dense reference, and the kernel choice."""
 import math
 import shutil
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -275,6 +278,27 @@ def test_cpp_op_compiles_in_a_full_graph():
     got = torch.autograd.grad(compiled(*args), args)
     for a, b in zip(got, want):
         assert torch.allclose(a, b)
+
+
+@has_compiler
+def test_a_process_killed_in_the_build_step_does_not_block_the_next_one():
+    """PyTorch's build step holds a lock file that a killed process leaves behind (a run stopped from the
+    Training page at its start); every later process used to wait on it forever."""
+    cpp.load()  # built already: the process below only checks the build
+    lock = cpp.build_directory() / cpp.TORCH_BUILD_LOCK
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from torch.utils.file_baton import FileBaton; "
+                               f"assert FileBaton({str(lock)!r}).try_acquire(); print('held', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "held\n"
+    holder.kill()
+    holder.wait()
+    assert lock.exists()  # what the killed process left
+    done = subprocess.run([sys.executable, "-c", "from disan.nn.kernels import cpp; cpp.load(); import torch; "
+                                                 "print(torch.ops.disan.token2token_forward.default)"],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "token2token_forward" in done.stdout and not lock.exists()
 
 
 def test_with_probs_takes_the_dense_path_whatever_the_kernel():

@@ -7,7 +7,8 @@
         -> (d_key, d_query, d_values)
 
 This module compiles it at first use with ``torch.utils.cpp_extension.load`` (needs ninja and a
-C++ compiler) into PyTorch's extension cache, one build per CPU capability, and registers in
+C++ compiler) into PyTorch's extension cache (:func:`build_directory`), one build per CPU capability,
+and registers in
 Python what the dispatcher needs beyond the CPU kernels: fake (meta) implementations, so that
 ``torch.compile`` and ``torch.library.opcheck`` can trace the ops, and the forward op's autograd
 formula, which calls the backward op. Every output but ``s`` is auxiliary, for the backward op,
@@ -65,9 +66,11 @@ pairs only, and storing nothing n^2:
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -94,20 +97,58 @@ def _ninja_on_path() -> None:
     os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
 
 
+def _name() -> str:
+    return f"disan_token2token_ops_{torch.backends.cpu.get_cpu_capability().lower()}"  # one build per instruction set
+
+
+def build_directory() -> Path:
+    """Where the library is built and cached: under $TORCH_EXTENSIONS_DIR, else PyTorch's default extension
+    root, one folder per instruction set, Python and PyTorch build (the library links against both)."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
+    return Path(root) / f"{_name()}-{sys.implementation.cache_tag}-torch{torch.__version__}"
+
+
+# The file PyTorch's build step creates in the build directory while it runs, and that every other process
+# waits on until it is gone (torch.utils.file_baton.FileBaton).
+TORCH_BUILD_LOCK = "lock"
+
+
+@contextlib.contextmanager
+def _build_step(directory: Path):
+    """Run PyTorch's build step alone, and without waiting on a lock file left by a killed process.
+
+    A process killed inside the step (a run stopped from the Training page, a killed queue) leaves
+    PyTorch's lock file behind, and every later process used to wait on it forever. Every process takes
+    this ``flock`` first: the kernel drops it when its holder dies, so whoever holds it knows that no
+    live process is inside the step, and that a PyTorch lock file there is stale.
+    """
+    import fcntl  # POSIX; elsewhere the ImportError reaches kernels.cpp_builds, which falls back to eager
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "build.flock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (directory / TORCH_BUILD_LOCK).unlink(missing_ok=True)
+        yield
+
+
 @functools.lru_cache(maxsize=None)
 def load() -> None:
     """Build (or load from the cache) the C++ library and register the ``disan::`` ops; raises if it cannot be built."""
     from torch.utils.cpp_extension import load as load_extension
 
     _ninja_on_path()
-    capability = torch.backends.cpu.get_cpu_capability()
-    load_extension(
-        name=f"disan_token2token_ops_{capability.lower()}",  # one build per instruction set
-        sources=[str(SOURCE)],
-        extra_cflags=["-O3", "-fopenmp"] + _CAPABILITY_FLAGS.get(capability, []),
-        extra_ldflags=["-fopenmp"],
-        is_python_module=False,  # the library registers its ops with the dispatcher when loaded
-    )
+    directory = build_directory()
+    with _build_step(directory):
+        load_extension(
+            name=_name(),
+            sources=[str(SOURCE)],
+            extra_cflags=["-O3", "-fopenmp"] + _CAPABILITY_FLAGS.get(torch.backends.cpu.get_cpu_capability(), []),
+            extra_ldflags=["-fopenmp"],
+            build_directory=str(directory),
+            is_python_module=False,  # the library registers its ops with the dispatcher when loaded
+        )
     torch.library.register_fake("disan::token2token_forward", _forward_fake)
     torch.library.register_fake("disan::token2token_backward", _backward_fake)
     torch.library.register_autograd("disan::token2token_forward", _backward, setup_context=_setup_context)
