@@ -282,8 +282,8 @@ def test_cpp_op_compiles_in_a_full_graph():
 
 @has_compiler
 def test_a_process_killed_in_the_build_step_does_not_block_the_next_one():
-    """PyTorch's build step holds a lock file that a killed process leaves behind (a run stopped from the
-    Training page at its start); every later process used to wait on it forever."""
+    """PyTorch's build step holds a lock file that a killed process leaves behind (SIGKILL, SIGTERM, the OOM
+    killer); every later process used to wait on it forever."""
     cpp.load()  # built already: the process below only checks the build
     lock = cpp.build_directory() / cpp.TORCH_BUILD_LOCK
     holder = subprocess.Popen(

@@ -119,7 +119,7 @@ TORCH_BUILD_LOCK = "lock"
 def _build_step(directory: Path):
     """Run PyTorch's build step alone, and without waiting on a lock file left by a killed process.
 
-    A process killed inside the step (a run stopped from the Training page, a killed queue) leaves
+    A process killed inside the step (by SIGKILL or SIGTERM, the OOM killer, a session that ends) leaves
     PyTorch's lock file behind, and every later process used to wait on it forever. Every process takes
     this ``flock`` first: the kernel drops it when its holder dies, so whoever holds it knows that no
     live process is inside the step, and that a PyTorch lock file there is stale.
