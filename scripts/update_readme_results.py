@@ -124,12 +124,13 @@ def recipe_row(name: str, records: dict[str, Path]) -> str | None:
         import torch
         state = torch.load(state_file, map_location="cpu", weights_only=True)
         history, best = state["history"], state["best"]
+        p = {"best": history[best - 1], "last": history[-1], "seconds": state.get("seconds", 0)}
         progress.parent.mkdir(parents=True, exist_ok=True)
-        progress.write_text(json.dumps({"best": history[best - 1], "last": history[-1],
-                                        "seconds": state.get("seconds", 0)}, indent=1) + "\n", encoding="utf-8")
-    if not progress.exists():
+        progress.write_text(json.dumps(p, indent=1) + "\n", encoding="utf-8")
+    elif progress.exists():
+        p = json.loads(progress.read_text(encoding="utf-8"))
+    else:
         return None
-    p = json.loads(progress.read_text(encoding="utf-8"))
     return (f"| {label} | {100 * p['best']['dev_accuracy']:.2f} | {where(p['best'])} of {count(p['last'])} so far "
             f"| {p['seconds'] / 60:.0f} | not finished |")
 

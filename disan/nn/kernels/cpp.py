@@ -10,10 +10,10 @@ This module compiles it at first use with ``torch.utils.cpp_extension.load`` (ne
 C++ compiler) into PyTorch's extension cache (:func:`build_directory`), one build per CPU
 capability, and registers in Python what the dispatcher needs beyond the CPU kernels: fake (meta)
 implementations, so that ``torch.compile`` and ``torch.library.opcheck`` can trace the ops, and the
-forward op's autograd formula, which calls the backward op. Every output but ``s`` is auxiliary, for the backward op,
-and not differentiable: ``inv_z`` (1 / z per query and feature), and what the kernels read for key
-and query (A and Q below, or copies of key and query in the direct variant) with a 0-dim bool
-tensor ``direct`` saying which.
+forward op's autograd formula, which calls the backward op. Every output but ``s`` is auxiliary, for
+the backward op, and not differentiable: ``inv_z`` (1 / z per query and feature), and what the
+kernels read for key and query (A and Q below, or copies of key and query in the direct variant)
+with a 0-dim bool tensor ``direct`` saying which.
 
 Design
 ------
