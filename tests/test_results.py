@@ -1,3 +1,10 @@
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from disan.tools.results import portable, table
@@ -28,7 +35,6 @@ def test_a_single_run_has_no_std(metric):
 
 def record(folder, task="cr", embeddings=None, fold=0, test=0.8, finished=True):
     """A run as results/ keeps it: config.json and metrics.json, no weights."""
-    import json
     folder.mkdir(parents=True)
     config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
               "train_config": {"optimizer": "adadelta", "embeddings": embeddings, "fold": fold, "seed": 0,
@@ -62,3 +68,87 @@ def test_a_command_shows_the_same_wherever_its_run_was_made():
     assert portable(made) == "python -m disan train --task sst5 --out runs/item4 --dropout 0.2"
     relative = "python -m disan train --task trec --out checkpoints/trec --logdir tb/trec"
     assert portable(relative) == relative
+
+
+# scripts/update_readme_results.py, run on a repository of its own: checkpoints/, results/, $RUNS and a README
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "update_readme_results.py"
+MARKED = "<!-- results:start -->\nold\n<!-- results:end -->\n<!-- recipe:start -->\nold\n<!-- recipe:end -->\n"
+
+
+def trained(folder, task, dev, test=None, seed=0, **metrics):
+    """A trained run's folder as the script reads it: config, metrics and model card (no weights needed)."""
+    folder.mkdir(parents=True)
+    config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
+              "train_config": {"embeddings": "glove-100d", "seed": seed, "out": str(folder),
+                               "command": f"python -m disan train --task {task} --out {folder}"}}
+    metrics = {"dev": {"accuracy": dev}, "train_seconds": 120, "best_epoch": 2, "epochs_run": 3, **metrics}
+    if test is not None:
+        metrics["test"] = {"accuracy": test}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    (folder / "README.md").write_text(f"# {folder.name}\n")
+
+
+def repo(tmp_path):
+    root = tmp_path / "repo"
+    (root / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, root / "scripts")
+    (root / "disan").symlink_to(SCRIPT.parent.parent / "disan")
+    (root / "README.md").write_text(MARKED)
+    (root / "results").mkdir()
+    trained(root / "checkpoints" / "sst5", "sst5", 0.50, 0.49)
+    return root
+
+
+def update(root, *args):
+    done = subprocess.run([sys.executable, root / "scripts" / "update_readme_results.py", *args],
+                          env={**os.environ, "RUNS": str(root.parent / "runs")}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return (root / "README.md").read_text()
+
+
+def dev_test(folder):
+    metrics = json.loads((folder / "metrics.json").read_text())
+    return metrics["dev"]["accuracy"], metrics["test"]["accuracy"]
+
+
+def test_dev_alone_chooses_the_shipped_checkpoint_and_every_other_run_keeps_its_record(tmp_path):
+    root, runs = repo(tmp_path), tmp_path / "runs"
+    trained(root / "checkpoints" / "trec", "trec", 0.90, 0.92)
+    trained(runs / "trec-better-dev", "trec", 0.91, 0.88)
+    trained(runs / "trec-better-test", "trec", 0.89, 0.97)
+    trained(runs / "trec-other-seed", "trec", 0.99, 0.99, seed=1)  # another dev split: does not compete
+    trained(runs / "trec-cv-fold0", "trec", 0.99, 0.99)  # a fold: does not compete either
+    trained(runs / "trec-unfinished", "trec", 0.995)  # no test figure yet
+    readme = update(root, "--no-ship")
+    assert dev_test(root / "checkpoints" / "trec") == (0.90, 0.92)
+    assert {p.name for p in (root / "results").iterdir()} == {
+        "trec-better-dev", "trec-better-test", "trec-other-seed", "trec-cv-fold0"}
+    assert "| trec-better-test |" in readme and "trec-unfinished" not in readme
+
+    update(root)
+    assert dev_test(root / "checkpoints" / "trec") == (0.91, 0.88)
+    assert dev_test(root / "results" / "trec-100d") == (0.90, 0.92)  # the checkpoint it replaced
+    assert not (root / "results" / "trec-better-dev").exists()  # shipped: no second record of it
+    assert dev_test(root / "results" / "trec-better-test") == (0.89, 0.97)
+    update(root)  # run again: nothing changes hands
+    assert dev_test(root / "checkpoints" / "trec") == (0.91, 0.88)
+
+
+def test_a_recipe_run_s_figures_so_far_outlive_its_state_file_until_it_finishes(tmp_path):
+    import torch
+    root, runs = repo(tmp_path), tmp_path / "runs"
+    runs.mkdir()
+    history = [{"epoch": 1, "step": 1000, "dev_accuracy": 0.43}, {"epoch": 1, "step": 2000, "dev_accuracy": 0.46},
+               {"epoch": 1, "step": 3000, "dev_accuracy": 0.44}]
+    torch.save({"history": history, "best": 2, "seconds": 600}, runs / "sst5-authors.resume.pt")
+    row = "| sst5-authors | 46.00 | step 2,000 of 3,000 so far | 10 | not finished |"
+    assert row in update(root).splitlines()
+    (runs / "sst5-authors.resume.pt").unlink()  # the machine that trained is gone
+    assert row in update(root).splitlines()
+
+    trained(runs / "sst5-authors", "sst5", 0.47, 0.48, best_step=4000, steps_run=5000)
+    assert "| sst5-authors | 47.00 | step 4,000 of 5,000 | 2 | finished |" in update(root).splitlines()
+    assert not (root / "results" / "sst5-authors" / "progress.json").exists()
+    shutil.rmtree(runs)  # the finished record stands on its own
+    assert "| sst5-authors | 47.00 | step 4,000 of 5,000 | 2 | finished |" in update(root).splitlines()
