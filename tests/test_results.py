@@ -33,26 +33,28 @@ def test_a_single_run_has_no_std(metric):
     assert "±" not in row
 
 
-def record(folder, task="cr", embeddings=None, fold=0, test=0.8, finished=True):
-    """A run as results/ keeps it: config.json and metrics.json, no weights."""
+def trained(folder, task, dev, test=None, seed=0, embeddings="glove-100d", fold=0, **metrics):
+    """A run's folder as training leaves it and results/ keeps it: config, metrics and model card, no weights
+    (``test`` None: a run still training)."""
     folder.mkdir(parents=True)
     config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
-              "train_config": {"optimizer": "adadelta", "embeddings": embeddings, "fold": fold, "seed": 0,
-                               "command": f"python -m disan train --task {task} --fold {fold}"}}
-    metrics = {"dev": {"accuracy": test + 0.01}, "train_seconds": 60}
-    if finished:
+              "train_config": {"embeddings": embeddings, "seed": seed, "fold": fold, "out": str(folder),
+                               "command": f"python -m disan train --task {task} --out {folder}"}}
+    metrics = {"dev": {"accuracy": dev}, "train_seconds": 120, "best_epoch": 2, "epochs_run": 3, **metrics}
+    if test is not None:
         metrics["test"] = {"accuracy": test}
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "metrics.json").write_text(json.dumps(metrics))
+    (folder / "README.md").write_text(f"# {folder.name}\n")
 
 
 def test_runs_without_weights_are_collected_and_vectors_make_separate_rows(tmp_path):
     from disan.tools.results import collect
-    record(tmp_path / "cr-50d-fold0", fold=0, test=0.80)
-    record(tmp_path / "cr-50d-fold1", fold=1, test=0.84)
-    record(tmp_path / "cr-fold0", embeddings="glove-100d", test=0.9)
-    record(tmp_path / "cr-fold1", embeddings="glove-100d", fold=1, finished=False)  # still training
-    record(tmp_path / "cr-dropout0.4-fold0", embeddings="glove-100d", test=0.7)
+    trained(tmp_path / "cr-50d-fold0", "cr", 0.81, 0.80, embeddings=None)
+    trained(tmp_path / "cr-50d-fold1", "cr", 0.85, 0.84, embeddings=None, fold=1)
+    trained(tmp_path / "cr-fold0", "cr", 0.91, 0.9)
+    trained(tmp_path / "cr-fold1", "cr", 0.91, fold=1)  # still training
+    trained(tmp_path / "cr-dropout0.4-fold0", "cr", 0.71, 0.7)
     (tmp_path / "notes").mkdir()
     runs = collect([tmp_path])
     assert sorted(runs) == [("cr", "cr", "disan · 100d"), ("cr", "cr-50d", "disan · 50d"),
@@ -73,20 +75,6 @@ def test_a_command_shows_the_same_wherever_its_run_was_made():
 # scripts/update_readme_results.py, run on a repository of its own: checkpoints/, results/, $RUNS and a README
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "update_readme_results.py"
 MARKED = "<!-- results:start -->\nold\n<!-- results:end -->\n<!-- recipe:start -->\nold\n<!-- recipe:end -->\n"
-
-
-def trained(folder, task, dev, test=None, seed=0, **metrics):
-    """A trained run's folder as the script reads it: config, metrics and model card (no weights needed)."""
-    folder.mkdir(parents=True)
-    config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
-              "train_config": {"embeddings": "glove-100d", "seed": seed, "out": str(folder),
-                               "command": f"python -m disan train --task {task} --out {folder}"}}
-    metrics = {"dev": {"accuracy": dev}, "train_seconds": 120, "best_epoch": 2, "epochs_run": 3, **metrics}
-    if test is not None:
-        metrics["test"] = {"accuracy": test}
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "metrics.json").write_text(json.dumps(metrics))
-    (folder / "README.md").write_text(f"# {folder.name}\n")
 
 
 def repo(tmp_path):
