@@ -64,9 +64,11 @@ def no_exception(page) -> None:
 
 
 def idle(page) -> None:
-    """Wait until Streamlit has finished the script run."""
+    """Wait until Streamlit has finished the script run and drawn its widgets."""
     page.wait_for_timeout(300)
     page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
+    # a widget whose frontend code is still loading is a grey skeleton after the run has ended
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
 
 
 def texts(page, selector: str) -> list[str]:
