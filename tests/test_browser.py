@@ -13,6 +13,7 @@ import pytest
 from disan.explore import figures, views
 from disan.nn import checkpoint
 from disan.tools.latency import (
+    CHROMIUM,
     VIEWPORT,
     chromium,
     navigate,
@@ -20,11 +21,11 @@ from disan.tools.latency import (
     server,
     type_sentence,
     wait_drawn,
+    wait_idle,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "test-artifacts" / "screenshots"
-CHROMIUM = "/usr/bin/chromium"
 PAGES = [("Attention", "Token2token attention"), ("Fusion gates", "Fusion gates"),
          ("Source2token", "Source2token attention"), ("Word senses", "Word senses"), ("Training", "Training"),
          ("Models", "Models")]
@@ -63,14 +64,6 @@ def no_exception(page) -> None:
         '[data-testid="stException"]').first.inner_text()
 
 
-def idle(page) -> None:
-    """Wait until Streamlit has finished the script run and drawn its widgets."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=120_000)
-    # a widget whose frontend code is still loading is a grey skeleton after the run has ended
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
-
-
 def texts(page, selector: str) -> list[str]:
     return page.eval_on_selector_all(selector, "els => els.map(e => e.textContent)")
 
@@ -99,7 +92,7 @@ def test_every_page_renders_and_tokens_stay_text(url, page):
     for title, header in PAGES:
         navigate(page, title)  # through the sidebar, as a user does: the session and the sentence stay
         page.get_by_role("heading", name=header).first.wait_for(timeout=120_000)
-        idle(page)
+        wait_idle(page)
         no_exception(page)
         assert page.title() == f"{title} · DiSAN Explorer"
         if title in ("Attention", "Fusion gates", "Source2token"):
@@ -194,7 +187,7 @@ def test_a_broken_checkpoint_sorted_first_is_listed_never_chosen(url, page):
     assert "1 broken checkpoint" in sidebar.inner_text()
     navigate(page, "Models")
     page.get_by_role("heading", name="Models").first.wait_for()
-    idle(page)
+    wait_idle(page)
     page.get_by_text(re.compile(r"^0-broken — broken: .*corrupt or truncated")).first.click()
     assert "0-broken cannot be used" in page.locator('[data-testid="stAlert"]').first.inner_text()
     no_exception(page)
@@ -223,7 +216,7 @@ def test_a_one_token_sentence_is_explained(url, page):
     wait_drawn(page, "· query ")
     type_sentence(page, "tea")
     page.get_by_text("has 1 token, and no token may attend another").first.wait_for(timeout=120_000)
-    idle(page)
+    wait_idle(page)
     assert page.locator(".js-plotly-plot .heatmaplayer").count() == 0  # no blank boxes
     no_exception(page)
 
@@ -238,7 +231,7 @@ def test_word_senses_control_and_chart_agree_after_sentences_without_a_shared_wo
     box.fill("one cat\ntwo dogs")
     box.press("Control+Enter")
     page.get_by_text("The sentences share no word").first.wait_for(timeout=120_000)
-    idle(page)
+    wait_idle(page)
     assert chosen(page, "stMain") == "(your own sentences)"  # the preset box follows the edited text
     box.fill("the glass bottle\nglass of tea")
     box.press("Control+Enter")
@@ -265,11 +258,11 @@ def test_the_analysis_pages_render_in_chromium(url, page):
     type_sentence(page, "A man is pouring <b>hot</b> tea")
     page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot .ytick text')]"
                            ".some(e => e.textContent === 'pouring')", timeout=180_000)
-    idle(page)
+    wait_idle(page)
     for title, slug, fewest in ANALYSES:
         navigate(page, title)
         page.get_by_role("heading", name=title).first.wait_for(timeout=120_000)
-        idle(page)
+        wait_idle(page)
         no_exception(page)
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
         assert page.locator(".js-plotly-plot").count() >= fewest, title

@@ -6,9 +6,9 @@ from urllib.parse import parse_qs, urljoin, urlparse
 
 import pytest
 
-from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn
+from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
-from .test_browser import CHROMIUM, ROOT, SHOTS, idle, no_exception
+from .test_browser import CHROMIUM, ROOT, SHOTS, no_exception
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def test_the_atlas_renders_and_its_link_opens_the_attention_page_on_the_feature(
     page.goto(urljoin(page.url, href))
     page.get_by_role("heading", name="Token2token attention").first.wait_for(timeout=120_000)
     wait_drawn(page, f"feature k = {feature},")
-    idle(page)
+    wait_idle(page)
     no_exception(page)
     assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == text
     checked = page.locator('[data-testid="stMain"] [data-testid="stRadio"] input:checked').first

@@ -5,9 +5,9 @@ pages. Screenshots go to test-artifacts/screenshots/state-*.png.
 """
 import re
 
-from disan.tools.latency import choose, navigate, sentence, type_sentence, wait_drawn
+from disan.tools.latency import choose, navigate, sentence, type_sentence, wait_drawn, wait_idle
 
-from .test_browser import SHOTS, browser, idle, no_exception, page, texts, url  # noqa: F401 (fixtures)
+from .test_browser import SHOTS, browser, no_exception, page, texts, url  # noqa: F401 (fixtures)
 
 FIRST = "Although the plot is thin , the cast is warm ."  # 11 tokens: the middle one is 5 ","
 SECOND = "The soundtrack is lively and the editing is brisk , but the story never finds a reason to exist ."  # 20
@@ -54,7 +54,7 @@ def test_the_highlighted_token_is_the_query_the_figures_draw(url, page):
     assert highlighted(page) == [(10, "but")] and queries(page) == {(10, "but")}
     shot(page, "second-sentence")
     click_token(page, "but")  # the highlighted token: nothing changes, both stay in step
-    idle(page)
+    wait_idle(page)
     assert highlighted(page) == [(10, "but")] and queries(page) == {(10, "but")}
     click_token(page, "is")
     wait_drawn(page, "query 2: is")
@@ -96,7 +96,7 @@ def test_each_side_of_a_pair_keeps_its_own_query_in_step_and_downloads_by_name(u
     wait_drawn(page, "query 4: tea")
     assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
     click_token(page, "tea", group=1)  # the highlighted token: nothing changes
-    idle(page)
+    wait_idle(page)
     assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
     # in its half-width column the premise's 61 tokens wrap onto rows: none hidden in a sideways scroll
     overflow = page.eval_on_selector_all("[data-testid='stButtonGroup'] [role='radiogroup']",
@@ -119,7 +119,7 @@ def test_view_settings_follow_the_user_across_pages(url, page):
     wait_drawn(page, "query 150: walrus")
     navigate(page, "Fusion gates")
     page.get_by_role("heading", name="Fusion gates").first.wait_for(timeout=120_000)
-    idle(page)
+    wait_idle(page)
     navigate(page, "Attention")
     wait_drawn(page, "query 150: walrus")
     titles = texts(page, ".js-plotly-plot .gtitle")

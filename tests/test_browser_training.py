@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn
+from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
-from .test_browser import CHROMIUM, SHOTS, idle, no_exception, texts
+from .test_browser import CHROMIUM, SHOTS, no_exception, texts
 
 GOOD = ["a wonderful moving story", "great acting and a fine plot", "superb and funny", "brilliant work",
         "charming and warm", "beautifully made"]
@@ -42,7 +42,7 @@ def pick(page, label: str, option: str) -> None:
     """Choose an option of the main area's select box with this label, as a user does."""
     page.locator('[data-testid="stMain"] [data-testid="stSelectbox"]').filter(has_text=label).first.click()
     page.get_by_role("option", name=option, exact=True).click()
-    idle(page)
+    wait_idle(page)
 
 
 def fill(page, label: str, value: str) -> None:
@@ -58,13 +58,13 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         page = browser.new_page(viewport={**VIEWPORT, "height": 2400})  # the whole form in a screenshot
         page.goto(url)
         page.get_by_role("heading", name="Token2token attention").first.wait_for(timeout=120_000)
-        idle(page)
+        wait_idle(page)
         assert "No checkpoint yet" in page.locator('[data-testid="stSidebar"]').inner_text()
         navigate(page, "Training")
         page.get_by_role("heading", name="Training").first.wait_for(timeout=120_000)
-        idle(page)
+        wait_idle(page)
         page.locator('[data-testid="stRadio"]').get_by_text("a file of your own", exact=True).click()
-        idle(page)
+        wait_idle(page)
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(reviews(tmp_path / "my reviews.csv")))
         wait_drawn(page, "label balance of uploads/my_reviews.csv")
         no_exception(page)
@@ -91,7 +91,7 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         fill(page, "Word vectors", "glove-50d")
         page.get_by_role("button", name="Start").click()
         page.get_by_role("heading", name="Job mine: done").first.wait_for(timeout=300_000)
-        idle(page)
+        wait_idle(page)
         no_exception(page)
         page.get_by_role("heading", name="Evaluation on the test split").first.wait_for(timeout=120_000)
         page.screenshot(path=str(SHOTS / "training-own-file-done.png"))

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from disan.tools.latency import (
+    CHROMIUM,
     VIEWPORT,
     chromium,
     navigate,
     sentence,
     server,
     type_sentence,
+    wait_idle,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 TEXT = ".gtitle, .g-gtitle text, .annotation-text, .xtick text, .ytick text, .xtitle, .ytitle, .legendtext"
 
 # For every figure on the page: pairs of overlapping text elements and texts that leave the figure, as strings.
@@ -75,14 +75,9 @@ NEEDS_DATA = {"Corpus senses", "Case study"}
 LENGTHS = (8, 25, 120)
 
 
-def idle(page) -> None:
-    page.wait_for_timeout(400)
-    page.wait_for_selector('[data-testid="stApp"][data-test-script-state="notRunning"]', timeout=180_000)
-
-
 def drawn(page) -> None:
     """Idle, and every figure drawn (plotly draws after the run has ended)."""
-    idle(page)
+    wait_idle(page)
     page.wait_for_function("() => [...document.querySelectorAll('.stPlotlyChart')].every("
                            "c => c.querySelector('.js-plotly-plot .main-svg'))", timeout=60_000)
     page.wait_for_timeout(600)  # plotly's automargin redraw
@@ -123,7 +118,7 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped(app_page, model, data_root_o
             box = page.locator('[data-testid="stSidebar"] textarea').nth(1)
             box.fill(sentence(n, seed=n + 1))
             box.press("Control+Enter")
-            idle(page)
+            wait_idle(page)
         type_sentence(page, text)
         for title, follows in PAGES:
             if not follows and n != LENGTHS[0]:

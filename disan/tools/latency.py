@@ -130,6 +130,7 @@ def chromium(executable: str = CHROMIUM):
             browser.close()
 
 
+_IDLE = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
 # True once the script run has ended and a figure title contains the text: the change is drawn.
 _DRAWN = """t => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'
   && [...document.querySelectorAll('.js-plotly-plot .gtitle, .js-plotly-plot .annotation-text')]
@@ -141,10 +142,17 @@ def wait_drawn(page, title: str, timeout_s: float = 180) -> None:
     page.wait_for_function(_DRAWN, arg=title, timeout=timeout_s * 1000)
 
 
+def wait_idle(page, timeout_s: float = 180) -> None:
+    """Wait until the script run has ended and its widgets are drawn."""
+    page.wait_for_timeout(300)  # let a rerun that was just triggered start
+    page.wait_for_function(_IDLE, timeout=timeout_s * 1000)
+    # a widget whose frontend code is still loading is a grey skeleton after the run has ended
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout_s * 1000)
+
+
 def timed(page, action, title: str) -> float:
     """Seconds from ``action()`` until a figure titled with ``title`` is drawn and the app is idle."""
-    page.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]')"
-                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=180_000)
+    page.wait_for_function(_IDLE, timeout=180_000)
     t0 = time.perf_counter()
     action()
     page.wait_for_timeout(50)  # let the rerun start, so that the previous idle state is not taken for the end
