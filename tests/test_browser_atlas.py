@@ -6,9 +6,9 @@ from urllib.parse import parse_qs, urljoin, urlparse
 
 import pytest
 
-from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
+from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
-from .test_browser import CHROMIUM, ROOT, SHOTS, no_exception
+from .test_browser import ROOT, SHOTS, no_exception
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from disan.tools.latency import VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
+from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
-from .test_browser import CHROMIUM, SHOTS, no_exception, texts
+from .test_browser import SHOTS, no_exception, texts
 
 GOOD = ["a wonderful moving story", "great acting and a fine plot", "superb and funny", "brilliant work",
         "charming and warm", "beautifully made"]

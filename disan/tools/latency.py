@@ -130,9 +130,10 @@ def chromium(executable: str = CHROMIUM):
             browser.close()
 
 
+# True once the script run has ended.
 _IDLE = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
 # True once the script run has ended and a figure title contains the text: the change is drawn.
-_DRAWN = """t => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'
+_DRAWN = f"""t => ({_IDLE})()
   && [...document.querySelectorAll('.js-plotly-plot .gtitle, .js-plotly-plot .annotation-text')]
        .some(e => e.textContent.includes(t))"""
 
