@@ -15,7 +15,7 @@ st.caption("Every feature k of a DiSA block has its own attention distribution. 
            "uniform attention under the same mask gives; hover a dot to read what it does.")
 
 entry, pipe = current_pipeline()
-if not getattr(pipe.model.encoder, "blocks", None):
+if not glue.has_blocks(pipe):
     st.info(f"The {entry.encoder} encoder has no DiSA blocks, so no attention features to map.")
     st.stop()
 chosen = glue.pick_corpus(entry, "atlas")
@@ -46,14 +46,13 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     colour = st.radio("Colour the map by", atlas.COLOURS, horizontal=True, key="atlas-colour")
     c1, c2, c3 = st.columns([1, 2, 3])
     block = c1.selectbox("Block", result.blocks, key="atlas-block")
-    measures = [c for c in result.table.columns if result.table[c].dtype.kind == "f" and c not in ("pc1", "pc2")]
+    measures = glue.atlas_measures(result)
     order_by = c2.selectbox("Sort features by", measures, index=measures.index("entropy ÷ uniform"),
                             key="atlas-sort", help="lowest first")
-    rows = result.table[result.table["block"] == block].sort_values(order_by, kind="stable")
+    rows = glue.block_features(result, block, order_by)
     feature = int(c3.selectbox("Feature", rows["feature"], key="atlas-feature",
                                format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
-    selected = result.blocks.index(block) * result.d + feature
-    draw(atlas.drawing(result, colour, selected))
+    draw(atlas.drawing(result, colour, result.position(block, feature)))
     st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{pipe.name}.csv", "text/csv",
                        key="atlas-csv")
     with st.expander("The table: one row per block and feature"):

@@ -1,15 +1,18 @@
-"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, opening a
-sentence in the Attention page.
+"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, whether an
+encoder has DiSA blocks, the feature atlas's table as its page lists it, opening a sentence in the
+Attention page.
 
-Every analysis is computed by :mod:`disan.explore.analyses`; this module caches it per checkpoint
-(path and modification stamp, as :mod:`disan.app.common` does) and corpus, and draws widgets.
-Arguments with a leading underscore are left out of the cache keys: a corpus is keyed by its name.
+Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`);
+this module caches it per checkpoint (path and modification stamp, as :mod:`disan.app.common` does) and
+corpus, and draws widgets. Arguments with a leading underscore are left out of the cache keys: a corpus
+is keyed by its name.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 
+import pandas as pd
 import streamlit as st
 
 from disan.app.common import checkpoint_args, load_pipeline
@@ -123,10 +126,25 @@ def case_study(path: str, mtime: float, key: str, _tokens: list[list[str]], name
     return casestudy.measure(load_pipeline(path, mtime), _tokens, name)
 
 
+def has_blocks(pipe) -> bool:
+    """Whether a checkpoint's encoder has DiSA blocks, whose features the atlas maps."""
+    return bool(getattr(pipe.model.encoder, "blocks", None))
+
+
 @st.cache_data(max_entries=4, show_spinner=False)
 def feature_atlas(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> atlas.Atlas:
     """The feature atlas of a corpus (k by silhouette), cached per checkpoint and corpus (``key``)."""
     return atlas.profile(load_pipeline(path, mtime), _tokens, name)
+
+
+def atlas_measures(result: atlas.Atlas) -> list[str]:
+    """The atlas table's measures that its features can be sorted by (the map's coordinates left out)."""
+    return [c for c in result.table.columns if result.table[c].dtype.kind == "f" and c not in ("pc1", "pc2")]
+
+
+def block_features(result: atlas.Atlas, block: str, order_by: str) -> pd.DataFrame:
+    """The atlas table's rows of one block, sorted by a measure, lowest first."""
+    return result.table[result.table["block"] == block].sort_values(order_by, kind="stable")
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

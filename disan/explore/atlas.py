@@ -104,13 +104,18 @@ class Atlas:
     silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette, when k was picked by it
     explained: np.ndarray = field(default_factory=lambda: np.zeros(2))  # variance share of PC 1 and PC 2
 
-    def row(self, block: str, k: int) -> pd.Series:
-        """The table row of feature k of a block."""
+    def position(self, block: str, k: int) -> int:
+        """Where feature k of a block is: its row of ``table`` and ``top_words``, its column of ``sharpness``
+        and ``word_received`` (blocks x d); ValueError for a block or a k the atlas does not have."""
         if block not in self.blocks:
             raise ValueError(f"no DiSA block is named {block!r}; the blocks are {self.blocks}")
         if not 0 <= k < self.d:
             raise ValueError(f"feature {k} is out of range for {self.d} features")
-        return self.table.iloc[self.blocks.index(block) * self.d + k]
+        return self.blocks.index(block) * self.d + k
+
+    def row(self, block: str, k: int) -> pd.Series:
+        """The table row of feature k of a block."""
+        return self.table.iloc[self.position(block, k)]
 
 
 def _batch_sums(block, lengths: torch.Tensor, classes: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -419,8 +424,7 @@ def search(atlas: Atlas, query: str, top: int | None = 20) -> pd.DataFrame:
 def top_sentences(atlas: Atlas, block: str, k: int, top: int = TOP_SENTENCES) -> list[int]:
     """The sentences where feature k of a block is sharpest: the most nats below uniform per query,
     among sentences of :data:`MIN_TOP_LENGTH` tokens or more when the corpus has any."""
-    atlas.row(block, k)  # checks the block and k
-    gain = atlas.sharpness[:, atlas.blocks.index(block) * atlas.d + k].astype(float)
+    gain = atlas.sharpness[:, atlas.position(block, k)].astype(float)
     eligible = atlas.lengths >= MIN_TOP_LENGTH
     if not eligible.any():
         eligible = atlas.lengths >= 2
@@ -448,13 +452,13 @@ def explain(pipe, atlas: Atlas, texts: Sequence[str], block: str, k: int) -> Dra
     row = atlas.row(block, k)
     rows = [Row({"atlas-profile": feature_profile(atlas, block, k)},
                 f"{block} feature {k}: type {row['type']}", row["summary"])]
-    words = atlas.top_words[atlas.blocks.index(block) * atlas.d + k]
+    words = atlas.top_words[atlas.position(block, k)]
     if words:
         rows[0].panels["atlas-top-words"] = pd.DataFrame(words, columns=["word", "lift"])
     for rank, s in enumerate(top_sentences(atlas, block, k)):
         sentence = pipe.trace_sentence(texts[s])
         b = next(t for t in sentence.trace.blocks if t.name == block)
-        gain = atlas.sharpness[s, atlas.blocks.index(block) * atlas.d + k]
+        gain = atlas.sharpness[s, atlas.position(block, k)]
         title = f"{block}, feature {k}: {gain:.2f} nats below uniform per query"
         fig = figures.attention_heatmap(b.probs[..., k].numpy(), sentence.tokens, b.mask.numpy(), title, scale="lift")
         rows.append(Row({f"atlas-sentence-{rank}": fig}, f"Sharpest sentence {rank + 1}: sentence {s} of the corpus"))
