@@ -2,7 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.app.common import checkpoint_args, current_pipeline, draw, open_in_attention
 from disan.explore.analyses import corpus, stats
 from disan.inspect import senses
 
@@ -55,7 +55,7 @@ def points(result: corpus.Senses, chosen: corpus.Corpus) -> None:
     c1, c2 = st.columns(2)
     if c1.button("Open in the Attention page", key="corpus-open"):
         s = int(table.sentence[selected])
-        glue.open_in_attention(pipe, chosen.texts[s], chosen.pairs[s])
+        open_in_attention(entry.name, entry.kind, chosen.texts[s], chosen.pairs[s])
     c2.download_button("Occurrences as CSV", corpus.export_csv(result), f"corpus-senses-{result.word}.csv",
                        "text/csv", key="corpus-csv")
 

@@ -1,6 +1,4 @@
 """Feature atlas: what each attention feature of each DiSA block does, measured over a corpus."""
-from urllib.parse import urlencode
-
 import streamlit as st
 
 from disan.app import analyses as glue
@@ -72,10 +70,8 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     top = atlas.top_sentences(result, block, feature)
     if top:
         s = top[0]
-        state = ({"premise": sample.pairs[s][0], "hypothesis": sample.pairs[s][1]} if pipe.is_pair and sample.pairs[s]
-                 else {"premise": sample.texts[s]} if pipe.is_pair else {"text": sample.texts[s]})
-        params = links.write(entry.name, entry.kind, state, feature)
-        st.link_button("Open the sharpest sentence in the Attention page, one feature = k", "./?" + urlencode(params))
+        st.link_button("Open the sharpest sentence in the Attention page, one feature = k",
+                       links.attention_url(entry.name, entry.kind, sample.texts[s], sample.pairs[s], feature))
 
 
 features(result, sample)

@@ -5,7 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from disan.app import progress
-from disan.app.common import chart, entries, kept, stamp
+from disan.app.common import chart, entries, kept, open_in_attention, stamp
 from disan.data import files, uploads
 from disan.data.files import DataError
 from disan.data.loaders import TASKS, data_dir
@@ -301,13 +301,8 @@ def summary() -> None:
                            format_func=lambda r: f"[{wrong.gold[r]} → {wrong.predicted[r]}] {wrong.text[r][:90]}")
         st.dataframe(wrong[["text", "gold", "predicted", "length"]], hide_index=True, height=240)
         if st.button("Open in the Attention page", key="train-open"):
-            st.session_state["checkpoint"] = job.name
             text = wrong.text[row]
-            if ev.kind == "classify":
-                st.session_state["text"] = text
-            else:
-                st.session_state["premise"], st.session_state["hypothesis"] = split_pair(text)
-            st.switch_page("app_pages/attention.py")
+            open_in_attention(job.name, ev.kind, text, None if ev.kind == "classify" else split_pair(text))
 
 
 st.header("Training")

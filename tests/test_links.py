@@ -1,4 +1,6 @@
 """Shareable links (disan.app.links): reading and writing the URL's query parameters."""
+from urllib.parse import parse_qs
+
 from disan.app import links
 from disan.data.text import MAX_TOKENS
 
@@ -36,3 +38,20 @@ def test_writing_a_link_reads_back_to_the_same_state():
         values, messages = links.read(params, KINDS, "trec")
         assert not messages and values == {"checkpoint": name, **{k: v for k, v in state.items() if v != "unused"}}
     assert links.write(None, None, {"text": "x"}) == {}
+
+
+def test_a_link_to_the_attention_page_opens_the_input_as_the_model_reads_it():
+    def opened(name, text, pair=None, feature=None):
+        url = links.attention_url(name, KINDS[name], text, pair, feature)
+        assert url.startswith("./?")
+        values, messages = links.read({k: v[0] for k, v in parse_qs(url[3:]).items()}, KINDS, "trec")
+        assert not messages
+        return values
+
+    assert opened("trec", "What is it ?") == {"checkpoint": "trec", "text": "What is it ?"}
+    # a pair model takes a corpus line's pair where it has one, else the line as the premise
+    assert opened("sick-e", "A man | A person", ("A man", "A person")) == {
+        "checkpoint": "sick-e", "premise": "A man", "hypothesis": "A person"}
+    assert opened("sick-e", "A man") == {"checkpoint": "sick-e", "premise": "A man"}
+    assert opened("trec", "What is it ?", feature=3) == {
+        "checkpoint": "trec", "text": "What is it ?", "attention-mode": "one feature", "attention-k": 3}

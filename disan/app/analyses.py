@@ -1,6 +1,5 @@
 """Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, whether an
-encoder has DiSA blocks, the feature atlas's table as its page lists it, opening a sentence in the
-Attention page.
+encoder has DiSA blocks, the feature atlas's table as its page lists it.
 
 Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`);
 this module caches it per checkpoint (path and modification stamp, as :mod:`disan.app.common` does) and
@@ -176,14 +175,3 @@ def with_status(running: str, done: str, compute, *args):
         value = compute(*args)
         box.update(label=done, state="complete")
     return value
-
-
-def open_in_attention(pipe, text: str, pair: tuple[str, str] | None = None) -> None:
-    """Make ``text`` (or its benchmark pair) the sidebar's input and switch to the Attention page."""
-    if not pipe.is_pair:
-        st.session_state["text"] = text
-    elif pair is not None:
-        st.session_state["premise"], st.session_state["hypothesis"] = pair
-    else:
-        st.session_state["premise"] = text
-    st.switch_page("app_pages/attention.py")

@@ -1,5 +1,5 @@
-"""Streamlit glue shared by the pages: cached models and traces, the current input, error display,
-drawing a view.
+"""Streamlit glue shared by the pages: cached models and traces, the current input, opening an input in
+the Attention page, error display, drawing a view.
 
 Everything computed here comes from the library (``disan``); this module only caches and draws.
 """
@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from disan.app.cache import ByteCache, budget, cache_bytes
+from disan.app.links import input_state
 from disan.explore import catalog, markup, views
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
@@ -148,6 +149,14 @@ def current_input(pipe):
         return (st.session_state.get("premise", views.PRESET_PAIR[0]),
                 st.session_state.get("hypothesis", views.PRESET_PAIR[1]))
     return st.session_state.get("text", views.PRESET_SENTENCE)
+
+
+def open_in_attention(checkpoint: str, kind: str, text: str, pair: tuple[str, str] | None = None) -> None:
+    """Make a checkpoint and ``text`` (or its pair; see :func:`disan.app.links.input_state`) the sidebar's
+    model and input, and switch to the Attention page."""
+    st.session_state["checkpoint"] = checkpoint
+    st.session_state.update(input_state(kind, text, pair))
+    st.switch_page("app_pages/attention.py")
 
 
 def run_trace(entry, text) -> TraceResult:

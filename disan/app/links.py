@@ -9,6 +9,7 @@ against the model's features).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from urllib.parse import urlencode
 
 from disan.data.text import check_text
 from disan.nn.heads import takes_pairs
@@ -76,3 +77,21 @@ def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str],
     if feature is not None:
         params["feature"] = str(int(feature))
     return {"model": checkpoint, **{k: v for k, v in params.items() if v is not None}}
+
+
+def input_state(kind: str, text: str, pair: tuple[str, str] | None = None) -> dict[str, str]:
+    """The session values that make ``text`` the sidebar's input for a model of ``kind``: the sentence of
+    a single-sentence model; for a pair model, ``pair`` as premise and hypothesis where the text has one,
+    else the text as the premise (the hypothesis is left as it is)."""
+    if not takes_pairs(kind):
+        return {"text": text}
+    if pair is not None:
+        return {"premise": pair[0], "hypothesis": pair[1]}
+    return {"premise": text}
+
+
+def attention_url(checkpoint: str, kind: str, text: str, pair: tuple[str, str] | None = None,
+                  feature: int | None = None) -> str:
+    """A relative link that opens ``text`` (see :func:`input_state`) with a checkpoint in the Attention
+    page, on its feature ``feature`` when given."""
+    return "./?" + urlencode(write(checkpoint, kind, input_state(kind, text, pair), feature))
