@@ -1,99 +1,44 @@
 """Train and compare models on the small benchmarks or on a file of one's own, from the browser."""
-import time
 from pathlib import Path
 
 import streamlit as st
 
 from disan.app import progress
-from disan.app.common import chart, entries, kept, open_in_attention, stamp
-from disan.data import files, uploads
-from disan.data.files import DataError
-from disan.data.loaders import TASKS, data_dir
-from disan.data.text import split_pair
+from disan.app import training as glue
+from disan.app.common import benchmark_label, chart, entries, kept, stamp
 from disan.explore import catalog, figures
-from disan.nn.baselines import ENCODERS
-from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig
-from disan.training.evaluate import examples_table
-from disan.training.jobs import PROBE, Busy, Registry
-from disan.training.train import state_path
 
-TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 SOURCES = ("a benchmark", "a file of your own")
-
-
-@st.cache_resource
-def registry() -> Registry:
-    # One registry per server: every session sees the same job, and only one runs at a time.
-    return Registry()
-
-
-@st.cache_data(max_entries=16, show_spinner="Evaluating on the test split…")
-def evaluation(path: str, mtime: float):
-    return examples_table(path, "test")
-
-
-def modified(path: Path) -> tuple[int, int]:
-    """Cache key part that changes when a data file is rewritten: its size and modification time."""
-    found = path.stat()
-    return found.st_size, found.st_mtime_ns
-
-
-# ``version`` (from :func:`modified`) is part of the cache keys: a rewritten file is read again.
-@st.cache_data(max_entries=8, show_spinner="Reading the file…")
-def preview(path: str, version: tuple, header: bool):
-    return files.preview(path, header)
-
-
-@st.cache_data(max_entries=16, show_spinner="Reading the labels…")
-def label_summary(path: str, version: tuple, text: str, label: str, text_b: str | None, kind: str,
-                  dev: float, test: float) -> files.Summary:
-    return files.summarize(path, text, label, text_b, kind, dev, test)
-
-
-def kept_upload(folder: Path, upload, limit_mb: int) -> Path:
-    """The uploaded file, saved in the data folder's uploads/ once per upload (a rerun does not hash it again)."""
-    seen = st.session_state.get("train-upload-kept")
-    if seen and seen[0] == upload.file_id and Path(seen[1]).is_file():
-        return Path(seen[1])
-    path = uploads.save_upload(folder, upload.name, upload.getvalue(), limit_mb)
-    st.session_state["train-upload-kept"] = (upload.file_id, str(path))
-    return path
 
 
 def chosen_file() -> tuple[Path, str] | None:
     """A file of one's own, uploaded or picked among the data folder's table files (never a path typed by
     a visitor): (its path, the name shown), or None (after saying why) while there is none."""
     try:
-        folder = data_dir()
-        limit = uploads.upload_limit_mb()
+        folder, limit = glue.data_folder()
     except (FileNotFoundError, ValueError) as e:
         st.error(f"No file can be used: {e}")
         return None
     how = st.radio("File", ["upload", "pick one in the data folder"], horizontal=True, key="train-file-how")
     if how == "upload":
         upload = st.file_uploader(f"A .csv, .tsv or .jsonl file of up to {limit} MB (UTF-8), kept in the server's "
-                                  f"data folder, in {uploads.UPLOADS}/", type=[t.lstrip(".") for t in files.TABLES],
+                                  f"data folder, in {glue.UPLOADS}/", type=glue.UPLOAD_TYPES,
                                   max_upload_size=limit, key="train-upload")
         if upload is None:
             return None
         try:
-            path = kept_upload(folder, upload, limit)
-        except DataError as e:
+            path = glue.kept_upload(folder, upload, limit)
+        except glue.DataError as e:
             st.error(str(e))
             return None
-        return path, f"{uploads.UPLOADS}/{path.name}"
-    listed = uploads.table_files(folder)
+        return path, f"{glue.UPLOADS}/{path.name}"
+    listed = glue.table_files(folder)
     if not listed:
         st.info(f"The data folder {folder} holds no .csv, .tsv or .jsonl file yet (at its top or in "
-                f"{uploads.UPLOADS}/): upload one.")
+                f"{glue.UPLOADS}/): upload one.")
         return None
     name = st.selectbox("File", list(listed), key="train-file", help=f"the table files of {folder}")
     return listed[name], name
-
-
-def message(error: DataError, path: Path, name: str) -> str:
-    """A file's error as the page shows it: the file named as the page lists it, not by its place on the server."""
-    return str(error).replace(str(path), name)
 
 
 def own_data() -> dict | None:
@@ -104,18 +49,18 @@ def own_data() -> dict | None:
         return None
     path, name = found
     header = True
-    if path.suffix.lower() in (".csv", ".tsv"):
+    if glue.asks_header(path):
         header = st.checkbox("The first row names the columns", True, key="train-header",
                              help="off: the columns are named by their 0-based index, as on the command line")
     try:
-        table = preview(str(path), modified(path), header)
-    except DataError as e:
-        st.error(message(e, path, name))
+        table = glue.preview(path, header)
+    except glue.DataError as e:
+        st.error(glue.message(e, path, name))
         return None
     st.caption(f"The first {len(table)} rows of {name}")
     st.dataframe(table, hide_index=True, height=300)
     columns = list(table.columns)
-    guess = files.guess_columns(table)
+    guess = glue.guess_columns(table)
     what = (str(path), header)  # another file or header: the pickers start again from their guesses
     kept("train-text", what, guess[0])
     kept("train-text-b", what, 0)
@@ -128,26 +73,23 @@ def own_data() -> dict | None:
                           help="the hypothesis of a pair (pair and relatedness models)")
     text_b = columns[second - 1] if second else None
     label = c3.selectbox("Label column", columns, key="train-label")
-    kind = c4.selectbox("Kind", files.kinds_for(text_b), key="train-kind",
+    kind = c4.selectbox("Kind", glue.kinds_for(text_b), key="train-kind",
                         help="classify takes one text; pair (classes) and relatedness (scores from 1 up) two")
     c1, c2, _, _ = st.columns(4)
-    dev = c1.number_input("Dev fraction", 0.01, 0.5, files.DEFAULT_FRACTION, 0.01, key="train-dev-fraction",
+    dev = c1.number_input("Dev fraction", 0.01, 0.5, glue.DEFAULT_FRACTION, 0.01, key="train-dev-fraction",
                           help="the share of the rows drawn as dev, stratified by label and seeded by the seed")
-    test = c2.number_input("Test fraction", 0.01, 0.5, files.DEFAULT_FRACTION, 0.01, key="train-test-fraction",
+    test = c2.number_input("Test fraction", 0.01, 0.5, glue.DEFAULT_FRACTION, 0.01, key="train-test-fraction",
                            help="the share of the rows drawn as test, likewise")
+    own = glue.data_fields(path, text, text_b, label, kind, dev, test)
     try:
-        counted = label_summary(str(path), modified(path), text, label, text_b, kind, float(dev), float(test))
-    except DataError as e:
-        st.error(message(e, path, name))
+        counted = glue.label_summary(own)
+    except glue.DataError as e:
+        st.error(glue.message(e, path, name))
         return None
     fig = figures.label_balance(counted, name)
     chart(st, figures.describe(fig, f"{name} · label column {label}"), key="train-balance")
-    sizes = counted.splits
-    strata = "rounded score" if counted.kind == "relatedness" else "label"
-    st.caption(f"{counted.rows} rows: {sizes['train']} to train on, {sizes['dev']} dev and {sizes['test']} test, "
-               f"drawn stratified by {strata}.")
-    return {"data": str(path), "text_column": text, "text_b_column": text_b, "label_column": label, "kind": kind,
-            "dev_fraction": float(dev), "test_fraction": float(test)}
+    st.caption(glue.split_caption(counted))
+    return own
 
 
 def start_form(own: dict | None) -> None:
@@ -157,59 +99,53 @@ def start_form(own: dict | None) -> None:
     with st.form("train-form"):
         c1, c2, c3 = st.columns(3)
         if own is None:
-            task = c1.selectbox("Benchmark", TRAINABLE, index=TRAINABLE.index("trec"),
-                                format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
+            task = c1.selectbox("Benchmark", glue.TRAINABLE, index=glue.TRAINABLE.index("trec"),
+                                format_func=benchmark_label, key="train-task")
         else:
             task = None
             c1.text_input("Data", Path(own["data"]).name, disabled=True,
                           help=f"{own['kind']}: text {own['text_column']}"
                                + (f", second text {own['text_b_column']}" if own["text_b_column"] else "")
                                + f", label {own['label_column']}")
-        encoder = c2.selectbox("Encoder", list(ENCODERS), key="train-encoder")
+        encoder = c2.selectbox("Encoder", list(glue.ENCODERS), key="train-encoder")
         name = c3.text_input("Checkpoint name", "", key="train-name", help="default: task-encoder-time")
         c1, c2, c3, c4, c5 = st.columns(5)
         epochs = c1.number_input("Epochs", 1, 500, 5, key="train-epochs")
-        patience = c2.number_input("Patience", 1, 500, TrainConfig.patience, key="train-patience",
+        patience = c2.number_input("Patience", 1, 500, glue.TrainConfig.patience, key="train-patience",
                                    help="epochs without a dev improvement before the run stops")
         lr = c3.number_input("Learning rate", 0.0001, 10.0, 0.001, format="%.4f", key="train-lr",
                              help="0.001 suits Adam; the paper's Adadelta uses 0.5")
-        dropout = c4.number_input("Dropout", 0.0, 0.9, TrainConfig.dropout, key="train-dropout")
-        d_h = c5.number_input("d_h", 4, 600, TrainConfig.d_h, key="train-dh")
+        dropout = c4.number_input("Dropout", 0.0, 0.9, glue.TrainConfig.dropout, key="train-dropout")
+        d_h = c5.number_input("d_h", 4, 600, glue.TrainConfig.d_h, key="train-dh")
         c1, c2, c3, c4 = st.columns(4)
-        optimizer = c4.selectbox("Optimizer", list(OPTIMIZERS), index=list(OPTIMIZERS).index("adam"),
+        optimizer = c4.selectbox("Optimizer", list(glue.OPTIMIZERS), index=list(glue.OPTIMIZERS).index("adam"),
                                  key="train-optimizer",
                                  help="Adam (lr 0.001) needs few epochs on a CPU; Adadelta (lr 0.5) is the paper's")
         vectors = c1.text_input("Word vectors", "", key="train-vectors",
                                 help="glove-100d (after `python -m disan vectors glove-100d`), glove-50d, or a "
                                      "GloVe-format text file; empty: glove-100d when fetched, else glove-50d")
-        seed = c2.number_input("Seed", 0, 10_000, TrainConfig.seed, key="train-seed")
+        seed = c2.number_input("Seed", 0, 10_000, glue.TrainConfig.seed, key="train-seed")
         cap = c3.number_input("Cap on training examples (0 = all)", 0, 10_000_000, 0, key="train-cap")
-        what = {item: text for item, text, _ in RECIPE_ITEMS}
+        what = {item: text for item, text, _ in glue.RECIPE_ITEMS}
         items = st.multiselect("Items of the authors' SST recipe", list(what), format_func=lambda i: f"{i}: {what[i]}",
                                key="train-recipe",
                                help="each item sets its flags as the authors' SST code does, over the fields above "
                                     "(item 2 trains 120,000 steps; item 8 is for SST only)")
-        probe = st.text_input("Probe sentence for the attention timeline", PROBE, key="train-probe")
+        probe = st.text_input("Probe sentence for the attention timeline", glue.PROBE, key="train-probe")
         submitted = st.form_submit_button("Start", type="primary")
     if not submitted:
         return
-    source = task or Path(own["data"]).stem
-    name = name.strip() or f"{source}-{encoder}-{time.strftime('%Y%m%d-%H%M%S')}"
-    if any(c in name for c in "/\\") or name.startswith("."):
-        st.error("A checkpoint name cannot contain slashes or start with a dot.")
+    try:
+        name = glue.checkpoint_name(name, encoder, task, own)
+    except ValueError as e:
+        st.error(str(e))
         return
     try:
-        fields = dict(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
-                      patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
-                      d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None,
-                      **(own or {}))
-        # the chosen items of the authors' recipe win over the fields above (dropout, patience)
-        fields.update({flag: RECIPES["authors"][flag] for item, _, flags in RECIPE_ITEMS if item in items
-                       for flag in flags})
-        cfg = TrainConfig(**fields)
-        cfg.command = cfg.command_line()  # what the model card offers to reproduce the run
-        registry().start(name, cfg, probe)
-    except Busy as e:
+        cfg = glue.train_config(name, own, items, task=task, encoder=encoder, epochs=epochs, patience=patience,
+                                lr=lr, optimizer=optimizer, dropout=dropout, d_h=d_h, vectors=vectors, seed=seed,
+                                cap=cap)
+        glue.registry().start(name, cfg, probe)
+    except glue.Busy as e:
         st.warning(str(e))
     except ValueError as e:
         st.error(f"Cannot start: {e}")
@@ -218,7 +154,7 @@ def start_form(own: dict | None) -> None:
 def job_view() -> None:
     """Progress of the current job and the probe's attention so far; re-run every second by the fragment
     while the job is active, so the curves and the attention timeline grow during the run."""
-    job = registry().current
+    job = glue.registry().current
     if job is None:
         return
     job.poll()
@@ -235,11 +171,11 @@ def job_view() -> None:
         st.progress(0.0, text="loading data and word vectors…")
     if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):
         job.stop()
-    if (job.status in ("stopped", "failed") and state_path(job.config).exists()
-            and st.button("Resume", key="train-resume", help="go on from the end of the last finished epoch")):
+    if glue.resumable(job) and st.button("Resume", key="train-resume",
+                                         help="go on from the end of the last finished epoch"):
         try:
-            registry().resume(job)
-        except Busy as e:
+            glue.registry().resume(job)
+        except glue.Busy as e:
             st.warning(str(e))
         else:
             st.rerun()
@@ -277,32 +213,30 @@ def timeline(job) -> None:
 
 
 def summary() -> None:
-    job = registry().current
+    job = glue.registry().current
     if job is None or job.active or job.metrics is None:
         return
     path = job.config.out
-    ev = evaluation(path, stamp(path))
+    ev = glue.evaluation(path, stamp(path))
     table = ev.table
     st.subheader("Evaluation on the test split")
     st.dataframe(progress.metrics_table(ev.metrics), hide_index=True)
     if ev.confusion is None:
-        worst = table.reindex(table["error"].abs().sort_values(ascending=False).index)
-        st.dataframe(worst.head(50), hide_index=True)
+        st.dataframe(glue.worst_first(table).head(50), hide_index=True)
         return
     c1, c2 = st.columns(2)
     about = f"model {job.name} · test split"
     chart(c1, figures.describe(figures.confusion_heatmap(ev.confusion, ev.labels), about), key="train-confusion")
     by_length = figures.accuracy_by_length(table["length"].to_numpy(), table["correct"].to_numpy())
     chart(c2, figures.describe(by_length, about), key="train-by-length")
-    wrong = table[~table["correct"]].reset_index(drop=True)
+    wrong = glue.misclassified(table)
     st.write(f"{len(wrong)} misclassified test examples")
     if len(wrong):
         row = st.selectbox("Open one in the Attention page", range(len(wrong)), key="train-wrong",
                            format_func=lambda r: f"[{wrong.gold[r]} → {wrong.predicted[r]}] {wrong.text[r][:90]}")
         st.dataframe(wrong[["text", "gold", "predicted", "length"]], hide_index=True, height=240)
         if st.button("Open in the Attention page", key="train-open"):
-            text = wrong.text[row]
-            open_in_attention(job.name, ev.kind, text, None if ev.kind == "classify" else split_pair(text))
+            glue.open_example(job.name, ev.kind, wrong.text[row])
 
 
 st.header("Training")
@@ -316,7 +250,7 @@ else:
         start_form(own)
 # A fragment only while the job runs: left in place after the run's last rerun, it sometimes cost the
 # "Evaluation on the test split" heading drawn below it (seen in Chromium).
-current = registry().current
+current = glue.registry().current
 if current is not None and current.active:
     st.fragment(run_every=1.0)(job_view)()
 else:

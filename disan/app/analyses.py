@@ -14,7 +14,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from disan.app.common import checkpoint_args, load_pipeline
+from disan.app.common import benchmark_label, checkpoint_args, load_pipeline
 from disan.data.files import DataError
 from disan.data.loaders import SPLITS, TASKS, data_dir
 from disan.explore import atlas
@@ -91,7 +91,7 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
             return trained(*checkpoint_args(entry), data_stamp(entry), entry.config, "test")
         if source == "another benchmark":
             c1, c2 = st.columns(2)
-            task = c1.selectbox("Benchmark", list(TASKS), format_func=lambda t: f"{t} — {TASKS[t]}", key=f"{key}-task")
+            task = c1.selectbox("Benchmark", list(TASKS), format_func=benchmark_label, key=f"{key}-task")
             split = c2.selectbox("Split", SPLITS, index=SPLITS.index("test"), key=f"{key}-split")
             return benchmark(task, split)
         upload = st.file_uploader("A text file (one sentence per line) or a CSV file (a text or sentence column, "

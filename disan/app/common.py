@@ -12,6 +12,7 @@ import streamlit as st
 
 from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.app.links import input_state
+from disan.data.loaders import TASKS
 from disan.explore import catalog, markup, views
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
@@ -120,6 +121,11 @@ def setting(widget, label: str, key: str, options, default=None, **kwargs):
     if st.session_state.get(key) not in options:
         st.session_state[key] = options[0] if default is None else default
     return persistent(widget, label, key, options=options, **kwargs)
+
+
+def benchmark_label(task: str) -> str:
+    """A benchmark as the pickers show it: its name and what it is."""
+    return f"{task} — {TASKS[task]}"
 
 
 def current_entry() -> catalog.Entry | None:

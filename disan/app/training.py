@@ -1,0 +1,169 @@
+"""Streamlit glue of the Training page: the server's one job registry, a file of one's own (the upload
+kept in the data folder, its preview and label balance read once per version of the file), the form's
+fields assembled into a :class:`TrainConfig`, and a finished run's evaluation and misclassified examples.
+
+What it computes comes from :mod:`disan.data` (files, uploads), :mod:`disan.training` (configuration,
+jobs, evaluation) and :mod:`disan.explore.catalog` (where checkpoints go); the names the page's widgets
+offer (encoders, optimizers, the authors' recipe items, table formats) are read from there too, so that
+the page imports nothing below :mod:`disan.app`. :class:`DataError` and :class:`Busy` are the page's to
+catch: a file that cannot be used, a second job while one runs.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from disan.app.common import open_in_attention
+from disan.data import files, uploads
+from disan.data.files import DEFAULT_FRACTION, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
+from disan.data.loaders import TASKS, data_dir
+from disan.data.text import split_pair
+from disan.data.uploads import UPLOADS, table_files  # noqa: F401  (for the page)
+from disan.explore import catalog
+from disan.nn.baselines import ENCODERS  # noqa: F401  (for the page)
+from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig  # noqa: F401  (for the page)
+from disan.training.evaluate import Evaluation, examples_table
+from disan.training.jobs import PROBE, Busy, Job, Registry  # noqa: F401  (for the page)
+from disan.training.train import state_path
+
+TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
+UPLOAD_TYPES = [t.lstrip(".") for t in files.TABLES]  # what the uploader takes, as Streamlit names types
+
+
+@st.cache_resource
+def registry() -> Registry:
+    # One registry per server: every session sees the same job, and only one runs at a time.
+    return Registry()
+
+
+def resumable(job: Job) -> bool:
+    """Whether a job can go on from the end of its last finished epoch: it stopped or failed, and its
+    run kept what ``--resume`` needs."""
+    return job.status in ("stopped", "failed") and state_path(job.config).exists()
+
+
+def data_folder() -> tuple[Path, int]:
+    """The server's data folder, where uploads are kept and table files are picked, and the upload limit
+    in MB; FileNotFoundError (no folder) or ValueError (a bad limit) says why no file can be used."""
+    return data_dir(), uploads.upload_limit_mb()
+
+
+def kept_upload(folder: Path, upload, limit_mb: int) -> Path:
+    """The uploaded file, saved in the data folder's uploads/ once per upload (a rerun does not hash it again)."""
+    seen = st.session_state.get("train-upload-kept")
+    if seen and seen[0] == upload.file_id and Path(seen[1]).is_file():
+        return Path(seen[1])
+    path = uploads.save_upload(folder, upload.name, upload.getvalue(), limit_mb)
+    st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+    return path
+
+
+def message(error: DataError, path: Path, name: str) -> str:
+    """A file's error as the page shows it: the file named as the page lists it, not by its place on the server."""
+    return str(error).replace(str(path), name)
+
+
+def asks_header(path: Path) -> bool:
+    """Whether a file may or may not have a header row: CSV and TSV (JSON Lines name their columns)."""
+    return path.suffix.lower() in (".csv", ".tsv")
+
+
+def modified(path: Path) -> tuple[int, int]:
+    """Cache key part that changes when a data file is rewritten: its size and modification time."""
+    found = path.stat()
+    return found.st_size, found.st_mtime_ns
+
+
+# ``version`` (from :func:`modified`) is part of the cache keys: a rewritten file is read again.
+@st.cache_data(max_entries=8, show_spinner="Reading the file…")
+def _preview(path: str, version: tuple, header: bool):
+    return files.preview(path, header)
+
+
+@st.cache_data(max_entries=16, show_spinner="Reading the labels…")
+def _label_summary(path: str, version: tuple, text: str, label: str, text_b: str | None, kind: str,
+                   dev: float, test: float) -> files.Summary:
+    return files.summarize(path, text, label, text_b, kind, dev, test)
+
+
+def preview(path: Path, header: bool) -> pd.DataFrame:
+    """The first rows of a file of one's own; DataError says what is wrong with it."""
+    return _preview(str(path), modified(path), header)
+
+
+def data_fields(path: Path, text: str, text_b: str | None, label: str, kind: str, dev: float,
+                test: float) -> dict:
+    """The :class:`TrainConfig` fields of a file of one's own: its columns, kind and split fractions."""
+    return {"data": str(path), "text_column": text, "text_b_column": text_b, "label_column": label, "kind": kind,
+            "dev_fraction": float(dev), "test_fraction": float(test)}
+
+
+def label_summary(fields: dict) -> files.Summary:
+    """The labels' balance and the split sizes of the file that :func:`data_fields` describes; DataError
+    says what is wrong with it."""
+    return _label_summary(fields["data"], modified(Path(fields["data"])), fields["text_column"],
+                          fields["label_column"], fields["text_b_column"], fields["kind"],
+                          fields["dev_fraction"], fields["test_fraction"])
+
+
+def split_caption(counted: files.Summary) -> str:
+    """How the file's rows are shared among the splits, as the page says it."""
+    sizes = counted.splits
+    strata = "rounded score" if counted.kind == "relatedness" else "label"
+    return (f"{counted.rows} rows: {sizes['train']} to train on, {sizes['dev']} dev and {sizes['test']} test, "
+            f"drawn stratified by {strata}.")
+
+
+def checkpoint_name(typed: str, encoder: str, task: str | None, own: dict | None) -> str:
+    """The run's checkpoint name: the one typed, else the benchmark (or the file's name), the encoder and
+    the time; ValueError for a name that would leave the checkpoints folder or hide in it."""
+    source = task or Path(own["data"]).stem
+    name = typed.strip() or f"{source}-{encoder}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if any(c in name for c in "/\\") or name.startswith("."):
+        raise ValueError("A checkpoint name cannot contain slashes or start with a dot.")
+    return name
+
+
+def train_config(name: str, own: dict | None, items: Collection[int], *, task: str | None, encoder: str,
+                 epochs: int, patience: int, lr: float, optimizer: str, dropout: float, d_h: int, vectors: str,
+                 seed: int, cap: int) -> TrainConfig:
+    """The run the form describes: a benchmark ``task``, or the fields of a file of one's own (``own``,
+    from :func:`data_fields`), trained into the checkpoints folder under ``name``. ``vectors`` empty and
+    ``cap`` 0 leave the word vectors and the training examples to TrainConfig's defaults. The chosen
+    ``items`` of the authors' recipe win over the fields (dropout, patience). ValueError for fields
+    TrainConfig refuses."""
+    fields = dict(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
+                  patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
+                  d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None,
+                  **(own or {}))
+    fields.update({flag: RECIPES["authors"][flag] for item, _, flags in RECIPE_ITEMS if item in items
+                   for flag in flags})
+    cfg = TrainConfig(**fields)
+    cfg.command = cfg.command_line()  # what the model card offers to reproduce the run
+    return cfg
+
+
+@st.cache_data(max_entries=16, show_spinner="Evaluating on the test split…")
+def evaluation(path: str, mtime: float) -> Evaluation:
+    """A checkpoint's figures and examples on its test split, once per checkpoint version."""
+    return examples_table(path, "test")
+
+
+def worst_first(table: pd.DataFrame) -> pd.DataFrame:
+    """A relatedness evaluation's examples, the largest errors first."""
+    return table.reindex(table["error"].abs().sort_values(ascending=False).index)
+
+
+def misclassified(table: pd.DataFrame) -> pd.DataFrame:
+    """A classification evaluation's wrong examples, numbered from 0."""
+    return table[~table["correct"]].reset_index(drop=True)
+
+
+def open_example(checkpoint: str, kind: str, text: str) -> None:
+    """Open an example of an evaluation's table (a pair joined as one text) in the Attention page."""
+    open_in_attention(checkpoint, kind, text, None if kind == "classify" else split_pair(text))
+
