@@ -1,17 +1,12 @@
 """DiSAN Explorer: ``streamlit run app.py``. Navigation and the sidebar shared by every page."""
 import streamlit as st
-import torch
 
 from disan.app import links
-from disan.app.common import entries, persistent
-from disan.data.text import MAX_TOKENS
+from disan.app.common import SENTENCE_HELP, default_checkpoint, entries, persistent, reads_pairs, use_app_threads
 from disan.explore import markup
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
-from disan.nn.heads import takes_pairs
 
-# Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
-# 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.
-torch.set_num_threads(1)
+use_app_threads()  # at import: every trace of this server, whichever session asks
 
 
 def pages() -> list:
@@ -59,8 +54,7 @@ def sidebar() -> list[str]:
         broken = [e for e in all_entries if not e.ok]
         if good:
             names = [e.name for e in good]
-            # a single-sentence model first: the paper's case study is about one sentence
-            default = next((e.name for e in good if e.kind == "classify"), names[0])
+            default = default_checkpoint(good)
             messages = follow_link(good, default)
             if st.session_state.get("checkpoint") not in names:
                 st.session_state["checkpoint"] = default
@@ -69,15 +63,14 @@ def sidebar() -> list[str]:
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get,
                        help=f"{entry.label}. Every checkpoint's card is on the Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
-            if takes_pairs(entry.kind):
+            if reads_pairs(entry):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
                 persistent(st.text_area, "Premise", "premise", height=80)
                 persistent(st.text_area, "Hypothesis", "hypothesis", height=80)
             else:
                 st.session_state.setdefault("text", PRESET_SENTENCE)
-                persistent(st.text_area, "Sentence", "text", height=100,
-                           help=f"Up to {MAX_TOKENS} tokens; attention memory grows with the square of the length.")
+                persistent(st.text_area, "Sentence", "text", height=100, help=SENTENCE_HELP)
             # the URL follows the model and the input, so that it can be shared
             params = links.write(entry.name, entry.kind, st.session_state)
             if st.query_params.to_dict() != params:

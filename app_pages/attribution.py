@@ -3,8 +3,6 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, draw, open_input
-from disan.data.files import DataError
-from disan.data.loaders import TASKS
 from disan.explore.analyses import attribution
 
 st.header("Attribution")
@@ -21,15 +19,15 @@ st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline
 draw(attribution.drawing(attr, result.sentences))
 
 st.subheader("Agreement over a corpus")
-if glue.own_split(entry) is None:
-    st.info(glue.DOWNLOAD_HINT if entry.task in TASKS else
-            f"The checkpoint's task {entry.task!r} is not a benchmark here, so there is no test split to sample.")
+missing = glue.no_split(entry)
+if missing is not None:
+    st.info(missing)
     st.stop()
 n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
 try:
     frame = glue.with_status(f"Attributing {n} test inputs of {entry.task}…", f"{n} test inputs of {entry.task}",
                              glue.attribution_corpus, *args, glue.data_stamp(entry), entry.config, n)
-except DataError as e:  # the file the model was trained on is gone or has changed
+except glue.DataError as e:  # the file the model was trained on is gone or has changed
     st.error(f"The test split of {entry.task} cannot be read: {e}")
     st.stop()
 if len(frame):

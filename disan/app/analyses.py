@@ -1,10 +1,11 @@
-"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, whether an
-encoder has DiSA blocks, the feature atlas's table as its page lists it.
+"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
+checkpoint offers them (a test split to sample, DiSA blocks), the feature atlas's table as its page lists it.
 
 Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`);
 this module caches it per checkpoint (path and modification stamp, as :mod:`disan.app.common` does) and
 corpus, and draws widgets. Arguments with a leading underscore are left out of the cache keys: a corpus
-is keyed by its name.
+is keyed by its name. :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or
+has changed.
 """
 from __future__ import annotations
 
@@ -46,6 +47,16 @@ def own_split(entry) -> str | None:
     if "data" in entry.config or (entry.task in TASKS and has_data()):
         return f"test split of {entry.task}"
     return None
+
+
+def no_split(entry) -> str | None:
+    """Why there is no test split of a checkpoint's own data to sample here, or None where there is one
+    (:func:`own_split`)."""
+    if own_split(entry) is not None:
+        return None
+    if entry.task in TASKS:
+        return DOWNLOAD_HINT
+    return f"The checkpoint's task {entry.task!r} is not a benchmark here, so there is no test split to sample."
 
 
 def data_stamp(entry) -> tuple:

@@ -1,7 +1,9 @@
-"""Streamlit glue shared by the pages: cached models and traces, the current input, opening an input in
-the Attention page, error display, drawing a view.
+"""Streamlit glue shared by app.py and the pages: the app's torch threads, cached models and traces, the
+sidebar's checkpoints and input, opening an input in the Attention page, error display, drawing a view.
 
-Everything computed here comes from the library (``disan``); this module only caches and draws.
+Everything computed here comes from the library (``disan``); this module only caches and draws, and
+answers the questions about checkpoints and benchmarks that app.py and the pages ask, so that they
+import nothing below :mod:`disan.explore` and :mod:`disan.inspect`.
 """
 from __future__ import annotations
 
@@ -9,14 +11,29 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+import torch
 
 from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.app.links import input_state
 from disan.data.loaders import TASKS
+from disan.data.text import MAX_TOKENS
 from disan.explore import catalog, markup, views
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
 from disan.nn.checkpoint import CONFIG
+from disan.nn.heads import takes_pairs
+
+# Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
+# 5-10x faster than two here, and concurrent sessions each get a core. A run that the Training page
+# starts trains with it too, unless its config sets threads: multiprocessing's spawn runs app.py's
+# module level (which calls use_app_threads) in the training process as well.
+THREADS = 1
+SENTENCE_HELP = f"Up to {MAX_TOKENS} tokens; attention memory grows with the square of the length."
+
+
+def use_app_threads() -> None:
+    """Run torch with the app's :data:`THREADS` intra-op threads."""
+    torch.set_num_threads(THREADS)
 
 
 def stamp(directory) -> float:
@@ -121,6 +138,17 @@ def setting(widget, label: str, key: str, options, default=None, **kwargs):
     if st.session_state.get(key) not in options:
         st.session_state[key] = options[0] if default is None else default
     return persistent(widget, label, key, options=options, **kwargs)
+
+
+def reads_pairs(entry: catalog.Entry) -> bool:
+    """Whether a listed checkpoint takes (premise, hypothesis) pairs rather than one sentence."""
+    return takes_pairs(entry.kind)
+
+
+def default_checkpoint(good: list[catalog.Entry]) -> str:
+    """The checkpoint a session starts on, among the working ones: a single-sentence model first, since
+    the paper's case study is about one sentence."""
+    return next((e.name for e in good if e.kind == "classify"), good[0].name)
 
 
 def benchmark_label(task: str) -> str:
