@@ -9,6 +9,8 @@ Floors, lowest first (a subpackage may use the floors below it, never its neighb
     5  disan.app (the Streamlit glue)
     6  disan.tools (benchmarks and commands, which may start the app)
     7  disan (the public API in __init__, viz) and disan.__main__ (the command line)
+
+The Streamlit app (app.py and app_pages/) stands on disan.app, disan.explore and disan.inspect only.
 """
 import ast
 import importlib
@@ -135,9 +137,16 @@ def private_uses(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
+def app_sources() -> list[Path]:
+    """The Streamlit app's script and its pages."""
+    pages = sorted((ROOT / "app_pages").glob("*.py"))
+    assert pages, "no page found in app_pages/: the scans below would check nothing"
+    return [ROOT / "app.py", *pages]
+
+
 def test_no_module_uses_another_modules_private_names():
-    sources = [*PACKAGE.rglob("*.py"), ROOT / "app.py",
-               *(p for folder in ("pages", "scripts", "tests") for p in (ROOT / folder).glob("*.py"))]
+    sources = [*PACKAGE.rglob("*.py"), *app_sources(),
+               *(p for folder in ("scripts", "tests") for p in (ROOT / folder).glob("*.py"))]
     problems = [line for path in sources for line in private_uses(path)]
     assert not problems, "\n".join(problems)
 
@@ -148,3 +157,45 @@ def test_the_private_name_scan_finds_each_form(tmp_path):
                                    "from disan.inspect import pipeline\nimport disan.nn.model\n"
                                    "pipeline._on_device(None, 'cpu')\ndisan._hidden\npipeline.__doc__\n")
     assert len(private_uses(tmp_path / "m.py", tmp_path)) == 4
+
+
+# What app.py and the pages may import of the project: they wire widgets to the app's glue and to what
+# is drawn and inspected; the rules (benchmarks, model kinds, training configs) live below, behind disan.app.
+APP_READS = ("app", "explore", "inspect")
+
+
+def app_imports_below(path: Path, root: Path = ROOT) -> list[str]:
+    """The modules of this project that ``path`` imports outside :data:`APP_READS` (``disan`` itself
+    included), at module level or inside functions."""
+    where = path.relative_to(root)
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module == "disan":  # "from disan import nn" imports disan.nn
+            names = [f"disan.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "disan" and (len(parts) == 1 or parts[1] not in APP_READS):
+                found.append(f"{where}: {name}")
+    return found
+
+
+def test_the_app_and_its_pages_import_only_the_app_explore_and_inspect():
+    problems = [line for path in app_sources() for line in app_imports_below(path)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_app_import_scan_finds_each_form(tmp_path):
+    # the scan must see plain imports, from-imports of modules and of subpackages, and imports in functions
+    (tmp_path / "page.py").write_text(
+        "import streamlit as st\nimport disan.nn.heads\nfrom disan.data.text import MAX_TOKENS\n"
+        "from disan import training, app\nfrom disan.app import links\nfrom disan.explore.views import VIEWS\n"
+        "import disan.inspect.senses\ndef f():\n    from disan.tools import latency\n    import disan\n")
+    assert sorted(app_imports_below(tmp_path / "page.py", tmp_path)) == [
+        "page.py: disan", "page.py: disan.data.text", "page.py: disan.nn.heads", "page.py: disan.tools",
+        "page.py: disan.training"]
