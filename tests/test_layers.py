@@ -103,6 +103,13 @@ def test_the_tree_shows_the_layers():
 
 
 @pytest.mark.parametrize("name", sorted(FLOORS))
+def test_every_subpackage_says_its_floor(name):
+    # the docstring is where a reader learns the layers; it must not drift from FLOORS
+    summary = importlib.import_module(f"disan.{name}").__doc__.split("\n")[0]
+    assert summary.startswith(f"Floor {FLOORS[name]},"), summary
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
 def test_only_the_app_layer_imports_streamlit(name):
     for path in (PACKAGE / name).rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

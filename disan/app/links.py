@@ -3,8 +3,11 @@
 ``?model=<checkpoint directory name>&text=<sentence>`` (a pair model reads ``text`` as the premise and
 ``hypothesis`` as the hypothesis); ``&feature=<k>`` opens the Attention page on one feature k. A link is
 untrusted input: an unknown model, a text that :func:`disan.data.text.check_text` refuses, a feature
-that is not a number, or a parameter of another name gives a message and leaves the default in place (the Attention page checks k
-against the model's features).
+that is not a number, or a parameter of another name gives a message and leaves the default in place
+(the Attention page checks k against the model's features).
+
+:func:`input_state` says which of the sidebar's values show a text: a link to the Attention page
+(:func:`attention_url`) and :func:`disan.app.common.open_in_attention` both go by it.
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Floor 1, data: benchmark loaders, tokenisation and vocabulary, word vectors, download, batching.
+"""Floor 1, data: benchmark loaders, files of one's own (tables, and uploads kept in the data folder),
+tokenisation and vocabulary, word vectors, download, batching.
 
 Imports nothing else of ``disan``.
 """

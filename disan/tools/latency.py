@@ -63,7 +63,7 @@ def sentence(n_tokens: int, seed: int = 0, marks: dict[int, str] | None = None) 
 def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
     """(page, median trace ms, median trace + figures + JSON ms) for every view in VIEWS."""
     pipe = load(path)
-    torch.set_num_threads(1)  # as the app runs it (see app.py)
+    torch.set_num_threads(1)  # as the app runs it (see disan.app.common.THREADS)
     text = sentence(n_tokens)
     pipe.trace_sentence(text)  # warm-up: first-call allocations, spaCy load
     rows = []
