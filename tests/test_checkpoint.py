@@ -319,6 +319,41 @@ def test_a_load_resolves_the_device_once(make_checkpoint, monkeypatch):
     assert calls == ["cpu", "auto"]
 
 
+def safetensors_file(header: dict, data_bytes: int) -> bytes:
+    """A safetensors file: the header's length, the header as JSON, then ``data_bytes`` zero bytes."""
+    text = json.dumps(header).encode()
+    return len(text).to_bytes(8, "little") + text + bytes(data_bytes)
+
+
+F32 = {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}
+REFUSED_HEADERS = {  # (header, bytes of data): files the safetensors library refuses although their length adds up
+    "gap": ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+             "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}}, 16),
+    "overlap": ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                 "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
+                 "c": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}}, 16),
+    "not from the start": ({"a": {"dtype": "F32", "shape": [3], "data_offsets": [4, 16]}}, 16),
+    "float size": ({"a": {**F32, "shape": [4.0]}}, 16),
+    "bool size": ({"a": {**F32, "shape": [True], "data_offsets": [0, 4]}}, 4),
+    "number in metadata": ({"__metadata__": {"step": 1}, "a": F32}, 16),
+    "NaN": ({"a": {**F32, "note": float("nan")}}, 16),
+}
+
+
+@pytest.mark.parametrize("damage", REFUSED_HEADERS)
+def test_a_header_the_library_refuses_is_refused_by_the_listing_too(make_checkpoint, damage):
+    """What the picker offers loads: the header checks refuse every file the safetensors library refuses."""
+    data = safetensors_file(*REFUSED_HEADERS[damage])
+    with pytest.raises(safetensors.SafetensorError):
+        safetensors.torch.load(data)
+    path = make_checkpoint()
+    (path / checkpoint.WEIGHTS).write_bytes(data)
+    entry = listed(path)
+    assert not entry.ok and "corrupt or truncated" in entry.error
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        checkpoint.load(path)
+
+
 # multihead splits 2 d_h over 8 heads, which the tiny test model's d_h = 5 does not allow
 @pytest.mark.parametrize("encoder", sorted(set(ENCODERS) - {"multihead"}))
 def test_every_encoder_loads_as_it_was_saved(make_checkpoint, encoder):

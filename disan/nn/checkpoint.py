@@ -155,9 +155,10 @@ def header_shapes(f: BinaryIO, size: int, path: Path) -> dict[str, tuple[int, ..
     """The tensor shapes that the safetensors header at the start of ``f`` (``size`` bytes, the file
     ``path``) declares, read from the header alone.
 
-    The header must parse, every tensor's byte range must match its dtype and shape, and the file
-    must be exactly as long as the header says: a truncated or padded file is refused without
-    reading the tensors.
+    The header must parse, every tensor's byte range must match its dtype and shape, the ranges must
+    follow one another from the start of the data without gap or overlap, and the file must be exactly
+    as long as the header says: a truncated or padded file is refused without reading the tensors.
+    These are the safetensors library's own rules, so that a file whose header passes is one it reads.
     """
     corrupt = f"{path} is corrupt or truncated"
     prefix = f.read(8)
@@ -167,27 +168,47 @@ def header_shapes(f: BinaryIO, size: int, path: Path) -> dict[str, tuple[int, ..
     if n > min(MAX_HEADER, size - 8):
         raise CheckpointError(f"{corrupt}: the header claims {n:,} bytes of a {size:,}-byte file")
     try:
-        header = json.loads(f.read(n))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = json.loads(f.read(n).decode("utf-8"), parse_constant=not_json)
+    except ValueError:  # not UTF-8, not JSON, or NaN and Infinity
         raise CheckpointError(f"{corrupt}: its header is not JSON") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{corrupt}: its header is not a JSON object")
-    shapes, end = {}, 0
+    shapes, spans = {}, []
     for name, info in header.items():
         if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict) and all(isinstance(v, str) for v in info.values())):
+                raise CheckpointError(f"{corrupt}: its __metadata__ is not an object of strings")
             continue
         try:
-            shape = tuple(int(x) for x in info["shape"])
-            begin, stop = (int(x) for x in info["data_offsets"])
-            width = DTYPE_BYTES[info["dtype"]]
+            shape, (begin, stop), width = info["shape"], info["data_offsets"], DTYPE_BYTES[info["dtype"]]
         except (KeyError, TypeError, ValueError):
             raise CheckpointError(f"{corrupt}: the header entry of {name!r} is invalid") from None
-        if min(shape, default=0) < 0 or not 0 <= begin <= stop or stop - begin != math.prod(shape) * width:
-            raise CheckpointError(f"{corrupt}: {name!r} has {stop - begin} bytes for shape {shape}")
-        shapes[name], end = shape, max(end, stop)
+        if not isinstance(shape, list) or not all(map(is_size, (*shape, begin, stop))):
+            raise CheckpointError(f"{corrupt}: the header entry of {name!r} is invalid")
+        if begin > stop or stop - begin != math.prod(shape) * width:
+            raise CheckpointError(f"{corrupt}: {name!r} has {stop - begin} bytes for shape {tuple(shape)}")
+        shapes[name] = tuple(shape)
+        spans.append((begin, stop, name))
+    end = 0
+    for begin, stop, name in sorted(spans):
+        if begin != end:
+            raise CheckpointError(f"{corrupt}: {name!r} starts at byte {begin:,} of the data, "
+                                  f"where the tensor before it ends at {end:,}")
+        end = stop
     if size != 8 + n + end:
         raise CheckpointError(f"{corrupt}: the header describes {8 + n + end:,} bytes, the file has {size:,}")
     return shapes
+
+
+def not_json(constant: str):
+    """Refuse NaN and Infinity, which Python's json reads and JSON (and the safetensors library) does not."""
+    raise ValueError(f"{constant} is not JSON")
+
+
+def is_size(x) -> bool:
+    """Whether a header value is one the safetensors library reads as a size: a JSON integer (not a
+    bool) that fits 64 bits unsigned."""
+    return type(x) is int and 0 <= x < 2 ** 64
 
 
 def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
