@@ -1,14 +1,19 @@
+import builtins
 import json
 import os
 import pickle
+import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import safetensors.torch
 import torch
 
+import disan
 from disan.explore import catalog
-from disan.nn import checkpoint
+from disan.nn import checkpoint, device
+from disan.nn.baselines import ENCODERS
 from disan.nn.checkpoint import CheckpointError
 
 from .conftest import make_model
@@ -228,3 +233,133 @@ def test_the_runs_table_times_epochs_and_leaves_step_budgets_blank(make_checkpoi
     table = catalog.runs_table(catalog.list_checkpoints(by_epoch.parent)).set_index("checkpoint")
     assert table.loc["by-epoch", "s / epoch"] == 15.0
     assert pd.isna(table.loc["by-steps", "s / epoch"]) and table.loc["by-steps", "epochs"] == 1
+
+
+class WeightReads:
+    """Every opening of one weights file while installed (by Python's open or by the safetensors library's own),
+    and the bytes read from each."""
+
+    def __init__(self, monkeypatch, weights):
+        self.weights, self.opened, self.library_opens = Path(weights).resolve(), [], 0
+        real_open, real_safe_open = builtins.open, safetensors.torch.safe_open
+
+        def counting_open(file, *args, **kwargs):
+            f = real_open(file, *args, **kwargs)
+            if isinstance(file, (str, os.PathLike)) and Path(file).resolve() == self.weights:
+                self.opened.append([])
+                return CountedFile(f, self.opened[-1])
+            return f
+
+        def counting_safe_open(file, *args, **kwargs):
+            if Path(file).resolve() == self.weights:
+                self.library_opens += 1
+            return real_safe_open(file, *args, **kwargs)
+
+        monkeypatch.setattr(builtins, "open", counting_open)
+        monkeypatch.setattr(safetensors.torch, "safe_open", counting_safe_open)
+
+
+class CountedFile:
+    """A file whose reads are recorded (their lengths) in ``reads``."""
+
+    def __init__(self, f, reads):
+        self.f, self.reads = f, reads
+
+    def read(self, n=-1):
+        data = self.f.read(n)
+        self.reads.append(len(data))
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+@pytest.mark.parametrize("load", [checkpoint.load, disan.load], ids=["checkpoint.load", "disan.load"])
+def test_a_load_opens_and_reads_the_weights_file_once(make_checkpoint, monkeypatch, load):
+    path = make_checkpoint()
+    weights = path / checkpoint.WEIGHTS
+    reads = WeightReads(monkeypatch, weights)
+    load(path)
+    assert reads.library_opens == 0 and len(reads.opened) == 1
+    assert sum(reads.opened[0]) == weights.stat().st_size and reads.opened[0].count(0) <= 1  # whole, once
+
+
+def test_listing_reads_the_weights_header_and_no_tensor_data(make_checkpoint, monkeypatch):
+    path = make_checkpoint()
+    weights = path / checkpoint.WEIGHTS
+    header_bytes = 8 + int.from_bytes(weights.read_bytes()[:8], "little")
+    assert header_bytes < weights.stat().st_size  # the tiny model has tensor data to leave unread
+    reads = WeightReads(monkeypatch, weights)
+    assert listed(path).ok
+    assert reads.library_opens == 0 and len(reads.opened) == 1 and sum(reads.opened[0]) == header_bytes
+
+
+def test_a_load_resolves_the_device_once(make_checkpoint, monkeypatch):
+    path = make_checkpoint()
+    calls = []
+    real = device.resolve_device
+
+    def counting(name="auto"):
+        calls.append(name)
+        return real(name)
+
+    # every module that took the function by name, wherever a load might call it from
+    for module in [m for name, m in sys.modules.items() if name == "disan" or name.startswith("disan.")]:
+        if getattr(module, "resolve_device", None) is real:
+            monkeypatch.setattr(module, "resolve_device", counting)
+    disan.load(path, device="cpu")
+    assert calls == ["cpu"]
+    checkpoint.load(path, device="auto")
+    assert calls == ["cpu", "auto"]
+
+
+def safetensors_file(header: dict, data_bytes: int) -> bytes:
+    """A safetensors file: the header's length, the header as JSON, then ``data_bytes`` zero bytes."""
+    text = json.dumps(header).encode()
+    return len(text).to_bytes(8, "little") + text + bytes(data_bytes)
+
+
+F32 = {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}
+REFUSED_HEADERS = {  # (header, bytes of data): files the safetensors library refuses although their length adds up
+    "gap": ({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+             "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}}, 16),
+    "overlap": ({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                 "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]},
+                 "c": {"dtype": "F32", "shape": [1], "data_offsets": [12, 16]}}, 16),
+    "not from the start": ({"a": {"dtype": "F32", "shape": [3], "data_offsets": [4, 16]}}, 16),
+    "float size": ({"a": {**F32, "shape": [4.0]}}, 16),
+    "bool size": ({"a": {**F32, "shape": [True], "data_offsets": [0, 4]}}, 4),
+    "number in metadata": ({"__metadata__": {"step": 1}, "a": F32}, 16),
+    "NaN": ({"a": {**F32, "note": float("nan")}}, 16),
+}
+
+
+@pytest.mark.parametrize("damage", REFUSED_HEADERS)
+def test_a_header_the_library_refuses_is_refused_by_the_listing_too(make_checkpoint, damage):
+    """What the picker offers loads: the header checks refuse every file the safetensors library refuses."""
+    data = safetensors_file(*REFUSED_HEADERS[damage])
+    with pytest.raises(safetensors.SafetensorError):
+        safetensors.torch.load(data)
+    path = make_checkpoint()
+    (path / checkpoint.WEIGHTS).write_bytes(data)
+    entry = listed(path)
+    assert not entry.ok and "corrupt or truncated" in entry.error
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        checkpoint.load(path)
+
+
+# multihead splits 2 d_h over 8 heads, which the tiny test model's d_h = 5 does not allow
+@pytest.mark.parametrize("encoder", sorted(set(ENCODERS) - {"multihead"}))
+def test_every_encoder_loads_as_it_was_saved(make_checkpoint, encoder):
+    """The loaded weights are the model's own (an LSTM's flat weights included): the same outputs."""
+    model, vocab = make_model("classify", encoder)
+    loaded, *_ = checkpoint.load(make_checkpoint("classify", encoder=encoder))
+    assert all(p.device.type == "cpu" for p in loaded.state_dict().values())
+    ids = torch.tensor([vocab.encode("the glass bottle is big".split()), vocab.encode("a man pouring tea x".split())])
+    assert torch.equal(loaded(ids), model(ids))

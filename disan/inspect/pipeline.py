@@ -13,7 +13,7 @@ from disan.data.batching import length_batches, pad
 from disan.data.text import check_text
 from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
-from disan.nn.device import device_of, resolve_device
+from disan.nn.device import device_of
 from disan.nn.heads import TextModel, relatedness_score, takes_pairs
 from disan.nn.model import EncoderTrace
 
@@ -239,11 +239,8 @@ class Pipeline:
 
 
 def load(path: str | Path, kernel: str | None = None, device: str | torch.device = "cpu") -> Pipeline:
-    """Load a checkpoint directory, its model on ``device`` (auto, cpu, cuda or cuda:N; the app keeps
-    the CPU), ``kernel`` overriding its token2token path (see :mod:`disan.nn.kernels`); raises
-    :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the reason, and ValueError for a
-    device that is not there."""
-    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
-    directory = checkpoint.resolve(path)
-    model, vocab, config, metrics = checkpoint.read(directory, kernel, device)
-    return Pipeline(model, vocab, config, metrics, directory)
+    """Load a checkpoint directory as :func:`disan.nn.checkpoint.load` does, its model on ``device`` (auto,
+    cpu, cuda or cuda:N; the app keeps the CPU), ``kernel`` overriding its token2token path (see
+    :mod:`disan.nn.kernels`); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the
+    reason, and ValueError for a device that is not there."""
+    return Pipeline(*checkpoint.load(path, kernel, device), Path(path))

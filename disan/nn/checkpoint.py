@@ -14,15 +14,18 @@ and :func:`resolve` falls back to it).
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 import os
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
+from safetensors.torch import load as load_weights
 
 from disan.data.text import Vocab
 from disan.data.vectors import fingerprint, rows_beyond
@@ -148,53 +151,100 @@ def model_config(config: dict) -> ModelConfig:
         raise CheckpointError(f"config.json has an invalid model configuration: {e}") from None
 
 
-def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """The tensor shapes that a safetensors file declares, read from its header alone.
+def header_shapes(f: BinaryIO, size: int, path: Path) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes that the safetensors header at the start of ``f`` (``size`` bytes, the file
+    ``path``) declares, read from the header alone.
 
-    The header must parse, every tensor's byte range must match its dtype and shape, and the file
-    must be exactly as long as the header says: a truncated or padded file is refused without
-    reading the tensors.
+    The header must parse, every tensor's byte range must match its dtype and shape, the ranges must
+    follow one another from the start of the data without gap or overlap, and the file must be exactly
+    as long as the header says: a truncated or padded file is refused without reading the tensors.
+    These are the safetensors library's own rules, so that a file whose header passes is one it reads.
     """
     corrupt = f"{path} is corrupt or truncated"
+    prefix = f.read(8)
+    if len(prefix) < 8:
+        raise CheckpointError(f"{corrupt}: {size} bytes, too short for a safetensors header")
+    n = int.from_bytes(prefix, "little")
+    if n > min(MAX_HEADER, size - 8):
+        raise CheckpointError(f"{corrupt}: the header claims {n:,} bytes of a {size:,}-byte file")
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            prefix = f.read(8)
-            if len(prefix) < 8:
-                raise CheckpointError(f"{corrupt}: {size} bytes, too short for a safetensors header")
-            n = int.from_bytes(prefix, "little")
-            if n > min(MAX_HEADER, size - 8):
-                raise CheckpointError(f"{corrupt}: the header claims {n:,} bytes of a {size:,}-byte file")
-            header = json.loads(f.read(n))
-    except FileNotFoundError:
-        raise CheckpointError(f"weights are missing: {path}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = json.loads(f.read(n).decode("utf-8"), parse_constant=not_json)
+    except ValueError:  # not UTF-8, not JSON, or NaN and Infinity
         raise CheckpointError(f"{corrupt}: its header is not JSON") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{corrupt}: its header is not a JSON object")
-    shapes, end = {}, 0
+    shapes, spans = {}, []
     for name, info in header.items():
         if name == "__metadata__":
+            if info is not None and not (isinstance(info, dict) and all(isinstance(v, str) for v in info.values())):
+                raise CheckpointError(f"{corrupt}: its __metadata__ is not an object of strings")
             continue
         try:
-            shape = tuple(int(x) for x in info["shape"])
-            begin, stop = (int(x) for x in info["data_offsets"])
-            width = DTYPE_BYTES[info["dtype"]]
+            shape, (begin, stop), width = info["shape"], info["data_offsets"], DTYPE_BYTES[info["dtype"]]
         except (KeyError, TypeError, ValueError):
             raise CheckpointError(f"{corrupt}: the header entry of {name!r} is invalid") from None
-        if min(shape, default=0) < 0 or not 0 <= begin <= stop or stop - begin != math.prod(shape) * width:
-            raise CheckpointError(f"{corrupt}: {name!r} has {stop - begin} bytes for shape {shape}")
-        shapes[name], end = shape, max(end, stop)
+        if not isinstance(shape, list) or not all(map(is_size, (*shape, begin, stop))):
+            raise CheckpointError(f"{corrupt}: the header entry of {name!r} is invalid")
+        if begin > stop or stop - begin != math.prod(shape) * width:
+            raise CheckpointError(f"{corrupt}: {name!r} has {stop - begin} bytes for shape {tuple(shape)}")
+        shapes[name] = tuple(shape)
+        spans.append((begin, stop, name))
+    end = 0
+    for begin, stop, name in sorted(spans):
+        if begin != end:
+            raise CheckpointError(f"{corrupt}: {name!r} starts at byte {begin:,} of the data, "
+                                  f"where the tensor before it ends at {end:,}")
+        end = stop
     if size != 8 + n + end:
         raise CheckpointError(f"{corrupt}: the header describes {8 + n + end:,} bytes, the file has {size:,}")
     return shapes
 
 
-def expected_shapes(cfg: ModelConfig) -> dict[str, tuple[int, ...]]:
-    """The shape of every weight of a model with this configuration (built on the meta device: no memory)."""
+def not_json(constant: str):
+    """Refuse NaN and Infinity, which Python's json reads and JSON (and the safetensors library) does not."""
+    raise ValueError(f"{constant} is not JSON")
+
+
+def is_size(x) -> bool:
+    """Whether a header value is one the safetensors library reads as a size: a JSON integer (not a
+    bool) that fits 64 bits unsigned."""
+    return type(x) is int and 0 <= x < 2 ** 64
+
+
+def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes of a safetensors file, as :func:`header_shapes` checks them: its header and
+    length only, no tensor data (how the app lists checkpoints)."""
+    try:
+        with open(path, "rb") as f:
+            return header_shapes(f, os.fstat(f.fileno()).st_size, path)
+    except FileNotFoundError:
+        raise CheckpointError(f"weights are missing: {path}") from None
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file, read in one go; its header is checked first as
+    :func:`header_shapes` says, so a damaged file is refused with the same message as in the listing."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise CheckpointError(f"weights are missing: {path}") from None
+    header_shapes(io.BytesIO(data), len(data), path)
+    try:
+        return load_weights(data)
+    except SafetensorError as e:
+        raise CheckpointError(f"{path} is corrupt or truncated: {e}") from None
+
+
+def meta_model(cfg: ModelConfig, shapes: dict[str, tuple[int, ...]]) -> TextModel:
+    """A model of this configuration on the meta device (no memory, no initialisation), once weights of
+    ``shapes`` are known to fit it; :class:`CheckpointError` saying which do not otherwise."""
     with torch.device("meta"):
         model = TextModel(cfg)
-    return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    problem = shape_problems({k: tuple(v.shape) for k, v in model.state_dict().items()}, shapes)
+    if problem:
+        raise CheckpointError(problem)
+    return model
 
 
 def shape_problems(expected: dict, got: dict) -> str | None:
@@ -218,14 +268,10 @@ def read_metrics(path: Path) -> dict:
     return metrics
 
 
-def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
-    """(config, model configuration, vocab, metrics) of a checkpoint that is whole, without reading the tensors.
-
-    ``path`` is a checkpoint directory as :func:`resolve` returns it. Everything :func:`read` checks
-    short of the tensor data: the JSON files, the vocabulary size, the safetensors header against the
-    file length, and every weight's shape against the configuration. The app lists checkpoints with
-    it, so what it lists as working loads.
-    """
+def read_model_files(path: Path) -> tuple[dict, ModelConfig, Vocab]:
+    """(config, model configuration, vocab) of a checkpoint directory as :func:`resolve` returns it: the
+    files that say what the model is, config.json and vocab.json, checked (the vocabulary's size
+    against the configuration)."""
     config = read_config(path)
     cfg = model_config(config)
     words = read_json(path / VOCAB, "vocab.json")
@@ -235,9 +281,20 @@ def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
         raise CheckpointError(f"vocab.json is invalid: {e}") from None
     if len(vocab) != cfg.vocab_size:
         raise CheckpointError(f"vocab.json has {len(vocab)} words but the model expects {cfg.vocab_size}")
-    problem = shape_problems(expected_shapes(cfg), weight_shapes(path / WEIGHTS))
-    if problem:
-        raise CheckpointError(problem)
+    return config, cfg, vocab
+
+
+def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
+    """(config, model configuration, vocab, metrics) of a checkpoint that is whole, without reading the tensors.
+
+    ``path`` is a checkpoint directory as :func:`resolve` returns it. Everything :func:`load` checks
+    short of the tensor data, with the same functions in the same order: the JSON files, the vocabulary
+    size, the safetensors header against the file length, and every weight's shape against the
+    configuration. The app lists checkpoints with it, so what it lists as working loads (the tensor
+    bytes themselves carry no checksum: there is nothing more to check in them).
+    """
+    config, cfg, vocab = read_model_files(path)
+    meta_model(cfg, weight_shapes(path / WEIGHTS))
     return config, cfg, vocab, read_metrics(path)
 
 
@@ -280,15 +337,8 @@ def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab
 
 def load(path: str | Path, kernel: str | None = None, device: str | torch.device = "cpu",
          vocabulary: str = "open") -> tuple[TextModel, Vocab, dict, dict]:
-    """Load (model in eval mode, vocab, config, metrics) without unpickling anything: :func:`read` of
-    the directory :func:`resolve` finds at ``path``."""
-    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
-    return read(resolve(path), kernel, device, vocabulary)
-
-
-def read(path: Path, kernel: str | None = None, device: str | torch.device = "cpu",
-         vocabulary: str = "open") -> tuple[TextModel, Vocab, dict, dict]:
-    """(model in eval mode, vocab, config, metrics) of a checkpoint directory as :func:`resolve` returns it.
+    """(model in eval mode, vocab, config, metrics) of the checkpoint directory that :func:`resolve` finds
+    at ``path``, without unpickling anything; :class:`CheckpointError` with the reason when it cannot be used.
 
     ``kernel`` overrides the token2token path of the checkpoint's configuration (see
     :mod:`disan.nn.kernels`: "auto", "cpp", "eager" or "dense"); the model is put on ``device``
@@ -296,26 +346,25 @@ def read(path: Path, kernel: str | None = None, device: str | torch.device = "cp
     (:data:`VOCABULARIES`): "open" grows the model to every word of its vectors when they are here
     (:func:`open_vocabulary`; ``config["vocabulary"]`` says what was done), "stored" keeps the words
     the checkpoint holds, with which its recorded figures were measured.
+
+    The checks are :func:`check`'s, each made once: the weights file is read once, its header checked
+    before its tensors are made, and the model is built once, on the meta device, where the tensors
+    read then become its weights.
     """
     if vocabulary not in VOCABULARIES:
         raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {vocabulary!r}")
-    device = resolve_device(device)
-    config, cfg, vocab, metrics = check(path)
+    device = resolve_device(device)  # before any reading: a missing GPU is the first thing to hear of
+    path = resolve(path)
+    config, cfg, vocab = read_model_files(path)
     if kernel is not None:
         cfg.encoder_cfg = dataclasses.replace(cfg.encoder_cfg, kernel=kernel)  # validated like the rest
-    try:
-        state = load_file(str(path / WEIGHTS))
-    except FileNotFoundError:
-        raise CheckpointError(f"weights are missing: {path / WEIGHTS}") from None
-    except (SafetensorError, OSError, ValueError) as e:
-        raise CheckpointError(f"{path / WEIGHTS} is corrupt or truncated: {e}") from None
-    model = TextModel(cfg)
-    # the file may have changed since check() read its header
-    problem = shape_problems({k: tuple(v.shape) for k, v in model.state_dict().items()},
-                             {k: tuple(v.shape) for k, v in state.items()})
-    if problem:
-        raise CheckpointError(problem)
-    model.load_state_dict(state)
+    state = read_weights(path / WEIGHTS)
+    model = meta_model(cfg, {k: tuple(v.shape) for k, v in state.items()})
+    metrics = read_metrics(path)
+    # assign: the tensors read become the weights, with no initialisation and no second copy; the learned
+    # embedding rows that a large vocabulary stores at half precision are widened to the model's dtype
+    dtypes = {k: v.dtype for k, v in model.state_dict().items()}
+    model.load_state_dict({k: v.to(dtypes[k]) for k, v in state.items()}, assign=True)
     if vocabulary == "open":
         vocab, config["vocabulary"] = open_vocabulary(model, vocab, config)
     return model.to(device).eval(), vocab, config, metrics
