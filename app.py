@@ -7,7 +7,7 @@ from disan.app.common import entries, persistent
 from disan.data.text import MAX_TOKENS
 from disan.explore import markup
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
-from disan.nn.heads import takes_pairs
+from disan.data.kinds import kind_of
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. Training runs in its own process.
@@ -60,7 +60,7 @@ def sidebar() -> list[str]:
         if good:
             names = [e.name for e in good]
             # a single-sentence model first: the paper's case study is about one sentence
-            default = next((e.name for e in good if e.kind == "classify"), names[0])
+            default = next((e.name for e in good if kind_of(e.kind).texts == 1), names[0])
             messages = follow_link(good, default)
             if st.session_state.get("checkpoint") not in names:
                 st.session_state["checkpoint"] = default
@@ -69,7 +69,7 @@ def sidebar() -> list[str]:
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get,
                        help=f"{entry.label}. Every checkpoint's card is on the Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
-            if takes_pairs(entry.kind):
+            if kind_of(entry.kind).pairs:
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
                 persistent(st.text_area, "Premise", "premise", height=80)

@@ -9,7 +9,7 @@ from disan.app.common import (
     run_trace,
 )
 from disan.explore.analyses import compare
-from disan.nn.heads import takes_pairs
+from disan.data.kinds import kind_of
 
 st.header("Compare models")
 st.caption("Model A is the sidebar's; model B takes the same input. For example DiSAN against DiSAN without "
@@ -17,7 +17,7 @@ st.caption("Model A is the sidebar's; model B takes the same input. For example 
 
 entry, pipe = current_pipeline()
 # B must take the same input as A: one sentence, or a premise and a hypothesis
-others = [e for e in entries() if e.ok and e.name != entry.name and takes_pairs(e.kind) == pipe.is_pair]
+others = [e for e in entries() if e.ok and e.name != entry.name and kind_of(e.kind).pairs == pipe.is_pair]
 if not others:
     st.info("No other checkpoint takes the same input as this one. Train one on the Training page, e.g. the "
             "same task with the disan-nodir or bilstm encoder.")

@@ -8,9 +8,11 @@ from disan.app import progress
 from disan.app.common import chart, entries, kept, stamp
 from disan.data import files, uploads
 from disan.data.files import DataError
+from disan.data.kinds import kind_of
 from disan.data.loaders import TASKS, data_dir
 from disan.data.text import split_pair
 from disan.explore import catalog, figures
+from disan.explore.kinds import look_of
 from disan.nn.baselines import ENCODERS
 from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig
 from disan.training.evaluate import examples_table
@@ -143,7 +145,7 @@ def own_data() -> dict | None:
     fig = figures.label_balance(counted, name)
     chart(st, figures.describe(fig, f"{name} · label column {label}"), key="train-balance")
     sizes = counted.splits
-    strata = "rounded score" if counted.kind == "relatedness" else "label"
+    strata = look_of(counted.kind).strata
     st.caption(f"{counted.rows} rows: {sizes['train']} to train on, {sizes['dev']} dev and {sizes['test']} test, "
                f"drawn stratified by {strata}.")
     return {"data": str(path), "text_column": text, "text_b_column": text_b, "label_column": label, "kind": kind,
@@ -303,7 +305,7 @@ def summary() -> None:
         if st.button("Open in the Attention page", key="train-open"):
             st.session_state["checkpoint"] = job.name
             text = wrong.text[row]
-            if ev.kind == "classify":
+            if kind_of(ev.kind).texts == 1:
                 st.session_state["text"] = text
             else:
                 st.session_state["premise"], st.session_state["hypothesis"] = split_pair(text)

@@ -12,6 +12,7 @@ import streamlit as st
 
 from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.explore import catalog, markup, views
+from disan.explore.kinds import look_of
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
 from disan.nn.checkpoint import CONFIG
@@ -173,12 +174,9 @@ def open_input() -> tuple[catalog.Entry, Pipeline, object, TraceResult]:
 
 def show_prediction(pipe, result: TraceResult) -> None:
     """The prediction (a metric and the class probabilities) and the input's unknown words."""
-    pred = result.prediction
+    pred, look = result.prediction, look_of(pipe.kind)
     cols = st.columns([1, 3])
-    if pred.score is not None:
-        cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
-    else:
-        cols[0].metric("prediction", pred.label)
+    cols[0].metric(look.outcome, pred.label, help=look.outcome_help)  # a score's label is its value, to 2 decimals
     chart(cols[1], views.prediction(result, 0.75 * views.FULL), "prediction-probs")
     if result.unknown:
         st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "

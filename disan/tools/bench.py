@@ -48,7 +48,7 @@ from disan.data.batching import BATCHINGS
 from disan.data.loaders import SST_NODES, TASKS
 from disan.data.vectors import default_source
 from disan.nn import kernels
-from disan.nn.heads import ModelConfig, TextModel, loss_fn, param_groups
+from disan.nn.heads import ModelConfig, TextModel, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 from disan.training import train as training
@@ -319,7 +319,7 @@ def embedding_benchmark(args) -> None:
 
         def step(model=model, opt=opt):
             opt.zero_grad()
-            loss_fn("classify", model(ids), target).backward()
+            model.kind.loss(model(ids), target).backward()
             opt.step()
         steps[name] = step
     times = {name: [] for name in steps}

@@ -17,12 +17,12 @@ import torch
 
 from disan.data.batching import BATCHINGS
 from disan.data.files import DEFAULT_FRACTION
+from disan.data.kinds import KINDS
 from disan.data.loaders import SST_NODES, TASKS
 from disan.data.text import TOKENIZERS
 from disan.data.vectors import OOV_INITS
 from disan.nn.baselines import ENCODERS
 from disan.nn.device import DEVICES
-from disan.nn.heads import KINDS
 from disan.nn.model import ACTIVATIONS
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}

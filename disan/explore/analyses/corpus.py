@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from disan.data.files import LABEL_COLUMNS, TEXT_COLUMNS, trained_task
+from disan.data.kinds import kind_of
 from disan.data.loaders import TASKS, TaskData, decode_line, load_task
 from disan.data.text import check_text, normalize
 from disan.explore.analyses import charts, stats
@@ -83,14 +84,14 @@ def split_corpus(data: TaskData, split: str) -> Corpus:
     every pair; relatedness scores are rounded to the nearest level, and ordered)."""
     texts, labels, pairs = [], [], []
     for example in getattr(data, split):
-        label = f"{example.label:.0f}" if data.kind == "relatedness" else data.labels[int(example.label)]
+        label = f"{example.label:.0f}" if kind_of(data.kind).scored else data.labels[int(example.label)]
         sides = example.text if isinstance(example.text, tuple) else (example.text,)
         for side in sides:
             texts.append(side)
             labels.append(label)
             pairs.append(example.text if isinstance(example.text, tuple) else None)
     kept = make_corpus(f"{data.name} {split}", texts, labels, pairs)
-    if data.name in ORDINAL or data.kind == "relatedness":
+    if data.name in ORDINAL or kind_of(data.kind).scored:
         kept.scale = list(data.labels)
     return kept
 
