@@ -4,7 +4,7 @@ import streamlit as st
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, draw, open_input
 from disan.data.files import DataError
-from disan.data.loaders import TASKS
+from disan.data.registry import BENCHMARKS
 from disan.explore.analyses import attribution
 
 st.header("Attribution")
@@ -22,7 +22,7 @@ draw(attribution.drawing(attr, result.sentences))
 
 st.subheader("Agreement over a corpus")
 if glue.own_split(entry) is None:
-    st.info(glue.DOWNLOAD_HINT if entry.task in TASKS else
+    st.info(glue.DOWNLOAD_HINT if entry.task in BENCHMARKS else
             f"The checkpoint's task {entry.task!r} is not a benchmark here, so there is no test split to sample.")
     st.stop()
 n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))

@@ -9,7 +9,8 @@ from disan.app.common import chart, entries, kept, stamp
 from disan.data import files, uploads
 from disan.data.files import DataError
 from disan.data.kinds import kind_of
-from disan.data.loaders import TASKS, data_dir
+from disan.data.loaders import data_dir
+from disan.data.registry import BENCHMARKS, trainable
 from disan.data.text import split_pair
 from disan.explore import catalog, figures
 from disan.explore.kinds import look_of
@@ -19,7 +20,6 @@ from disan.training.evaluate import examples_table
 from disan.training.jobs import PROBE, Busy, Registry
 from disan.training.train import state_path
 
-TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
 SOURCES = ("a benchmark", "a file of your own")
 
 
@@ -159,8 +159,8 @@ def start_form(own: dict | None) -> None:
     with st.form("train-form"):
         c1, c2, c3 = st.columns(3)
         if own is None:
-            task = c1.selectbox("Benchmark", TRAINABLE, index=TRAINABLE.index("trec"),
-                                format_func=lambda t: f"{t} — {TASKS[t]}", key="train-task")
+            task = c1.selectbox("Benchmark", trainable(), index=trainable().index("trec"),
+                                format_func=lambda t: f"{t} — {BENCHMARKS[t].description}", key="train-task")
         else:
             task = None
             c1.text_input("Data", Path(own["data"]).name, disabled=True,

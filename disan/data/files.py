@@ -27,7 +27,8 @@ import numpy as np
 import pandas as pd
 
 from disan.data.kinds import kind_of, kinds_taking
-from disan.data.loaders import Example, TaskData, load_task, sha256_file
+from disan.data.loaders import Example, TaskData, sha256_file
+from disan.data.registry import load_task
 
 TABLES = (".csv", ".tsv", ".jsonl")   # what training reads
 FORMATS = TABLES + (".txt",)         # what prediction reads

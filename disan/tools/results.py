@@ -16,10 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from disan.data.kinds import kind_of
-
-PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
-         "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
-         "snli": ("accuracy", 85.62)}
+from disan.data.registry import BENCHMARKS
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
@@ -94,7 +91,7 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
         if len(tests) > 1:
             ours += f" ± {statistics.stdev(tests):.{digits}f}"
         # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
-        paper = PAPER.get(task, (metric, None))[1] if encoder.split(" ")[0] == "disan" else None
+        paper = BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == "disan" else None
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
         shown_paper = paper if paper is not None else ""
         lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {shown_paper} | {gap} | "

@@ -32,7 +32,8 @@ import torch
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
 from disan.data.files import FileTask, load_file_task
 from disan.data.kinds import Kind, kind_of
-from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
+from disan.data.loaders import TaskData, data_dir
+from disan.data.registry import BENCHMARKS, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import (
     default_source,
@@ -512,7 +513,8 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"{cfg.optimizer} lr {cfg.lr}{adadelta}, batch {cfg.batch_size}, L2 {cfg.weight_decay}"
              f"{'' if cfg.decay_attention else ' (not on W1, W2)'}{'' if cfg.head_bias else ', no logit bias'}",
              f"- tokens: {cfg.tokens}; OOV rows: {cfg.oov_init}"
-             + (f"; SST nodes: {cfg.sst_nodes}" if cfg.task in ("sst5", "sst2") and cfg.phrases else ""),
+             + (f"; SST nodes: {cfg.sst_nodes}" if cfg.task in BENCHMARKS and BENCHMARKS[cfg.task].sst and cfg.phrases
+                else ""),
              f"- the authors' recipe: {recipe}",
              f"- word vectors: {description(cfg.embeddings)}; {metrics.get('glove_found')} of the "
              f"{metrics.get('vocab')} vocabulary words have one, {metrics.get('frozen_vocab', 0)} of them kept frozen",
