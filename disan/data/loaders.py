@@ -41,7 +41,8 @@ SPLITS = ("train", "dev", "test")  # the example lists of a TaskData
 
 @dataclass
 class TaskData:
-    """A benchmark's splits, label names and evaluation protocol, as :func:`load_task` returns them."""
+    """A benchmark's splits, label names and evaluation protocol, as :func:`disan.data.registry.load_task`
+    returns them."""
     name: str
     kind: str                    # a name of disan.data.kinds.KINDS
     labels: list[str]
@@ -272,6 +273,7 @@ def load_sst(paths: tuple[Path, Path, Path], binary: bool, phrases: bool,
 # ---------------------------------------------------------------- splits
 
 def subset(examples: list[Example], indices) -> list[Example]:
+    """The examples at ``indices``, in their order in the file."""
     return [examples[i] for i in sorted(indices)]
 
 

@@ -59,19 +59,14 @@ class Benchmark:
     description: str
     folder: str               # its folder in the data folder, as SHA256SUMS and disan.data.download name it
     files: tuple[str, ...]    # the files of that folder it reads, in the order its loader takes them
-    kind: str                 # its model kind, a name of disan.data.kinds.KINDS
+    kind: str                 # its model kind, a name of disan.data.kinds.KINDS (which says its metric)
     labels: tuple[str, ...]   # the class names in label order, or the score levels 1..K
     loader: Callable[[Benchmark, Path, Options], TaskData]
     folds: int | None = None  # k of its k-fold cross-validation (None: fixed train, dev and test files)
     trainable: bool = True    # whether it has a training split here (SNLI: dev and test only)
     ordered: bool = False     # whether its labels are ordered (a sentiment scale, score levels)
-    paper: float | None = None  # DiSAN's test figure in the paper, in its metric, as printed (accuracy in %)
+    paper: float | None = None  # DiSAN's test figure in the paper, in its kind's metric, as printed (accuracy in %)
     sst: bool = False         # SST's trees: phrases, --sst-nodes and --tokens leaves apply
-
-    @property
-    def metric(self) -> str:
-        """The figure its models are selected and ranked by: its kind's."""
-        return kind_of(self.kind).metric
 
     def paths(self, root: Path) -> list[Path]:
         """Its files in the data folder ``root``."""
