@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from disan.data.loaders import SST_NODES, load_task
+from disan.data.loaders import SST_NODES
+from disan.data.registry import load_task
 from disan.training.evaluate import examples_table
 
 BUCKETS = ((1, 2), (2, 5), (5, 10), (10, 20), (20, 30), (30, None))  # [low, high) in leaves

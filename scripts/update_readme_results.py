@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from disan.data.kinds import kind_of  # noqa: E402
 from disan.tools.results import collect, table, vectors_label  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,8 +51,8 @@ def finished(folder: Path) -> bool:
 
 
 def dev_score(folder: Path) -> float:
-    dev = read(folder, "metrics.json")["dev"]
-    return dev["pearson"] if "pearson" in dev else dev["accuracy"]
+    """The run's dev figure in its kind's metric."""
+    return read(folder, "metrics.json")["dev"][kind_of(read(folder, "config.json")["kind"]).metric]
 
 
 def same_run(a: Path, b: Path) -> bool:

@@ -5,16 +5,10 @@ import shutil
 import pytest
 import torch
 
+from disan.data.kinds import relatedness_score, relatedness_target
 from disan.nn.attention import masked_softmax, token2token_dense
 from disan.nn.baselines import ENCODERS, build_encoder
-from disan.nn.heads import (
-    ModelConfig,
-    TextModel,
-    count_parameters,
-    param_groups,
-    relatedness_score,
-    relatedness_target,
-)
+from disan.nn.heads import ModelConfig, TextModel, count_parameters, param_groups
 from disan.nn.kernels import token2token
 from disan.nn.masks import (
     attention_mask,

@@ -9,11 +9,11 @@ from disan.data import loaders as data
 from disan.data.loaders import (
     Example,
     decode_line,
-    load_task,
     parse_tree,
     read_lines,
     read_trees,
 )
+from disan.data.registry import BENCHMARKS, load_task
 
 C1_CONTROLS = {chr(c) for c in range(0x80, 0xA0)}  # what an undecoded cp1252 byte would leave behind
 
@@ -75,8 +75,8 @@ def test_data_dir_order_and_error(data_root, tmp_path, monkeypatch):
 def test_unknown_task_lists_the_valid_names():
     with pytest.raises(ValueError) as err:
         load_task("sst-7")
-    assert all(name in str(err.value) for name in data.TASKS)
-    assert set(data.TASKS) == {"sst5", "sst2", "trec", "subj", "mpqa", "cr", "mr", "sick", "sick-e", "snli"}
+    assert all(name in str(err.value) for name in BENCHMARKS)
+    assert set(BENCHMARKS) == {"sst5", "sst2", "trec", "subj", "mpqa", "cr", "mr", "sick", "sick-e", "snli"}
 
 
 # ---------------------------------------------------------------- decoding

@@ -12,6 +12,7 @@ import pytest
 
 from disan.data import download as dl
 from disan.data import loaders as data
+from disan.data.registry import load_task
 
 DEAD_URL = "http://127.0.0.1:9/nothing-here"  # port 9 (discard): refused, so any fetch fails
 # This archive's files sit under another folder than SOURCES says, to exercise the name fallback.
@@ -86,7 +87,7 @@ def test_download_builds_the_data_layout(data_root, server, tmp_path, capsys):
     assert (dest / data.CHECKSUM_FILE).read_bytes() == (data_root / data.CHECKSUM_FILE).read_bytes()
     assert {t for t, ok in data.verify_checksums(dest).items() if not ok} == set(dl.CHECKSUMS) - set(targets)
     assert leftovers(dest) == []
-    assert len(data.load_task("trec", data_dir=dest).test) == 500
+    assert len(load_task("trec", data_dir=dest).test) == 500
 
     # everything is present now: nothing is fetched, so unreachable sources do not matter
     report = dl.download(dest, {name: DEAD_URL for name in dl.SOURCES})

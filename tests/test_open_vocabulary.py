@@ -9,7 +9,7 @@ import torch
 
 from disan.__main__ import main
 from disan.data.batching import tokens_of
-from disan.data.loaders import load_task
+from disan.data.registry import load_task
 from disan.data.text import UNK_ID
 from disan.data.vectors import fingerprint
 from disan.nn import checkpoint

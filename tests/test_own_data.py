@@ -331,7 +331,7 @@ def test_a_changed_or_missing_file_stops_the_corpus_with_its_reason(tmp_path):
 
 
 def test_a_benchmark_checkpoint_has_the_test_fold_it_was_trained_with(data_root):
-    from disan.data.loaders import load_task
+    from disan.data.registry import load_task
     from disan.explore.analyses import corpus
     test = corpus.trained_corpus({"task": "subj", "kind": "classify", "train_config": {"fold": 3, "seed": 0}})
     assert test.texts == [e.text for e in load_task("subj", fold=3, phrases=False).test]

@@ -9,7 +9,8 @@ import torch
 
 import disan
 from disan.data.batching import batch_indices, encode, tokens_of
-from disan.data.loaders import Example, TaskData, load_task
+from disan.data.loaders import Example, TaskData
+from disan.data.registry import load_task
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 from disan.data.vectors import embedding_matrix
 from disan.nn import checkpoint

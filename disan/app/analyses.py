@@ -17,7 +17,8 @@ import streamlit as st
 
 from disan.app.common import benchmark_label, checkpoint_args, load_pipeline
 from disan.data.files import DataError
-from disan.data.loaders import SPLITS, TASKS, data_dir
+from disan.data.loaders import SPLITS, data_dir
+from disan.data.registry import BENCHMARKS
 from disan.explore import atlas
 from disan.explore.analyses import attribution, casestudy, corpus
 
@@ -44,7 +45,7 @@ def own_split(entry) -> str | None:
     """What the picker calls the test split of the data a checkpoint was trained on, or None where there is
     none here: a file of one's own always has its recorded split (which may fail to read, and say why); a
     benchmark's needs the benchmark folder."""
-    if "data" in entry.config or (entry.task in TASKS and has_data()):
+    if "data" in entry.config or (entry.task in BENCHMARKS and has_data()):
         return f"test split of {entry.task}"
     return None
 
@@ -54,7 +55,7 @@ def no_split(entry) -> str | None:
     (:func:`own_split`)."""
     if own_split(entry) is not None:
         return None
-    if entry.task in TASKS:
+    if entry.task in BENCHMARKS:
         return DOWNLOAD_HINT
     return f"The checkpoint's task {entry.task!r} is not a benchmark here, so there is no test split to sample."
 
@@ -102,7 +103,7 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
             return trained(*checkpoint_args(entry), data_stamp(entry), entry.config, "test")
         if source == "another benchmark":
             c1, c2 = st.columns(2)
-            task = c1.selectbox("Benchmark", list(TASKS), format_func=benchmark_label, key=f"{key}-task")
+            task = c1.selectbox("Benchmark", list(BENCHMARKS), format_func=benchmark_label, key=f"{key}-task")
             split = c2.selectbox("Split", SPLITS, index=SPLITS.index("test"), key=f"{key}-split")
             return benchmark(task, split)
         upload = st.file_uploader("A text file (one sentence per line) or a CSV file (a text or sentence column, "

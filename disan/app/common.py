@@ -15,13 +15,14 @@ import torch
 
 from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.app.links import input_state
-from disan.data.loaders import TASKS
+from disan.data.kinds import kind_of
+from disan.data.registry import BENCHMARKS
 from disan.data.text import MAX_TOKENS
 from disan.explore import catalog, markup, views
+from disan.explore.kinds import look_of
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
 from disan.nn.checkpoint import CONFIG
-from disan.nn.heads import takes_pairs
 
 # Tracing one sentence is a chain of small ops: one intra-op thread avoids spinning threads and is
 # 5-10x faster than two here, and concurrent sessions each get a core. A run that the Training page
@@ -142,18 +143,18 @@ def setting(widget, label: str, key: str, options, default=None, **kwargs):
 
 def reads_pairs(entry: catalog.Entry) -> bool:
     """Whether a listed checkpoint takes (premise, hypothesis) pairs rather than one sentence."""
-    return takes_pairs(entry.kind)
+    return kind_of(entry.kind).pairs
 
 
 def default_checkpoint(good: list[catalog.Entry]) -> str:
     """The checkpoint a session starts on, among the working ones: a single-sentence model first, since
     the paper's case study is about one sentence."""
-    return next((e.name for e in good if e.kind == "classify"), good[0].name)
+    return next((e.name for e in good if kind_of(e.kind).texts == 1), good[0].name)
 
 
 def benchmark_label(task: str) -> str:
     """A benchmark as the pickers show it: its name and what it is."""
-    return f"{task} — {TASKS[task]}"
+    return f"{task} — {BENCHMARKS[task].description}"
 
 
 def current_entry() -> catalog.Entry | None:
@@ -216,12 +217,9 @@ def open_input() -> tuple[catalog.Entry, Pipeline, object, TraceResult]:
 
 def show_prediction(pipe, result: TraceResult) -> None:
     """The prediction (a metric and the class probabilities) and the input's unknown words."""
-    pred = result.prediction
+    pred, look = result.prediction, look_of(pipe.kind)
     cols = st.columns([1, 3])
-    if pred.score is not None:
-        cols[0].metric("relatedness", f"{pred.score:.2f}", help="expected score on the 1–5 scale")
-    else:
-        cols[0].metric("prediction", pred.label)
+    cols[0].metric(look.outcome, pred.label, help=look.outcome_help)  # a score's label is its value, to 2 decimals
     chart(cols[1], views.prediction(result, 0.75 * views.FULL), "prediction-probs")
     if result.unknown:
         st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import urlencode
 
+from disan.data.kinds import kind_of
 from disan.data.text import check_text
-from disan.nn.heads import takes_pairs
 
 PARAMS = ("model", "text", "hypothesis", "feature")  # the query parameters a link may hold
 
@@ -23,7 +23,7 @@ PARAMS = ("model", "text", "hypothesis", "feature")  # the query parameters a li
 def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | None) -> tuple[dict, list[str]]:
     """(session values, messages) from a URL's query parameters.
 
-    ``kinds``: the working checkpoints' names and kinds ("classify", "pair", "relatedness"); ``default``:
+    ``kinds``: the working checkpoints' names and kinds (names of :data:`disan.data.kinds.KINDS`); ``default``:
     the checkpoint used when the link names none (or a bad one). The values are the session keys the
     app reads: ``checkpoint``, ``text`` or ``premise`` and ``hypothesis``, and the Attention page's
     ``attention-mode`` and ``attention-k`` for a feature; a bad value is left out, with a message saying why.
@@ -38,7 +38,7 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
             messages.append(f"The link names the model “{shown}”, which is not a working checkpoint here "
                             f"(the working ones: {', '.join(sorted(kinds)) or 'none'}); showing {default or 'none'}.")
     kind = kinds.get(values.get("checkpoint", default))
-    pair = kind is not None and takes_pairs(kind)
+    pair = kind is not None and kind_of(kind).pairs
     fields = [("text", "premise" if pair else "text")] + ([("hypothesis", "hypothesis")] if pair else [])
     for param, key in fields:
         text = params.get(param)
@@ -73,7 +73,7 @@ def write(checkpoint: str | None, kind: str | None, state: Mapping[str, str],
     and to the Attention page's feature ``feature`` when given."""
     if checkpoint is None:
         return {}
-    if kind is not None and takes_pairs(kind):
+    if kind is not None and kind_of(kind).pairs:
         params = {"text": state.get("premise"), "hypothesis": state.get("hypothesis")}
     else:
         params = {"text": state.get("text")}
@@ -86,7 +86,7 @@ def input_state(kind: str, text: str, pair: tuple[str, str] | None = None) -> di
     """The session values that make ``text`` the sidebar's input for a model of ``kind``: the sentence of
     a single-sentence model; for a pair model, ``pair`` as premise and hypothesis where the text has one,
     else the text as the premise (the hypothesis is left as it is)."""
-    if not takes_pairs(kind):
+    if not kind_of(kind).pairs:
         return {"text": text}
     if pair is not None:
         return {"premise": pair[0], "hypothesis": pair[1]}

@@ -20,17 +20,20 @@ import streamlit as st
 from disan.app.common import open_in_attention
 from disan.data import files, uploads
 from disan.data.files import DEFAULT_FRACTION, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
-from disan.data.loaders import TASKS, data_dir
+from disan.data.kinds import kind_of
+from disan.data.loaders import data_dir
+from disan.data.registry import trainable
 from disan.data.text import split_pair
 from disan.data.uploads import UPLOADS, table_files  # noqa: F401  (for the page)
 from disan.explore import catalog
+from disan.explore.kinds import look_of
 from disan.nn.baselines import ENCODERS  # noqa: F401  (for the page)
 from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig  # noqa: F401  (for the page)
 from disan.training.evaluate import Evaluation, examples_table
 from disan.training.jobs import PROBE, Busy, Job, Registry  # noqa: F401  (for the page)
 from disan.training.train import state_path
 
-TRAINABLE = [t for t in TASKS if t != "snli"]  # SNLI has no training split here
+TRAINABLE = trainable()  # the benchmarks with a training split here
 UPLOAD_TYPES = [t.lstrip(".") for t in files.TABLES]  # what the uploader takes, as Streamlit names types
 
 
@@ -113,7 +116,7 @@ def label_summary(fields: dict) -> files.Summary:
 def split_caption(counted: files.Summary) -> str:
     """How the file's rows are shared among the splits, as the page says it."""
     sizes = counted.splits
-    strata = "rounded score" if counted.kind == "relatedness" else "label"
+    strata = look_of(counted.kind).strata
     return (f"{counted.rows} rows: {sizes['train']} to train on, {sizes['dev']} dev and {sizes['test']} test, "
             f"drawn stratified by {strata}.")
 
@@ -165,5 +168,5 @@ def misclassified(table: pd.DataFrame) -> pd.DataFrame:
 
 def open_example(checkpoint: str, kind: str, text: str) -> None:
     """Open an example of an evaluation's table (a pair joined as one text) in the Attention page."""
-    open_in_attention(checkpoint, kind, text, None if kind == "classify" else split_pair(text))
+    open_in_attention(checkpoint, kind, text, split_pair(text) if kind_of(kind).pairs else None)
 

@@ -26,7 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from disan.data.loaders import Example, TaskData, load_task, sha256_file
+from disan.data.kinds import kind_of, kinds_taking
+from disan.data.loaders import Example, TaskData, sha256_file
+from disan.data.registry import load_task
 
 TABLES = (".csv", ".tsv", ".jsonl")   # what training reads
 FORMATS = TABLES + (".txt",)         # what prediction reads
@@ -352,9 +354,9 @@ def file_record(path: Path) -> dict:
 
 
 def kinds_for(text_b_column: str | None) -> list[str]:
-    """The kinds of model a file's text columns allow, the default first: classify for one text; pair, then
-    relatedness, for two (the kinds of :data:`disan.nn.heads.KINDS`)."""
-    return ["classify"] if text_b_column is None else ["pair", "relatedness"]
+    """The kinds of model a file's text columns allow, the default first (:data:`disan.data.kinds.KINDS`
+    order): classify for one text; pair, then relatedness, for two."""
+    return kinds_taking(1 if text_b_column is None else 2)
 
 
 def load_file_task(path: str | os.PathLike, text_column: str, label_column: str, text_b_column: str | None = None,
@@ -375,8 +377,8 @@ def load_file_task(path: str | os.PathLike, text_column: str, label_column: str,
     path = Path(path)
     kind = kind or kinds_for(text_b_column)[0]
     if kind not in kinds_for(text_b_column):
-        raise DataError("a classify model takes one text; a second text column is for pair and relatedness"
-                        if kind == "classify" else
+        raise DataError(f"a {kind} model takes one text; a second text column is for {' and '.join(kinds_taking(2))}"
+                        if kind in kinds_taking(1) else
                         f"a {kind} model takes two texts: give the second one's column (--text-b-column)")
     drawn = {name: f for name, f, given in (("dev", dev_fraction, dev), ("test", test_fraction, test)) if given is None}
     for name, f in drawn.items():
@@ -388,7 +390,7 @@ def load_file_task(path: str | os.PathLike, text_column: str, label_column: str,
     main = read_labelled(path, *columns)
     others = {name: read_labelled(p, *columns) for name, p in (("dev", dev), ("test", test)) if p is not None}
 
-    if kind == "relatedness":
+    if kind_of(kind).scored:
         values = {"data": scores(main), **{name: scores(d) for name, d in others.items()}}
         top = max(values["data"])
         if min(values["data"]) == top:
@@ -470,7 +472,7 @@ def summarize(path: str | os.PathLike, text_column: str, label_column: str, text
                           test_fraction=test_fraction)
     examples = task.train + task.dev + task.test
     splits = {"train": len(task.train), "dev": len(task.dev), "test": len(task.test)}
-    if task.kind == "relatedness":
+    if kind_of(task.kind).scored:
         return Summary(task.kind, task.labels, splits, [], [float(e.label) for e in examples])
     counts = np.bincount([int(e.label) for e in examples], minlength=len(task.labels))
     return Summary(task.kind, task.labels, splits, counts.tolist(), [])

@@ -1,6 +1,7 @@
-"""Loaders for the benchmark files described in ``shared/data/README.md``.
+"""Readers of the benchmark files described in ``shared/data/README.md``, and the splits built from them;
+which benchmarks there are, and how each is assembled from these, is :mod:`disan.data.registry`.
 
-Every loader returns raw text, as a user would type it, so that training and the
+Every reader returns raw text, as a user would type it, so that training and the
 app share one tokeniser (:mod:`disan.text`). The files come in several encodings:
 UTF-8 (SST), Windows-1252 (MR, SUBJ), one stray 0xF0 byte (TREC), CRLF line endings
 (two SICK files) and a BOM (the SICK readme); :func:`read_lines` handles all of them.
@@ -23,36 +24,9 @@ CHECKSUM_FILE = "SHA256SUMS"
 FOLDS = 10
 DEV_FRACTION = 0.1
 
-TASKS = {
-    "sst5": "Stanford Sentiment Treebank, 5 classes (very negative .. very positive)",
-    "sst2": "Stanford Sentiment Treebank, binary (neutral removed)",
-    "trec": "TREC question classification, 6 coarse classes",
-    "subj": "Subjectivity: subjective review snippets vs objective plot sentences",
-    "mpqa": "MPQA opinion polarity of short phrases",
-    "cr": "Customer product review sentences, positive / negative",
-    "mr": "Movie review snippets (rt-polarity), positive / negative",
-    "sick": "SICK sentence-pair relatedness, a score in [1, 5]",
-    "sick-e": "SICK sentence-pair entailment, 3 classes",
-    "snli": "SNLI 1.0 natural language inference, 3 classes (dev and test only)",
-}
-
-NLI_LABELS = ["entailment", "neutral", "contradiction"]
-SST5_LABELS = ["very negative", "negative", "neutral", "positive", "very positive"]
-POLARITY_LABELS = ["negative", "positive"]
-TREC_LABELS = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
-RELATEDNESS_LEVELS = ["1", "2", "3", "4", "5"]
-
-# The folder of the data folder that holds each task's files (and names them in SHA256SUMS).
-FOLDERS = {"sst5": "SST", "sst2": "SST", "trec": "TREC", "subj": "SUBJ", "mpqa": "MPQA", "cr": "CR", "mr": "MR",
-           "sick": "SICK", "sick-e": "SICK", "snli": "SNLI"}
-
-# Two-file binary tasks: (negative-class file, positive-class file, class names), in the task's folder.
-BINARY_FILES = {
-    "subj": ("subj.objective", "subj.subjective", ["objective", "subjective"]),
-    "mpqa": ("mpqa.neg", "mpqa.pos", POLARITY_LABELS),
-    "cr": ("custrev.neg", "custrev.pos", POLARITY_LABELS),
-    "mr": ("rt-polarity.neg", "rt-polarity.pos", POLARITY_LABELS),
-}
+NLI_LABELS = ["entailment", "neutral", "contradiction"]  # SICK's judgments and SNLI's labels, in label order
+SST5_LABELS = ["very negative", "negative", "neutral", "positive", "very positive"]  # SST's node labels 0..4
+TREC_LABELS = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]  # TREC's coarse classes
 
 
 @dataclass
@@ -67,9 +41,10 @@ SPLITS = ("train", "dev", "test")  # the example lists of a TaskData
 
 @dataclass
 class TaskData:
-    """A benchmark's splits, label names and evaluation protocol, as :func:`load_task` returns them."""
+    """A benchmark's splits, label names and evaluation protocol, as :func:`disan.data.registry.load_task`
+    returns them."""
     name: str
-    kind: str                    # 'classify' | 'pair' | 'relatedness'
+    kind: str                    # a name of disan.data.kinds.KINDS
     labels: list[str]
     train: list[Example]
     dev: list[Example]
@@ -98,7 +73,7 @@ def data_dir(path: str | os.PathLike | None = None) -> Path:
     raise FileNotFoundError(f"no data folder found (looked in {', '.join(map(str, candidates))}); {hint}")
 
 
-# load_task and verify_checksums take a parameter named data_dir, which hides the function.
+# verify_checksums takes a parameter named data_dir, which hides the function.
 _locate = data_dir
 
 
@@ -167,13 +142,13 @@ def verify_checksums(data_dir: str | os.PathLike | None = None) -> dict[str, boo
             for name, digest in expected.items()}
 
 
-def task_checksums(task: str, root: Path) -> dict[str, str]:
-    """SHA-256 of the task's data files (those in its folder), from the data folder's SHA256SUMS; {} without one."""
+def folder_checksums(folder: str, root: Path) -> dict[str, str]:
+    """SHA-256 of the data files in ``folder`` of the data folder, from its SHA256SUMS; {} without one."""
     sums = root / CHECKSUM_FILE
     if not sums.exists():
         return {}
     table = parse_checksums(sums.read_text(encoding="utf-8"))
-    return {name: digest for name, digest in table.items() if name.startswith(FOLDERS.get(task, "?") + "/")}
+    return {name: digest for name, digest in table.items() if name.startswith(folder + "/")}
 
 
 # ---------------------------------------------------------------- SST trees
@@ -286,15 +261,19 @@ def _sst_phrases(trees: list[Tree], binary: bool, nodes: str = "unique") -> list
     return [e for e in examples if e.label is not None]
 
 
-def _load_sst(root: Path, binary: bool, phrases: bool, nodes: str = "unique") -> tuple[list[Example], ...]:
-    train, dev, test = (read_trees(root / FOLDERS["sst5"] / f"{split}.txt") for split in ("train", "dev", "test"))
+def load_sst(paths: tuple[Path, Path, Path], binary: bool, phrases: bool,
+             nodes: str = "unique") -> tuple[list[Example], ...]:
+    """(train, dev, test) examples of SST's train, dev and test tree files: the training examples are every
+    phrase (:func:`_sst_phrases`) or the whole sentences; dev and test are whole sentences."""
+    train, dev, test = (read_trees(path) for path in paths)
     train_examples = _sst_phrases(train, binary, nodes) if phrases else _sst_sentences(train, binary)
     return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)
 
 
 # ---------------------------------------------------------------- splits
 
-def _subset(examples: list[Example], indices) -> list[Example]:
+def subset(examples: list[Example], indices) -> list[Example]:
+    """The examples at ``indices``, in their order in the file."""
     return [examples[i] for i in sorted(indices)]
 
 
@@ -311,25 +290,22 @@ def cv_folds(n: int, seed: int, folds: int = FOLDS) -> list[np.ndarray]:
     return [order[k * n // folds:(k + 1) * n // folds] for k in range(folds)]
 
 
-def _cross_validation(examples: list[Example], fold: int, seed: int) -> tuple[list[Example], ...]:
-    """test = fold ``fold``; dev = a seeded 10% of the other folds; train = the rest."""
-    if not 0 <= fold < FOLDS:
-        raise ValueError(f"fold must be in 0..{FOLDS - 1}, not {fold}")
-    parts = cv_folds(len(examples), seed)
+def cross_validation(examples: list[Example], fold: int, seed: int,
+                     folds: int = FOLDS) -> tuple[list[Example], ...]:
+    """(train, dev, test): test = fold ``fold`` of ``folds``; dev = a seeded 10% of the other folds; train = the rest."""
+    if not 0 <= fold < folds:
+        raise ValueError(f"fold must be in 0..{folds - 1}, not {fold}")
+    parts = cv_folds(len(examples), seed, folds)
     others = np.concatenate([p for k, p in enumerate(parts) if k != fold])
     kept, held = hold_out(len(others), DEV_FRACTION, np.random.default_rng([seed, fold]))
-    return _subset(examples, others[kept]), _subset(examples, others[held]), _subset(examples, parts[fold])
+    return subset(examples, others[kept]), subset(examples, others[held]), subset(examples, parts[fold])
 
 
 # ---------------------------------------------------------------- other formats
 
-def _load_lines_binary(root: Path, name: str) -> tuple[list[Example], list[str]]:
-    """Negative-class lines then positive-class lines, each line one example (blank ones too)."""
-    negative, positive, labels = BINARY_FILES[name]
-    examples = [Example(line.strip(), label)
-                for label, rel in enumerate((negative, positive))
-                for line in read_lines(root / FOLDERS[name] / rel)]
-    return examples, labels
+def read_two_files(negative: Path, positive: Path) -> list[Example]:
+    """Negative-class lines (label 0) then positive-class lines (label 1), each line one example (blank ones too)."""
+    return [Example(line.strip(), label) for label, path in enumerate((negative, positive)) for line in read_lines(path)]
 
 
 def read_trec(path: Path) -> list[Example]:
@@ -362,63 +338,12 @@ def read_sick(path: Path, relatedness: bool) -> list[Example]:
     return examples
 
 
-def read_snli(root: Path, split: str) -> list[Example]:
-    """SentEval's s1.<split>, s2.<split> and labels.<split>: line i of each is one pair."""
-    s1, s2, labels = (read_lines(root / FOLDERS["snli"] / f"{part}.{split}") for part in ("s1", "s2", "labels"))
+def read_snli(folder: Path, split: str) -> list[Example]:
+    """SentEval's s1.<split>, s2.<split> and labels.<split> in ``folder``: line i of each is one pair."""
+    s1, s2, labels = (read_lines(folder / f"{part}.{split}") for part in ("s1", "s2", "labels"))
     if not len(s1) == len(s2) == len(labels):
         raise ValueError(f"SNLI {split}: {len(s1)}, {len(s2)} and {len(labels)} lines differ")
     unknown = set(labels) - set(NLI_LABELS)
     if unknown:
         raise ValueError(f"SNLI {split}: unknown labels {sorted(unknown)}")
     return [Example((p.strip(), h.strip()), NLI_LABELS.index(y)) for p, h, y in zip(s1, s2, labels)]
-
-
-# ---------------------------------------------------------------- tasks
-
-def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 0, seed: int = 0,
-              phrases: bool = True, nodes: str = "unique") -> TaskData:
-    """Load one task's train / dev / test examples.
-
-    ``fold`` and ``seed`` select the cross-validation split of subj, mpqa, cr and mr
-    (``seed`` also draws trec's dev set); ``phrases`` trains SST on every labelled
-    phrase, as the original DiSAN code did, rather than on whole sentences only; ``nodes`` says
-    how (see :func:`_sst_phrases`: "unique", "every" or "oversampled").
-    """
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
-    root = _locate(data_dir)
-    if name in ("sst5", "sst2"):
-        binary = name == "sst2"
-        train, dev, test = _load_sst(root, binary, phrases, nodes)
-        unit = {"unique": "every labelled phrase of the train trees (deduplicated by text)",
-                "every": "every node of the train trees, each time it occurs",
-                "oversampled": f"every node of the train trees, each time it occurs, with {OVERSAMPLE_COPIES} "
-                               f"more copies of every non-neutral node and every whole sentence"}[nodes] \
-            if phrases else "train sentences"
-        drop = "; neutral sentences and phrases removed" if binary else ""
-        return TaskData(name, "classify", POLARITY_LABELS if binary else SST5_LABELS, train, dev, test,
-                        f"standard SST split: train on {unit}, dev and test on whole sentences{drop}.")
-    if name == "trec":
-        full = read_trec(root / FOLDERS[name] / "train_5500.label")
-        kept, held = hold_out(len(full), DEV_FRACTION, np.random.default_rng(seed))
-        test = read_trec(root / FOLDERS[name] / "TREC_10.label")
-        return TaskData(name, "classify", TREC_LABELS, _subset(full, kept), _subset(full, held), test,
-                        f"test = TREC_10 (500 questions); dev = a random 10% of train_5500 (seed {seed}), "
-                        f"train = the other 90%.")
-    if name in BINARY_FILES:
-        examples, labels = _load_lines_binary(root, name)
-        train, dev, test = _cross_validation(examples, fold, seed)
-        return TaskData(name, "classify", labels, train, dev, test,
-                        f"10-fold cross-validation (folds fixed by seed {seed}): test = fold {fold}, "
-                        f"dev = a random 10% of the other nine folds, train = the rest.")
-    if name in ("sick", "sick-e"):
-        relatedness = name == "sick"
-        train, dev, test = (read_sick(root / FOLDERS[name] / f"SICK_{split}.txt", relatedness)
-                            for split in ("train", "trial", "test_annotated"))
-        return TaskData(name, "relatedness" if relatedness else "pair",
-                        RELATEDNESS_LEVELS if relatedness else NLI_LABELS, train, dev, test,
-                        "SemEval-2014 Task 1 split: train = SICK_train, dev = SICK_trial, "
-                        "test = SICK_test_annotated.")
-    return TaskData(name, "pair", NLI_LABELS, [], read_snli(root, "dev"), read_snli(root, "test"),
-                    "SNLI 1.0 dev and test in SentEval format; no train split is available here, "
-                    "so train is empty and a model must be trained elsewhere.")

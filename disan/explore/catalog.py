@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from disan.data.kinds import KINDS, kind_of
 from disan.nn import checkpoint
-from disan.nn.heads import KINDS, main_metric
 
 SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 TRAINING = "training"  # how the picker names the best checkpoint so far of a run that has not ended
@@ -63,9 +63,9 @@ class Entry:
 
 
 def headline(kind: str, metrics: dict) -> str:
-    """The test figure that names a checkpoint in the picker (its kind's :func:`~disan.nn.heads.main_metric`);
+    """The test figure that names a checkpoint in the picker (its kind's metric, :data:`disan.data.kinds.KINDS`);
     for the best checkpoint of a run still training, which has no test figure yet, its dev figure so far; or ''."""
-    key = main_metric(kind) if kind in KINDS else None
+    key = KINDS[kind].metric if kind in KINDS else None
     value = (metrics.get("test") or {}).get(key)
     if isinstance(value, (int, float)):
         return f"test {key} {value:.3f}"
@@ -156,7 +156,7 @@ def runs_table(items: list[Entry]) -> pd.DataFrame:
         config, metrics = e.config, e.metrics
         tc, history = config.get("train_config") or {}, metrics.get("history") or []
         dev, test = metrics.get("dev") or {}, metrics.get("test") or {}
-        key = main_metric(e.kind)
+        key = kind_of(e.kind).metric
         rows.append({
             "checkpoint": e.name, "task": e.task, "encoder": e.encoder, "d_h": tc.get("d_h"),
             "train examples": metrics.get("n_train"), "parameters": config.get("n_params"),

@@ -28,6 +28,7 @@ import plotly.io as pio
 from plotly.colors import get_colorscale, make_colorscale, sequential
 
 from disan.data.files import Summary
+from disan.data.kinds import kind_of
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
 from disan.inspect.measures import lift
 
@@ -621,7 +622,7 @@ def word_sense_heatmaps(vectors: Sequence[np.ndarray], labels: Sequence[str],
 def label_balance(summary: Summary, name: str) -> go.Figure:
     """The labels of a file before training on it: rows per class as bars, the count on each (classify,
     pair), or a histogram of the relatedness scores in bins of :data:`SCORE_BIN` from 1 to K."""
-    if summary.kind == "relatedness":
+    if kind_of(summary.kind).scored:
         edges = np.arange(1.0, len(summary.labels) + SCORE_BIN / 2, SCORE_BIN)
         counts, _ = np.histogram(summary.scores, edges)  # the last bin holds K itself
         bar = {"type": "bar", "x": (edges[:-1] + edges[1:]) / 2, "y": counts, "width": SCORE_BIN * 0.9,

@@ -14,7 +14,7 @@ from disan.data.text import check_text
 from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
 from disan.nn.device import device_of
-from disan.nn.heads import TextModel, relatedness_score, takes_pairs
+from disan.nn.heads import TextModel
 from disan.nn.model import EncoderTrace
 
 # How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
@@ -133,7 +133,7 @@ class Pipeline:
     @property
     def is_pair(self) -> bool:
         """Whether the model takes (premise, hypothesis) pairs."""
-        return takes_pairs(self.kind)
+        return self.model.kind.pairs
 
     @functools.cached_property
     def vector_kinds(self) -> list[str]:
@@ -163,10 +163,10 @@ class Pipeline:
     def prediction(self, logits: torch.Tensor) -> Prediction:
         """The prediction that one row of logits (n_classes,) stands for."""
         probs = logits.softmax(dim=-1).tolist()
-        if self.kind == "relatedness":
-            score = float(relatedness_score(logits[None])[0])
-            return Prediction(f"{score:.2f}", dict(zip(self.labels, probs)), score)
-        return Prediction(self.labels[int(logits.argmax())], dict(zip(self.labels, probs)))
+        read = self.model.kind.read(logits)  # the class index, or the score
+        if self.model.kind.scored:
+            return Prediction(f"{float(read):.2f}", dict(zip(self.labels, probs)), float(read))
+        return Prediction(self.labels[int(read)], dict(zip(self.labels, probs)))
 
     @torch.inference_mode()
     def logits(self, columns, batch_size: int = 64) -> torch.Tensor:

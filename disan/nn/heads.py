@@ -1,10 +1,9 @@
-"""Task heads, the full text model, initialisation and L2 parameter groups.
+"""The full text model (word embedding, sentence encoder, head), initialisation and L2 parameter groups.
 
-Heads, as in the paper:
-* ``classify``: sentence encoding -> FC d_fc with sigma -> class logits;
-* ``pair``: shared encoder, [s_p; s_h; s_p - s_h; s_p * s_h] -> FC d_fc -> class logits;
-* ``relatedness``: the pair features -> FC d_fc -> a distribution over scores 1..K
-  (Tai et al., 2015), trained with KL divergence; the score is its expectation.
+The head is a dense layer of d_fc with sigma, then the logits, on what the model's kind
+(:mod:`disan.data.kinds`) makes of the sentence encodings: the encoding of one sentence, or the pair
+features [s_p; s_h; s_p - s_h; s_p * s_h] of a premise and a hypothesis; the kind also says how the
+logits are trained and read (classes, or Tai et al.'s distribution over relatedness scores).
 """
 from __future__ import annotations
 
@@ -14,22 +13,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from disan.data.kinds import KINDS, kind_of
 from disan.nn.baselines import build_encoder
 from disan.nn.model import Dense, DiSA, DiSANConfig, DiSANEncoder
-
-KINDS = ("classify", "pair", "relatedness")
-PAIR_KINDS = ("pair", "relatedness")  # the kinds whose input is a (premise, hypothesis) pair
-METRICS = {"classify": "accuracy", "pair": "accuracy", "relatedness": "pearson"}  # the figure that ranks models
-
-
-def takes_pairs(kind: str) -> bool:
-    """Whether a model of this kind takes (premise, hypothesis) pairs rather than single sentences."""
-    return kind in PAIR_KINDS
-
-
-def main_metric(kind: str) -> str:
-    """The figure that selects and ranks models of this kind: Pearson r for relatedness, accuracy otherwise."""
-    return METRICS[kind]
 
 
 @dataclass
@@ -37,7 +23,7 @@ class ModelConfig:
     """The whole text model: vocabulary size, head kind and size, encoder name and its configuration."""
     vocab_size: int
     n_classes: int                 # classes, or K score levels for relatedness
-    kind: str = "classify"
+    kind: str = "classify"         # a name of disan.data.kinds.KINDS
     encoder: str = "disan"
     d_fc: int = 300
     encoder_cfg: DiSANConfig | None = None  # None: DiSANConfig()
@@ -45,8 +31,7 @@ class ModelConfig:
     out_bias: bool = True          # a bias on the class logits (the authors' SST head has none)
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {self.kind!r}")
+        kind_of(self.kind)  # ValueError for an unknown kind
         if isinstance(self.encoder_cfg, dict):
             self.encoder_cfg = DiSANConfig(**self.encoder_cfg)
         if self.encoder_cfg is None:
@@ -104,11 +89,6 @@ class WordEmbedding(nn.Module):
         return torch.where(is_frozen.unsqueeze(-1), fixed, learned)
 
 
-def pair_features(p: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-    """(B, d), (B, d) -> (B, 4 d): [s_p; s_h; s_p - s_h; s_p * s_h]."""
-    return torch.cat([p, h, p - h, p * h], dim=-1)
-
-
 class TextModel(nn.Module):
     """Word embeddings -> sentence encoder -> head. Inputs are token ids (B, n) with 0 = padding."""
 
@@ -118,10 +98,15 @@ class TextModel(nn.Module):
         ecfg = cfg.encoder_cfg
         self.embed = WordEmbedding(cfg.vocab_size, ecfg.d_e, cfg.frozen_vocab)
         self.encoder = build_encoder(cfg.encoder, ecfg)
-        d_in = self.encoder.out_dim * (1 if cfg.kind == "classify" else 4)
+        d_in = self.encoder.out_dim * self.kind.width
         self.fc = Dense(d_in, cfg.d_fc, ecfg.activation, ecfg.dropout)
         self.out = Dense(cfg.d_fc, cfg.n_classes, None, ecfg.dropout, bias=cfg.out_bias)
         init_weights(self)
+
+    @property
+    def kind(self):
+        """The entry of the model's kind (:data:`disan.data.kinds.KINDS`)."""
+        return KINDS[self.cfg.kind]
 
     def encode(self, ids: torch.Tensor, trace: bool | str = False, t2t_mask=None):
         """ids (B, n) -> (B, d_out) [, EncoderTrace]. ``trace``: False, True (every intermediate) or
@@ -136,40 +121,13 @@ class TextModel(nn.Module):
 
     def head(self, *encodings: torch.Tensor) -> torch.Tensor:
         """Sentence encoding(s) (B, d_out) -> logits (B, n_classes)."""
-        feats = encodings[0] if self.cfg.kind == "classify" else pair_features(*encodings)
-        return self.out(self.fc(feats))
+        return self.out(self.fc(self.kind.features(*encodings)))
 
-    def forward(self, ids: torch.Tensor, ids2: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, n_classes). Pair kinds take the premise ids and the hypothesis ids."""
-        if (ids2 is None) != (self.cfg.kind == "classify"):
-            raise ValueError(f"a {self.cfg.kind} model takes {1 if self.cfg.kind == 'classify' else 2} inputs")
-        return self.head(*(self.encode(x) for x in ((ids,) if ids2 is None else (ids, ids2))))
-
-
-def relatedness_target(score: torch.Tensor, levels: int) -> torch.Tensor:
-    """Tai et al.'s sparse target distribution p over 1..K with expectation equal to the score."""
-    score = score.clamp(1, levels)
-    lo = score.floor().clamp(max=levels - 1)
-    frac = score - lo
-    p = torch.zeros(score.shape[0], levels, dtype=score.dtype, device=score.device)
-    idx = (lo - 1).long()
-    p.scatter_(1, idx[:, None], (1 - frac)[:, None])
-    p.scatter_add_(1, idx[:, None] + 1, frac[:, None])
-    return p
-
-
-def relatedness_score(logits: torch.Tensor) -> torch.Tensor:
-    """Expected score sum_r r p_r of the predicted distribution over 1..K."""
-    levels = torch.arange(1, logits.shape[-1] + 1, dtype=logits.dtype, device=logits.device)
-    return logits.softmax(dim=-1) @ levels
-
-
-def loss_fn(kind: str, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy for classes; KL divergence to Tai et al.'s target distribution for relatedness."""
-    if kind == "relatedness":
-        return F.kl_div(logits.log_softmax(dim=-1), relatedness_target(target, logits.shape[-1]),
-                        reduction="batchmean")
-    return F.cross_entropy(logits, target)
+    def forward(self, *ids: torch.Tensor) -> torch.Tensor:
+        """Logits (B, n_classes) of token ids (B, n): one sentence's, or a pair kind's premise and hypothesis ids."""
+        if len(ids) != self.kind.texts:
+            raise ValueError(f"a {self.kind.name} model takes {self.kind.texts} inputs, not {len(ids)}")
+        return self.head(*(self.encode(x) for x in ids))
 
 
 def init_weights(model: nn.Module) -> None:

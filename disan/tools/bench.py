@@ -45,10 +45,11 @@ import torch
 from torch.nn import functional as F
 
 from disan.data.batching import BATCHINGS
-from disan.data.loaders import SST_NODES, TASKS
+from disan.data.loaders import SST_NODES
+from disan.data.registry import BENCHMARKS
 from disan.data.vectors import default_source
 from disan.nn import kernels
-from disan.nn.heads import ModelConfig, TextModel, loss_fn, param_groups
+from disan.nn.heads import ModelConfig, TextModel, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 from disan.training import train as training
@@ -319,7 +320,7 @@ def embedding_benchmark(args) -> None:
 
         def step(model=model, opt=opt):
             opt.zero_grad()
-            loss_fn("classify", model(ids), target).backward()
+            model.kind.loss(model(ids), target).backward()
             opt.step()
         steps[name] = step
     times = {name: [] for name in steps}
@@ -372,7 +373,7 @@ def predict_benchmark(args) -> None:
     from contextlib import redirect_stdout
 
     from disan.data import glove100
-    from disan.data.loaders import load_task
+    from disan.data.registry import load_task
     from disan.data.text import Vocab, tokenize
     from disan.inspect.pipeline import Pipeline
     from disan.tools.predict import BATCH as SORTED
@@ -495,7 +496,7 @@ def epoch_benchmark(args) -> None:
     timings = epoch_timings(base, models, args.batching, args.sample, args.device)
     first = timings[0]
     print(f"# python -m disan bench --epoch: {args.task}"
-          + (f" ({base.sst_nodes} nodes)" if args.task in ("sst5", "sst2") else "")
+          + (f" ({base.sst_nodes} nodes)" if BENCHMARKS[args.task].sst else "")
           + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed per "
           f"configuration after {training.WARMUP_STEPS} untimed; device {args.device} ({device_name(args.device)}), "
           f"{torch.get_num_threads()} thread(s), torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}\n")
@@ -531,7 +532,7 @@ def main(argv=None) -> None:
                    help="sentences/s of batch prediction on SST, DiSAN against the Bi-LSTM (one thread by default)")
     p.add_argument("--epoch", action="store_true",
                    help="one training epoch on a task's real data, per model and batching (models: fast, bilstm)")
-    p.add_argument("--task", default="sst5", choices=TASKS, help="with --epoch: the task whose training data is timed")
+    p.add_argument("--task", default="sst5", choices=BENCHMARKS, help="with --epoch: the task whose training data is timed")
     p.add_argument("--sst-nodes", choices=SST_NODES,
                    help="with --epoch on SST: the training nodes (default: training's; oversampled: the authors')")
     p.add_argument("--batching", type=lambda s: s.split(","), default=list(BATCHINGS),

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from disan.data.kinds import kind_of
 from disan.data.loaders import SPLITS
 from disan.explore.analyses.stats import Estimate, cluster_bootstrap, mcnemar_exact
 from disan.training.evaluate import Evaluation, examples_table
@@ -73,7 +74,7 @@ def compare(base: Evaluation, other: Evaluation, name: str, resamples: int = RES
     if not same_examples(base, other):
         raise ValueError(f"{name} was not evaluated on the same examples as the base checkpoint (another task, "
                          "fold or dev split): a paired comparison needs the same examples")
-    if base.kind == "relatedness":
+    if kind_of(base.kind).scored:
         gold = base.table["gold"].to_numpy(float)
         sums = np.concatenate([moments(other.table["predicted"].to_numpy(float), gold),
                                moments(base.table["predicted"].to_numpy(float), gold)], axis=1)
@@ -90,7 +91,7 @@ def compare(base: Evaluation, other: Evaluation, name: str, resamples: int = RES
 def markdown(base_name: str, base: Evaluation, comparisons: list[Comparison], split: str) -> str:
     """The comparisons as a Markdown table, figures as the README prints them (accuracy in %); McNemar's
     columns for classes only."""
-    classes = base.kind != "relatedness"
+    classes = not kind_of(base.kind).scored
     scale, digits, metric = (100, 2, "accuracy") if classes else (1, 4, "pearson")
     fig = "{:+.%df}" % digits
     head = ["checkpoint", f"{split} {metric}", "minus base", "95% interval"]

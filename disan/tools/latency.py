@@ -34,6 +34,7 @@ import plotly.io
 import torch
 
 from disan.app.cache import CACHE_ENV, budget
+from disan.data.kinds import kind_of
 from disan.explore.catalog import list_checkpoints
 from disan.explore.views import VIEWS
 from disan.inspect.pipeline import load
@@ -244,7 +245,7 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
-    ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
+    ok = [e for e in list_checkpoints() if e.ok and kind_of(e.kind).texts == 1]  # the views draw one sentence
     parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
     parser.add_argument("--tokens", type=int, default=None, help="sentence length (default: 30; --browser: 200)")
     parser.add_argument("--repeats", type=int, default=None, help="default: 20; --browser: 3 rounds")

@@ -1,6 +1,7 @@
 """Print the parameter count of every Table 1 encoder (SNLI head, d_e = d_h = 300) next to the paper's figure."""
 import argparse
 
+from disan.data.registry import BENCHMARKS
 from disan.nn.baselines import ENCODERS
 from disan.nn.heads import ModelConfig, TextModel, count_parameters
 
@@ -12,7 +13,8 @@ def table() -> list[tuple[str, int, int, float]]:
     """(encoder, encoder parameters, parameters with the SNLI head and without embeddings, paper's figure)."""
     rows = []
     for name in ENCODERS:
-        model = TextModel(ModelConfig(vocab_size=2, n_classes=3, kind="pair", encoder=name))
+        snli = BENCHMARKS["snli"]
+        model = TextModel(ModelConfig(vocab_size=2, n_classes=len(snli.labels), kind=snli.kind, encoder=name))
         rows.append((name, count_parameters(model.encoder), count_parameters(model) - count_parameters(model.embed),
                      PAPER[name]))
     return rows

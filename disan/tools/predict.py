@@ -46,7 +46,7 @@ from disan.data.files import (
 )
 from disan.data.text import tokenize
 from disan.inspect.pipeline import Pipeline, load
-from disan.nn.heads import relatedness_score
+from disan.data.kinds import kind_of
 
 # sentences per batch, sorted by length so that padding stays small; at SST's lengths 64 runs faster on
 # one CPU thread than 128 or 256 (the batch's activations stay in cache: `python -m disan bench --predict`)
@@ -56,7 +56,7 @@ OUTPUTS = (".csv", ".tsv", ".jsonl")
 
 def output_columns(pipe: Pipeline) -> list[str]:
     """The columns prediction adds: ``score`` for relatedness, else ``prediction`` and ``p_<label>`` per class."""
-    return ["score"] if pipe.kind == "relatedness" else ["prediction", *(f"p_{label}" for label in pipe.labels)]
+    return ["score"] if kind_of(pipe.kind).scored else ["prediction", *(f"p_{label}" for label in pipe.labels)]
 
 
 @dataclass
@@ -69,14 +69,14 @@ class Score:
 
     def add(self, predicted, gold) -> None:
         self.n += 1
-        if self.kind == "relatedness":
+        if kind_of(self.kind).scored:
             self.sums += [predicted, gold, predicted * predicted, gold * gold, predicted * gold]
         else:
             self.right += predicted == gold
 
     def line(self) -> str:
         """The figure as one line: accuracy, or Pearson r for relatedness."""
-        if self.kind != "relatedness":
+        if not kind_of(self.kind).scored:
             return f"accuracy {self.right / self.n:.4f} ({self.right:,} of {self.n:,})"
         x, y, xx, yy, xy = self.sums / self.n
         r = (xy - x * y) / math.sqrt(max((xx - x * x) * (yy - y * y), 0.0) or math.nan)
@@ -112,15 +112,16 @@ def _predict_chunk(pipe, name, columns, chunk, text_at, label_at, score, batch_s
                 raise DataError(f"{name}: line {line}: the text in column {columns[at]!r} is empty")
             column.append(words)
     logits = pipe.logits(tokens, batch_size)
-    if pipe.kind == "relatedness":
-        added = [[round(float(s), 4)] for s in relatedness_score(logits)]
+    kind = kind_of(pipe.kind)
+    if kind.scored:
+        added = [[round(float(s), 4)] for s in kind.read(logits)]
     else:
         probs = logits.softmax(dim=-1).numpy()
         added = [[pipe.labels[int(p.argmax())], *(round(float(v), 6) for v in p)] for p in probs]
     for (_, line, values), out in zip(chunk, added):  # the whole chunk is checked before any row is written
         if label_at is not None:
             gold = cell_text(values[label_at]).strip()
-            if pipe.kind == "relatedness":
+            if kind.scored:
                 try:
                     score.add(out[0], float(gold))
                 except ValueError:

@@ -15,9 +15,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
-         "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
-         "snli": ("accuracy", 85.62)}
+from disan.data.kinds import kind_of
+from disan.data.registry import BENCHMARKS
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
@@ -36,12 +35,11 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
             try:
                 config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
                 metrics = json.loads((folder / "metrics.json").read_text(encoding="utf-8"))
-                task, kind, encoder = config["task"], config["kind"], config["model"]["encoder"]
+                task, key, encoder = config["task"], kind_of(config["kind"]).metric, config["model"]["encoder"]
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # not a run's record
             if "test" not in metrics:
                 continue  # a run still in progress: only its best dev checkpoint so far
-            key = PAPER.get(task, ("pearson" if kind == "relatedness" else "accuracy", None))[0]
             tc = config.get("train_config") or {}
             optimizer = tc.get("optimizer", "adadelta")
             model = encoder if optimizer == "adadelta" else f"{encoder} ({optimizer})"
@@ -93,7 +91,7 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
         if len(tests) > 1:
             ours += f" ± {statistics.stdev(tests):.{digits}f}"
         # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
-        paper = PAPER.get(task, (metric, None))[1] if encoder.split(" ")[0] == "disan" else None
+        paper = BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == "disan" else None
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
         shown_paper = paper if paper is not None else ""
         lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {shown_paper} | {gap} | "

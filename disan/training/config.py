@@ -17,12 +17,13 @@ import torch
 
 from disan.data.batching import BATCHINGS
 from disan.data.files import DEFAULT_FRACTION
-from disan.data.loaders import SST_NODES, TASKS
+from disan.data.kinds import KINDS
+from disan.data.loaders import SST_NODES
+from disan.data.registry import BENCHMARKS
 from disan.data.text import TOKENIZERS
 from disan.data.vectors import OOV_INITS
 from disan.nn.baselines import ENCODERS
 from disan.nn.device import DEVICES
-from disan.nn.heads import KINDS
 from disan.nn.model import ACTIVATIONS
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
@@ -46,7 +47,7 @@ class TrainConfig:
     Invalid values raise ValueError when the config is made; every field but ``command`` and
     ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
-    task: str | None = _field(None, "benchmark to train on (or --data: a file of your own)", choices=tuple(TASKS))
+    task: str | None = _field(None, "benchmark to train on (or --data: a file of your own)", choices=BENCHMARKS)
     encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
     out: str = _field("checkpoints/run", "checkpoint directory (the best dev model is saved here)", required=True)
     epochs: int = _field(10, "maximum number of passes over the training set")
@@ -138,7 +139,7 @@ class TrainConfig:
             raise ValueError("patience must be 0 (never stop early) or more")
         if not (0 < self.rho < 1 and 0 < self.eps < 1):
             raise ValueError("Adadelta's rho and eps must be in (0, 1)")
-        if self.tokens == "leaves" and self.task not in ("sst5", "sst2"):
+        if self.tokens == "leaves" and not (self.task in BENCHMARKS and BENCHMARKS[self.task].sst):
             raise ValueError("--tokens leaves splits SST's trees; other tasks have no leaves (use spacy)")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ValueError("the learning rate must be a positive number")

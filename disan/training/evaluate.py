@@ -14,7 +14,7 @@ from disan.data.files import trained_task
 from disan.data.text import join_pair
 from disan.nn import checkpoint
 from disan.nn.device import device_of
-from disan.nn.heads import TextModel, relatedness_score
+from disan.nn.heads import TextModel
 from disan.training.metrics import (
     classification_metrics,
     confusion,
@@ -31,8 +31,7 @@ def predict(model: TextModel, data: Encoded, batch_size: int = 128) -> np.ndarra
     out = np.zeros(len(data), dtype=np.float64)
     for idx, ids, _ in batches(data, batch_size, False, random.Random(0)):
         logits = model(*(x.to(device) for x in ids))
-        pred = relatedness_score(logits) if model.cfg.kind == "relatedness" else logits.argmax(dim=-1)
-        out[idx] = pred.double().cpu().numpy()
+        out[idx] = model.kind.read(logits).double().cpu().numpy()
     return out
 
 
@@ -40,7 +39,7 @@ def evaluate(model: TextModel, data: Encoded) -> dict:
     """Metrics of the model on an encoded split: accuracy, or Pearson r, Spearman rho and MSE; plus n."""
     pred = predict(model, data)
     gold = np.asarray(data.labels, dtype=np.float64)
-    if model.cfg.kind == "relatedness":
+    if model.kind.scored:
         return relatedness_metrics(pred, gold)
     return classification_metrics(pred.astype(int), gold.astype(int))
 
@@ -52,7 +51,7 @@ class Evaluation:
     table: pd.DataFrame            # text (pairs joined by join_pair), length, gold, predicted, correct (or error)
     labels: list[str]
     confusion: np.ndarray | None   # (C, C) rows = gold, columns = predicted; None for relatedness
-    kind: str                      # classify, pair or relatedness: whether the texts are pairs
+    kind: str                      # the model's kind (a name of disan.data.kinds.KINDS)
 
 
 def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu",
@@ -74,7 +73,7 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
     table = pd.DataFrame({"text": texts, "length": enc.lengths, "gold": gold, "predicted": pred})
     labels = list(config["labels"])
     kind = model.cfg.kind
-    if kind == "relatedness":
+    if model.kind.scored:
         table["error"] = pred - gold
         return Evaluation(relatedness_metrics(pred, gold), table, labels, None, kind)
     table["gold"] = [labels[int(g)] for g in gold]

@@ -31,7 +31,9 @@ import torch
 
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
 from disan.data.files import FileTask, load_file_task
-from disan.data.loaders import TaskData, data_dir, load_task, task_checksums
+from disan.data.kinds import Kind, kind_of
+from disan.data.loaders import TaskData, data_dir
+from disan.data.registry import BENCHMARKS, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import (
     default_source,
@@ -42,14 +44,7 @@ from disan.data.vectors import (
 )
 from disan.nn import checkpoint
 from disan.nn.device import describe
-from disan.nn.heads import (
-    ModelConfig,
-    TextModel,
-    count_parameters,
-    loss_fn,
-    main_metric,
-    param_groups,
-)
+from disan.nn.heads import ModelConfig, TextModel, count_parameters, param_groups
 from disan.nn.model import DiSANConfig
 from disan.training.board import Board
 from disan.training.config import (
@@ -415,7 +410,7 @@ def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
     """
     before, budget = run
     net.train()
-    kind, train_split = prep.data.kind, prep.splits["train"]
+    kind, train_split = kind_of(prep.data.kind), prep.splits["train"]
     t0, seen, loss_sum, correct = time.time(), 0, 0.0, 0
     warm = t0  # the end of the warm-up steps, whose pace (allocation, first kernels) says little about the rest
     for step in range(1, steps + 1):
@@ -437,16 +432,16 @@ def run_steps(net: torch.nn.Module, opt: torch.optim.Optimizer, prep: Prepared, 
         eta = ((now - warm) / (step - WARMUP_STEPS) * (steps - step) if step > WARMUP_STEPS
                else 0.0 if step == steps else None)
         emit({"event": "step", "epoch": stream.round, "step": step, "steps": steps, "loss": loss_sum / seen,
-              "accuracy": correct / seen if kind != "relatedness" else None,
+              "accuracy": None if kind.scored else correct / seen,
               "eta": eta, "done": before + step, "budget": budget})
     loss_sum, seen, correct = world.sum([loss_sum, seen, correct])
     out = {"train_loss": loss_sum / seen}
-    if kind != "relatedness":
+    if not kind.scored:
         out["train_accuracy"] = correct / seen
     return {**out, "epoch_seconds": time.time() - t0}
 
 
-def train_step(net: torch.nn.Module, opt: torch.optim.Optimizer, kind: str, ids: list[torch.Tensor],
+def train_step(net: torch.nn.Module, opt: torch.optim.Optimizer, kind: Kind, ids: list[torch.Tensor],
                labels: list, world: World, weight: float = 1.0) -> tuple[float, int]:
     """One optimiser step on this process's share of a batch, on the world's device: (the share's
     mean loss, its correct predictions; 0 for relatedness).
@@ -456,27 +451,22 @@ def train_step(net: torch.nn.Module, opt: torch.optim.Optimizer, kind: str, ids:
     gradient of the global batch's mean loss even when the shares differ in size (1 in one process).
     Raises FloatingPointError before the step, in every process, when a loss is not a finite number.
     """
-    y = targets(kind, labels).to(world.device)
+    y = kind.targets(labels).to(world.device)
     logits = net(*(x.to(world.device) for x in ids))
-    loss = loss_fn(kind, logits, y)
+    loss = kind.loss(logits, y)
     finite = bool(torch.isfinite(loss))
     if not world.all_true(finite):
         raise FloatingPointError(f"the loss became {loss.item() if not finite else 'not a number in another process'}")
     opt.zero_grad(set_to_none=True)
     (loss * weight).backward()
     opt.step()
-    right = int((logits.argmax(-1) == y).sum()) if kind != "relatedness" else 0
+    right = 0 if kind.scored else int((kind.read(logits) == y).sum())
     return loss.item(), right
 
 
-def targets(kind: str, labels: list) -> torch.Tensor:
-    """Labels as the loss takes them: float scores for relatedness, class indices otherwise."""
-    return torch.tensor(labels, dtype=torch.float32 if kind == "relatedness" else torch.long)
-
-
 def selection_metric(kind: str, metrics: dict) -> float:
-    """The dev figure that selects the model (:func:`disan.nn.heads.main_metric`)."""
-    return metrics[main_metric(kind)]
+    """The dev figure that selects the model: its kind's metric (:data:`disan.data.kinds.KINDS`)."""
+    return metrics[kind_of(kind).metric]
 
 
 def improves(score: float, best: float) -> bool:
@@ -489,7 +479,7 @@ def no_checkpoint(kind: str, history: list[dict]) -> Exception:
     """The error of a run that ended without writing a checkpoint, saying why."""
     if not history:
         return TrainingStopped("stopped before the first dev evaluation: no checkpoint was written")
-    metric = main_metric(kind)
+    metric = kind_of(kind).metric
     why = ("a model that predicts the same score for every dev pair has no Pearson r" if metric == "pearson"
            else "is the dev split empty?")
     return ValueError(f"no checkpoint was written: the dev {metric} was not a number in any of the "
@@ -515,7 +505,7 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
     recipe = (f"items {', '.join(map(str, followed))} of {len(RECIPE_ITEMS)} ("
               + "; ".join(what for item, what, _ in RECIPE_ITEMS if item in followed) + ")") if followed else "none"
     lines = [f"# {data.name} · {cfg.encoder}", "",
-             f"- task: {data.name} ({data.kind}, {len(data.labels)} {'levels' if data.kind == 'relatedness' else 'classes'}: "
+             f"- task: {data.name} ({data.kind}, {len(data.labels)} {'levels' if kind_of(data.kind).scored else 'classes'}: "
              f"{', '.join(data.labels)})",
              f"- protocol: {data.protocol}",
              f"- training examples: {metrics.get('n_train')}; dev: {len(data.dev)}; test: {len(data.test)}",
@@ -523,7 +513,8 @@ def model_card(cfg: TrainConfig, data: TaskData, metrics: dict, n_params: int) -
              f"{cfg.optimizer} lr {cfg.lr}{adadelta}, batch {cfg.batch_size}, L2 {cfg.weight_decay}"
              f"{'' if cfg.decay_attention else ' (not on W1, W2)'}{'' if cfg.head_bias else ', no logit bias'}",
              f"- tokens: {cfg.tokens}; OOV rows: {cfg.oov_init}"
-             + (f"; SST nodes: {cfg.sst_nodes}" if cfg.task in ("sst5", "sst2") and cfg.phrases else ""),
+             + (f"; SST nodes: {cfg.sst_nodes}" if cfg.task in BENCHMARKS and BENCHMARKS[cfg.task].sst and cfg.phrases
+                else ""),
              f"- the authors' recipe: {recipe}",
              f"- word vectors: {description(cfg.embeddings)}; {metrics.get('glove_found')} of the "
              f"{metrics.get('vocab')} vocabulary words have one, {metrics.get('frozen_vocab', 0)} of them kept frozen",

@@ -23,10 +23,10 @@ import pandas as pd
 import torch
 
 from disan.explore.analyses import charts, stats
+from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.pipeline import SentenceTrace
-from disan.nn.heads import relatedness_score
 
 STEPS = 50
 METHODS = ("integrated gradients", "gradient × input")
@@ -61,7 +61,7 @@ def _output(model, embeddings: Sequence[torch.Tensor], pads: Sequence[torch.Tens
     """(B,) the followed output of the model on word vectors: class ``target``'s probability, or (None) the
     relatedness score."""
     logits = model.head(*(model.encoder(e, p) for e, p in zip(embeddings, pads)))
-    return relatedness_score(logits) if target is None else logits.softmax(dim=-1)[:, target]
+    return model.kind.read(logits) if target is None else logits.softmax(dim=-1)[:, target]
 
 
 def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> Attribution:
@@ -72,7 +72,7 @@ def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> A
     with torch.no_grad():
         x = [model.embed(i) for i in ids]                                 # (1, n, d_e) each
         logits = model.head(*(model.encoder(e, i != 0) for e, i in zip(x, ids)))[0]
-    target = None if pipe.kind == "relatedness" else int(logits.argmax())
+    target = None if model.kind.scored else int(model.kind.read(logits))
     alphas = torch.linspace(0, 1, steps + 1, device=x[0].device, dtype=x[0].dtype)   # (S,)
     path = [(alphas[:, None, None] * e).requires_grad_() for e in x]                  # (S, n, d_e) each
     pads = [(i != 0).expand(steps + 1, -1) for i in ids]
@@ -84,7 +84,7 @@ def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> A
     integrated = [((g * weights[:, None, None]).sum(0) * e[0]).sum(-1).detach().cpu().numpy()
                   for g, e in zip(grads, x)]
     gradient_input = [(g[-1] * e[0]).sum(-1).detach().cpu().numpy() for g, e in zip(grads, x)]
-    label = "relatedness score" if target is None else pipe.labels[target]
+    label = look_of(pipe.kind).followed if target is None else pipe.labels[target]
     return Attribution([list(s.tokens) for s in sentences], integrated, gradient_input, label,
                        float(out[-1].detach()), float(out[0].detach()), steps)
 

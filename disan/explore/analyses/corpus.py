@@ -16,7 +16,9 @@ import numpy as np
 import pandas as pd
 
 from disan.data.files import LABEL_COLUMNS, TEXT_COLUMNS, trained_task
-from disan.data.loaders import TASKS, TaskData, decode_line, load_task
+from disan.data.kinds import kind_of
+from disan.data.loaders import TaskData, decode_line
+from disan.data.registry import BENCHMARKS, load_task
 from disan.data.text import check_text, normalize
 from disan.explore.analyses import charts, stats
 from disan.explore.views import Drawing, Note, Row
@@ -26,7 +28,6 @@ from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
 MAX_SENTENCES = 20_000   # lines of an uploaded file that are read
-ORDINAL = ("sst5", "sst2", "sick")  # benchmarks whose labels are ordered (sentiment, relatedness levels)
 SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
 
@@ -66,8 +67,6 @@ def make_corpus(name: str, texts, labels=None, pairs=None) -> Corpus:
 
 def benchmark_corpus(task: str, split: str = "test", data_dir=None) -> Corpus:
     """A benchmark split as a corpus (:func:`split_corpus`)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown benchmark {task!r}; choose one of {', '.join(TASKS)}")
     return split_corpus(load_task(task, data_dir, phrases=False), split)
 
 
@@ -83,14 +82,15 @@ def split_corpus(data: TaskData, split: str) -> Corpus:
     every pair; relatedness scores are rounded to the nearest level, and ordered)."""
     texts, labels, pairs = [], [], []
     for example in getattr(data, split):
-        label = f"{example.label:.0f}" if data.kind == "relatedness" else data.labels[int(example.label)]
+        label = f"{example.label:.0f}" if kind_of(data.kind).scored else data.labels[int(example.label)]
         sides = example.text if isinstance(example.text, tuple) else (example.text,)
         for side in sides:
             texts.append(side)
             labels.append(label)
             pairs.append(example.text if isinstance(example.text, tuple) else None)
     kept = make_corpus(f"{data.name} {split}", texts, labels, pairs)
-    if data.name in ORDINAL or data.kind == "relatedness":
+    # scores are ordered whatever their source; a benchmark's entry says whether its classes are
+    if kind_of(data.kind).scored or (data.name in BENCHMARKS and BENCHMARKS[data.name].ordered):
         kept.scale = list(data.labels)
     return kept
 
@@ -106,8 +106,6 @@ def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
 
 def benchmark_items(task: str, split: str = "test", n: int = 200, seed: int = 0, data_dir=None) -> list:
     """A seeded random sample of ``n`` inputs of a benchmark split (:func:`sample_items`)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown benchmark {task!r}; choose one of {', '.join(TASKS)}")
     return sample_items(load_task(task, data_dir, phrases=False), split, n, seed)
 
 

@@ -18,6 +18,7 @@ import torch
 from disan.data.text import UNK
 from disan.explore import figures, views
 from disan.explore.analyses import charts
+from disan.explore.kinds import look_of
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
 from disan.inspect.pipeline import Prediction, SentenceTrace
@@ -81,7 +82,7 @@ def _predict(pipe, sentences: Sequence[SentenceTrace], which: int, encodings: to
 
 def _value(pipe, pred: Prediction, label: str) -> float:
     """What the analyses follow in a prediction: the probability of ``label``, or a relatedness score."""
-    return pred.score if pipe.kind == "relatedness" else pred.probs[label]
+    return pred.score if pipe.model.kind.scored else pred.probs[label]
 
 
 @dataclass
@@ -148,8 +149,8 @@ def knockout(pipe, sentences: Sequence[SentenceTrace], which: int, blocks: Seque
 def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: str) -> Row:
     first, second = result.prediction_before, result.prediction_after
     fig = charts.prediction_change(first.probs, second.probs, names)
-    if pipe.kind == "relatedness":
-        fig.update_layout(title=dict(text=f"relatedness {first.score:.2f} → {second.score:.2f}"))
+    if pipe.model.kind.scored:
+        fig.update_layout(title=dict(text=f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}"))
     return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
 
 
@@ -168,7 +169,7 @@ def edit_drawing(pipe, result: Counterfactual) -> Drawing:
 
 def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Drawing:
     """The occlusion table (largest drop first) and the change per token in sentence order."""
-    followed = "relatedness score" if pipe.kind == "relatedness" else "probability of the predicted class"
+    followed = look_of(pipe.kind).followed
     by_position = table.sort_values("position")
     bars = figures.token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
                                f"change in the {followed} when the token is dropped", "change", width=views.HALF)

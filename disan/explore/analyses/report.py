@@ -16,6 +16,7 @@ import plotly.io as pio
 
 from disan.explore import views
 from disan.explore.analyses import attribution
+from disan.explore.kinds import look_of
 from disan.inspect.pipeline import Pipeline
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;color:#222}
@@ -84,14 +85,14 @@ def report_html(pipe: Pipeline, text: str, hypothesis: str | None = None, steps:
     page = _Page()
     name = pipe.path.name if pipe.path is not None else "model"
     page.heading(f"DiSAN report: {name} ({pipe.task}, {pipe.model.cfg.encoder})", 1)
-    for label, sentence in zip(("premise", "hypothesis") if pipe.is_pair else ("sentence",), result.sentences):
+    for label, sentence in zip(look_of(pipe.kind).sentences, result.sentences):
         page.paragraph(f"{label}: {sentence.text}")
     if result.unknown:
         page.paragraph("Unknown words (embedded as <unk>): " + ", ".join(result.unknown), "muted")
     page.heading(f"Prediction: {result.prediction.label}")
     page.figure(views.prediction(result))
-    for label, sentence in zip(("premise", "hypothesis") if pipe.is_pair else ("",), result.sentences):
-        suffix = f" ({label})" if label else ""
+    for label, sentence in zip(look_of(pipe.kind).sentences, result.sentences):
+        suffix = f" ({label})" if pipe.is_pair else ""
         for view_name, title in (("attention", "Token2token attention"), ("gates", "Fusion gates"),
                                  ("source2token", "Source2token")):
             view = views.VIEWS[view_name]
