@@ -29,7 +29,7 @@ from plotly.colors import get_colorscale, make_colorscale, sequential
 
 from disan.data.files import Summary
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
-from disan.inspect.measures import lift
+from disan.inspect.measures import lift, mean_gate
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.
@@ -430,15 +430,14 @@ def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarra
     """What query token j attends to, feature by feature: P[j, i, k] as features (y) x tokens (x).
 
     ``features`` restricts and orders the rows (e.g. by entropy); columns j may not attend are NaN;
-    ``window`` cuts the columns. Lift multiplies by the number of keys of row j. ``width``: the pixels
+    ``window`` cuts the columns. Lift: :func:`lift` of row j (P × its keys). ``width``: the pixels
     the figure has.
     """
     probs = np.asarray(probs)                                  # (n, n, d)
     ids = list(range(probs.shape[-1])) if features is None else [int(k) for k in features]
     row_mask = np.asarray(mask, dtype=bool)[j]                 # (n,): keys of query j
-    values = probs[j][:, ids].T.astype(float)                  # (len(ids), n)
-    if scale == "lift":
-        values = values * row_mask.sum()
+    row = probs[j:j + 1][..., ids]                             # (1, n, len(ids)): query j's row
+    values = (lift(row, row_mask[None]) if scale == "lift" else row.astype(float))[0].T  # (len(ids), n)
     cut = _span(len(tokens), window)
     height = height_for(len(ids), per_row=14)
     (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale,
@@ -543,7 +542,7 @@ def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
     Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
     fits the deviations. ``stop`` words are hatched.
     """
-    means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
+    means = {name: mean_gate(g) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
     title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
     return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width)
