@@ -25,7 +25,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.colors import get_colorscale, make_colorscale, sequential
+from plotly.colors import get_colorscale, make_colorscale, sample_colorscale, sequential
 
 from disan.data.files import Summary
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
@@ -37,7 +37,12 @@ SEQUENTIAL = make_colorscale(["#ffffff"] + sequential.Blues[1:])
 # negative blue, 0 white, positive red; resolved here, since the figures skip the validation that would
 # turn a name like "RdBu_r" into colours (plotly.js knows no reversed names)
 DIVERGING = get_colorscale("RdBu_r")
-MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
+# ordered labels (sentiment from very negative to very positive): the red and blue of DIVERGING, reversed, with a
+# grey middle in place of its white, which would vanish on the white background
+ORDINAL_SCALE = [*sample_colorscale(DIVERGING, [0.9, 0.75]), "rgb(153, 153, 153)",
+                 *sample_colorscale(DIVERGING, [0.25, 0.1])]
+MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show; the border of a token without a value
+CHOSEN, OTHERS = "#1f77b4", "#9ecae1"  # bars: the predicted class (the prediction after a change), the rest
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels
 MAX_TICKS = 40            # a longer token axis labels every k-th position (hover still names every one)
@@ -644,7 +649,7 @@ def label_balance(summary: Summary, name: str) -> go.Figure:
 def class_probabilities(probs: Mapping[str, float], predicted: str | None = None) -> go.Figure:
     """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
     labels = list(probs)
-    colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
+    colors = [CHOSEN if label == predicted else OTHERS for label in labels]
     bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h",
                marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
     return _figure([bar], "class probabilities", 130 + 26 * len(labels),
