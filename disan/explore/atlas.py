@@ -7,7 +7,8 @@ and compares each measure with what uniform attention under the same mask would 
 
 * distance: mean |i - j| under P, and the share of attention at distance 1 (the previous token for the
   forward block, the next one for the backward block);
-* concentration: the entropy of P[j, :, k] in nats, against log(keys of j);
+* concentration: the entropy of P[j, :, k] in nats (:func:`disan.inspect.measures.query_entropy`),
+  against log(keys of j);
 * word classes: the share of each query's attention received by stop words (spaCy's English list),
   punctuation, negations (:data:`disan.inspect.measures.NEGATIONS`), the first token, the last token, content words and the
   sentence's two ends, each divided by the share uniform attention gives them: the *class lift*
@@ -38,7 +39,16 @@ from disan.explore.analyses import charts, stats
 from disan.explore.views import Drawing, Row
 from disan.data.batching import BUDGET
 from disan.inspect.batched import traces
-from disan.inspect.measures import NEGATIONS, is_punctuation, lift_of, word_class
+from disan.inspect.measures import (
+    NEGATIONS,
+    is_punctuation,
+    key_counts,
+    lift_of,
+    query_entropy,
+    received,
+    uniform_attention,
+    word_class,
+)
 
 # the word classes whose share of attention is measured, in table order
 CLASSES = ("stop words", "punctuation", "negations", "first token", "last token", "content words", "sentence ends")
@@ -124,23 +134,21 @@ def _batch_sums(block, lengths: torch.Tensor, classes: torch.Tensor) -> dict[str
     also each token's received attention (B, n, d) and uniform share (B, n)."""
     probs, mask = block.probs.float(), block.mask                        # (B, n, n, d), (B, n, n) [j, i]
     n = mask.shape[-1]
-    keys = mask.sum(dim=-1)                                              # (B, n)
-    has_keys = keys > 0
-    uniform = mask / keys.clamp_min(1)[..., None]                        # (B, n, n) uniform attention
+    keys = key_counts(mask)                                              # (B, n)
+    uniform = uniform_attention(mask)                                    # (B, n, n)
     pos = torch.arange(n)
     distance = (pos[None, :] - pos[:, None]).abs().float()               # (n, n) |i - j|
-    got = probs.sum(dim=1)                                               # (B, n_i, d) received from all queries
-    got_u = uniform.sum(dim=1)                                           # (B, n_i)
+    got, got_u = received(probs, mask, by_feature=True)                  # (B, n_i, d), (B, n_i) from all queries
     adjacent = probs.diagonal(-1, 1, 2).sum(-1) + probs.diagonal(1, 1, 2).sum(-1)  # (B, d)
     adjacent_u = uniform.diagonal(-1, 1, 2).sum(-1) + uniform.diagonal(1, 1, 2).sum(-1)
-    entropy = -torch.special.xlogy(probs, probs).sum(dim=(1, 2))         # (B, d)
+    entropy = np.nansum(query_entropy(probs, mask), axis=1)              # (B, d): rows without keys left out
     gate = (block.gate.float() * (pos[None, :] < lengths[:, None])[..., None]).sum(dim=1)  # (B, d)
     return {
-        "queries": has_keys.sum(dim=1).double(),
+        "queries": (keys > 0).sum(dim=1).double(),
         "distance": torch.einsum("bjik,ji->bk", probs, distance).double(),
         "distance_u": (uniform * distance).sum(dim=(1, 2)).double(),
         "adjacent": adjacent.double(), "adjacent_u": adjacent_u.double(),
-        "entropy": entropy.double(), "entropy_u": torch.log(keys.clamp_min(1)).sum(dim=1).double(),
+        "entropy": torch.from_numpy(entropy), "entropy_u": torch.log(keys.clamp_min(1)).sum(dim=1).double(),
         "classes": torch.einsum("bid,bic->bcd", got, classes).double(),   # (B, C, d)
         "classes_u": torch.einsum("bi,bic->bc", got_u, classes).double(),  # (B, C)
         "gate": gate.double(), "got": got, "got_u": got_u,

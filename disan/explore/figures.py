@@ -25,12 +25,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.colors import get_colorscale, make_colorscale, sequential
+from plotly.colors import get_colorscale, make_colorscale, sample_colorscale, sequential
 
 from disan.data.files import Summary
 from disan.data.kinds import kind_of
 from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
-from disan.inspect.measures import lift
+from disan.inspect.measures import lift, mean_gate
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
 # the grey background that masked (NaN) cells leave visible.
@@ -38,7 +38,12 @@ SEQUENTIAL = make_colorscale(["#ffffff"] + sequential.Blues[1:])
 # negative blue, 0 white, positive red; resolved here, since the figures skip the validation that would
 # turn a name like "RdBu_r" into colours (plotly.js knows no reversed names)
 DIVERGING = get_colorscale("RdBu_r")
-MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show
+# ordered labels (sentiment from very negative to very positive): the red and blue of DIVERGING, reversed, with a
+# grey middle in place of its white, which would vanish on the white background
+ORDINAL_SCALE = [*sample_colorscale(DIVERGING, [0.9, 0.75]), "rgb(153, 153, 153)",
+                 *sample_colorscale(DIVERGING, [0.25, 0.1])]
+MASKED_BG = "#b0b0b0"     # plot background: what NaN cells show; the border of a token without a value
+CHOSEN, OTHERS = "#1f77b4", "#9ecae1"  # bars: the predicted class (the prediction after a change), the rest
 TEMPLATE = "plotly_white"
 TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick labels
 MAX_TICKS = 40            # a longer token axis labels every k-th position (hover still names every one)
@@ -431,15 +436,14 @@ def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarra
     """What query token j attends to, feature by feature: P[j, i, k] as features (y) x tokens (x).
 
     ``features`` restricts and orders the rows (e.g. by entropy); columns j may not attend are NaN;
-    ``window`` cuts the columns. Lift multiplies by the number of keys of row j. ``width``: the pixels
+    ``window`` cuts the columns. Lift: :func:`lift` of row j (P × its keys). ``width``: the pixels
     the figure has.
     """
     probs = np.asarray(probs)                                  # (n, n, d)
     ids = list(range(probs.shape[-1])) if features is None else [int(k) for k in features]
     row_mask = np.asarray(mask, dtype=bool)[j]                 # (n,): keys of query j
-    values = probs[j][:, ids].T.astype(float)                  # (len(ids), n)
-    if scale == "lift":
-        values = values * row_mask.sum()
+    row = probs[j:j + 1][..., ids]                             # (1, n, len(ids)): query j's row
+    values = (lift(row, row_mask[None]) if scale == "lift" else row.astype(float))[0].T  # (len(ids), n)
     cut = _span(len(tokens), window)
     height = height_for(len(ids), per_row=14)
     (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale,
@@ -544,7 +548,7 @@ def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
     Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
     fits the deviations. ``stop`` words are hatched.
     """
-    means = {name: np.asarray(g, dtype=float).mean(axis=1) for name, g in gates.items()}  # (n,) each
+    means = {name: mean_gate(g) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
     title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
     return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width)
@@ -646,7 +650,7 @@ def label_balance(summary: Summary, name: str) -> go.Figure:
 def class_probabilities(probs: Mapping[str, float], predicted: str | None = None) -> go.Figure:
     """Horizontal bars of a prediction's class probabilities, in the model's label order (first at the top)."""
     labels = list(probs)
-    colors = ["#1f77b4" if label == predicted else "#9ecae1" for label in labels]
+    colors = [CHOSEN if label == predicted else OTHERS for label in labels]
     bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h",
                marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
     return _figure([bar], "class probabilities", 130 + 26 * len(labels),

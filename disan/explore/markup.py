@@ -17,6 +17,7 @@ from plotly.colors import sample_colorscale
 
 from disan.explore.figures import (
     DIVERGING,  # as the figures: blue below the centre, white at it, red above
+    MASKED_BG,  # a token without a value is outlined in the grey of a masked cell
 )
 from disan.inspect.measures import is_stop_word
 
@@ -92,7 +93,7 @@ def shaded_sentence(tokens: Sequence[str], shading: Shading) -> str:
     for token, value, pos, colour in zip(tokens, np.asarray(shading.values, dtype=float), positions, colours):
         label = html.escape(f"{token}: {shading.text(value)}", quote=True)
         if np.isnan(pos):
-            style = "border:1px dashed #b0b0b0"
+            style = f"border:1px dashed {MASKED_BG}"
         else:
             style = f"background:{colour};color:{'white' if abs(pos) > 0.6 else 'black'}"
         spans.append(f'<span title="{label}" style="{style};padding:1px 4px;margin:2px 1px;border-radius:4px;'

@@ -243,11 +243,12 @@ def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") ->
                               importance * len(importance), 1.0, ratio=True)
     if kind == "received" and name in block_names(tr):
         block = find_block(tr, name)
-        received = received_lift(measures.reduce_features(np.asarray(block.probs), reduction), block.mask)
+        received = rescaled_received_lift(measures.reduce_features(np.asarray(block.probs), reduction),
+                                          block.mask)
         return markup.Shading(f"attention received in the {name} block ({_received_text(reduction)}), "
                               f"÷ what uniform attention would give", received, 1.0, ratio=True)
     if kind == "gate" and name in block_names(tr):
-        gate = np.asarray(find_block(tr, name).gate, dtype=float).mean(axis=1)
+        gate = measures.mean_gate(find_block(tr, name).gate)
         return markup.Shading(f"mean fusion gate F in the {name} block (1 keeps h, 0 takes s)", gate, 0.5,
                               ratio=False)
     raise ValueError(f"cannot shade by {key!r}; choose one of {list(shade_choices(tr))}")
@@ -258,16 +259,16 @@ def _reduction_text(reduction: str | int) -> str:
     return f"{reduction} over features" if isinstance(reduction, str) else f"feature k = {reduction}"
 
 
-def received_lift(reduced: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """(n,) attention each token receives, of (n, n) attention reduced over features, ÷ what uniform
-    attention would give it (:func:`disan.inspect.measures.received_lift`), each query's row first
-    rescaled to sum to 1 (:func:`disan.inspect.measures.rescale_rows`: a no-op but for the max over
-    features, whose rows sum to more than 1 and would make every token receive more than uniform)."""
+def rescaled_received_lift(reduced: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(n,) :func:`disan.inspect.measures.received_lift` of (n, n) attention reduced over features, each
+    query's row first rescaled to sum to 1 (:func:`disan.inspect.measures.rescale_rows`: a no-op but for
+    the max over features, whose rows sum to more than 1 and would make every token receive more than
+    uniform)."""
     return measures.received_lift(measures.rescale_rows(reduced, mask), mask)
 
 
 def _received_text(reduction: str | int) -> str:
-    """How a title names the attention of :func:`received_lift`."""
+    """How a title names the attention of :func:`rescaled_received_lift`."""
     return _reduction_text(reduction) + (", each query's row rescaled to sum to 1" if reduction == "max" else "")
 
 
@@ -405,7 +406,7 @@ def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = Attenti
                                          f"{a.scale}{a.shown}", masks=(a.masks[0], a.masks[1]),
                                          scale=options.scale, window=a.window, width=width)
     else:
-        received = {f"{b.name}": received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
+        received = {f"{b.name}": rescaled_received_lift(m, mask) for b, m, mask in zip(a.blocks, (m1, m2), a.masks)}
         what = a.what.replace(_reduction_text(a.reduction), _received_text(a.reduction))
         fig = figures.token_bars(received, sentence.tokens, f"attention received, {first.name} against "
                                  f"{second.name} ({what}), ÷ uniform", "received ÷ uniform (×1: uniform)",

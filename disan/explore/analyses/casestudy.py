@@ -45,7 +45,7 @@ from disan.explore.analyses import charts, stats
 from disan.explore.figures import token_bars
 from disan.explore.views import Drawing, Row
 from disan.inspect.batched import traces
-from disan.inspect.measures import WORD_CLASSES, lift_of, received, word_class
+from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
                    "volleyball match is in progress between ladies")
@@ -100,8 +100,8 @@ def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corp
             null_by_feature = torch.zeros(size, n, d, dtype=probs.dtype).scatter_add_(
                 1, moves_to.reshape(size, n * n, 1).expand(-1, -1, d), probs.reshape(size, n * n, d))
             # (B, n) received, uniform and mean gate; (B, n, d) what each feature gives each token, and its null
-            per_block.append((*(t.numpy() for t in received(probs, mask)), block.gate.mean(dim=-1).numpy(),
-                              probs.sum(dim=1).numpy(), null_by_feature.numpy()))
+            per_block.append((*(t.numpy() for t in received(probs, mask)), mean_gate(block.gate),
+                              received(probs, mask, by_feature=True)[0].numpy(), null_by_feature.numpy()))
         for b, s in enumerate(idx):
             n = int(tr.lengths[b])
             frame = {"sentence": s, "position": np.arange(n), "token": list(token_lists[s]),

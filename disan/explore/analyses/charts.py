@@ -13,8 +13,11 @@ from plotly.colors import qualitative, sample_colorscale
 
 from disan.explore.analyses.stats import Estimate
 from disan.explore.figures import (
+    CHOSEN,
     DIVERGING,
     MASKED_BG,
+    ORDINAL_SCALE,
+    OTHERS,
     TEMPLATE,
     esc,
     height_for,
@@ -22,7 +25,6 @@ from disan.explore.figures import (
 )
 
 PALETTE = qualitative.Plotly
-ORDINAL_SCALE = ["#b2182b", "#ef8a62", "#999999", "#67a9cf", "#2166ac"]  # RdBu with a grey middle: visible on white
 
 
 def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
@@ -81,7 +83,7 @@ def prediction_change(before: Mapping[str, float], after: Mapping[str, float],
     fig = go.Figure([
         go.Bar(x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h", name=esc(name),
                marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + esc(name) + "</extra>")
-        for name, probs, colour in zip(names, (before, after), ("#9ecae1", "#1f77b4"))
+        for name, probs, colour in zip(names, (before, after), (OTHERS, CHOSEN))
     ])
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_xaxes(range=[0, 1], title=dict(text="probability"))

@@ -21,6 +21,7 @@ from disan.explore.analyses import charts
 from disan.explore.kinds import look_of
 from disan.explore.tables import file_name
 from disan.explore.views import Drawing, Row
+from disan.inspect.measures import reduce_features
 from disan.inspect.pipeline import Prediction, SentenceTrace
 
 EDITS = ("delete", "replace", "mask")
@@ -59,7 +60,7 @@ def align(a: Sequence[str], b: Sequence[str]) -> tuple[list[int], list[int]]:
 
 def _mean_attention(block) -> np.ndarray:
     """(n, n) mean over features of a block's attention, NaN where its mask forbids the edge."""
-    probs = np.asarray(block.probs, dtype=float).mean(axis=-1)
+    probs = reduce_features(np.asarray(block.probs), "mean")
     return np.where(np.asarray(block.mask, dtype=bool), probs, np.nan)
 
 
@@ -185,12 +186,12 @@ def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Dra
         if x.name not in blocks:
             continue
         key = file_name(x.name)
-        after = np.asarray(y.probs, dtype=float).mean(axis=-1)
+        after = reduce_features(np.asarray(y.probs), "mean")
         rows.append(Row({
             f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
                                                             f"{x.name} with the knockout", width=views.HALF),
             f"cf-knockout-{key}-change": figures.difference_heatmap(
-                after, np.asarray(x.probs, dtype=float).mean(axis=-1), tokens, f"{x.name}: with − without",
+                after, reduce_features(np.asarray(x.probs), "mean"), tokens, f"{x.name}: with − without",
                 width=views.HALF),
         }, f"{x.name} DiSA"))
     return Drawing(rows)
