@@ -6,11 +6,11 @@ import argparse
 import importlib
 import json
 import sys
-from pathlib import Path
 
 from disan.data.loaders import SPLITS
 from disan.nn.checkpoint import VOCABULARIES
 from disan.nn.device import DEVICES
+from disan.tools import invoked
 
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
@@ -58,8 +58,7 @@ def _progress_bar():
 def main(argv=None) -> int:
     """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    # the console script `disan` (pyproject.toml) or the module
-    parser = argparse.ArgumentParser(prog="disan" if Path(sys.argv[0]).name == "disan" else "python -m disan")
+    parser = argparse.ArgumentParser(prog=invoked())
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
