@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from disan.app import progress
+from disan.app import common
 from disan.app.common import chart, entries, kept, stamp
 from disan.data import files, uploads
 from disan.data.files import DataError
@@ -50,45 +51,76 @@ def label_summary(path: str, version: tuple, text: str, label: str, text_b: str 
     return files.summarize(path, text, label, text_b, kind, dev, test)
 
 
-def kept_upload(folder: Path, upload, limit_mb: int) -> Path:
-    """The uploaded file, saved in the data folder's uploads/ once per upload (a rerun does not hash it again)."""
-    seen = st.session_state.get("train-upload-kept")
+def forget_staged() -> None:
+    """Remove the temporary copy of the upload before, if there is one."""
+    seen = st.session_state.pop("train-upload-staged", None)
+    if seen:
+        uploads.discard(Path(seen[1]))
+
+
+def staged(upload) -> Path:
+    """The uploaded file in a temporary folder of its own, written once per upload (a rerun does not write it
+    again), where the page reads it until it can be trained on."""
+    seen = st.session_state.get("train-upload-staged")
     if seen and seen[0] == upload.file_id and Path(seen[1]).is_file():
         return Path(seen[1])
-    path = uploads.save_upload(folder, upload.name, upload.getvalue(), limit_mb)
-    st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+    forget_staged()
+    path = uploads.stage_upload(upload.name, upload.getvalue())
+    st.session_state["train-upload-staged"] = (upload.file_id, str(path))
     return path
 
 
-def chosen_file() -> tuple[Path, str] | None:
+def kept_upload(upload) -> Path | None:
+    """Where the upload was kept on an earlier run, or None."""
+    seen = st.session_state.get("train-upload-kept")
+    return Path(seen[1]) if seen and seen[0] == upload.file_id and Path(seen[1]).is_file() else None
+
+
+def keep(upload) -> Path:
+    """The uploaded file, once it can be trained on, saved in the data folder's uploads/ (where the run and
+    the file picker find it; hashed once per upload) and its temporary copy removed: an upload that is
+    refused is never kept."""
+    path = kept_upload(upload)
+    if path is None:
+        path = uploads.save_upload(data_dir(), upload.name, upload.getvalue())
+        st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+        forget_staged()
+    return path
+
+
+def chosen_file() -> tuple[Path, str, object] | None:
     """A file of one's own, uploaded or picked among the data folder's table files (never a path typed by
-    a visitor): (its path, the name shown), or None (after saying why) while there is none."""
+    a visitor): (its path, the name shown, the upload or None), or None (after saying why) while there is
+    none. An upload's path is its temporary copy until :func:`keep` keeps it."""
     try:
         folder = data_dir()
-        limit = uploads.upload_limit_mb()
-    except (FileNotFoundError, ValueError) as e:
+    except FileNotFoundError as e:
         st.error(f"No file can be used: {e}")
         return None
     how = st.radio("File", ["upload", "pick one in the data folder"], horizontal=True, key="train-file-how")
     if how == "upload":
-        upload = st.file_uploader(f"A .csv, .tsv or .jsonl file of up to {limit} MB (UTF-8), kept in the server's "
-                                  f"data folder, in {uploads.UPLOADS}/", type=[t.lstrip(".") for t in files.TABLES],
-                                  max_upload_size=limit, key="train-upload")
+        try:
+            upload = common.upload(f"A file to train on, kept in {uploads.UPLOADS}/ of the server's data folder "
+                                   f"once it can be trained on", files.TABLES, "train-upload")
+        except ValueError as e:  # a bad DISAN_UPLOAD_MB, or a file over the bound
+            st.error(str(e))
+            return None
         if upload is None:
+            forget_staged()
             return None
         try:
-            path = kept_upload(folder, upload, limit)
+            path = kept_upload(upload) or staged(upload)
         except DataError as e:
             st.error(str(e))
             return None
-        return path, f"{uploads.UPLOADS}/{path.name}"
+        return path, f"{uploads.UPLOADS}/{path.name}", upload
     listed = uploads.table_files(folder)
     if not listed:
-        st.info(f"The data folder {folder} holds no .csv, .tsv or .jsonl file yet (at its top or in "
+        st.info(f"The data folder {folder} holds no {', '.join(files.TABLES)} file yet (at its top or in "
                 f"{uploads.UPLOADS}/): upload one.")
         return None
     name = st.selectbox("File", list(listed), key="train-file", help=f"the table files of {folder}")
-    return listed[name], name
+    return listed[name], name, None
 
 
 def message(error: DataError, path: Path, name: str) -> str:
@@ -102,9 +134,9 @@ def own_data() -> dict | None:
     found = chosen_file()
     if found is None:
         return None
-    path, name = found
+    path, name, upload = found
     header = True
-    if path.suffix.lower() in (".csv", ".tsv"):
+    if files.FORMATS[path.suffix.lower()].header_row:
         header = st.checkbox("The first row names the columns", True, key="train-header",
                              help="off: the columns are named by their 0-based index, as on the command line")
     try:
@@ -116,7 +148,9 @@ def own_data() -> dict | None:
     st.dataframe(table, hide_index=True, height=300)
     columns = list(table.columns)
     guess = files.guess_columns(table)
-    what = (str(path), header)  # another file or header: the pickers start again from their guesses
+    # another file or header: the pickers start again from their guesses (an upload stays the same file
+    # once kept)
+    what = (str(path) if upload is None else upload.file_id, header)
     kept("train-text", what, guess[0])
     kept("train-text-b", what, 0)
     kept("train-label", what, guess[1])
@@ -137,6 +171,8 @@ def own_data() -> dict | None:
                            help="the share of the rows drawn as test, likewise")
     try:
         counted = label_summary(str(path), modified(path), text, label, text_b, kind, float(dev), float(test))
+        if upload is not None:
+            path = keep(upload)
     except DataError as e:
         st.error(message(e, path, name))
         return None
