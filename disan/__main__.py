@@ -19,7 +19,7 @@ FORWARDED = {
     "compare": ("disan.tools.compare", "compare checkpoints example by example on one split (bootstrap, McNemar)"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
     "app": ("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
-    "predict": ("disan.tools.predict", "predict every row of a CSV, TSV, JSONL or text file (or standard input)"),
+    "predict": ("disan.tools.predict", "predict every row of a table or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
