@@ -11,34 +11,39 @@ from disan.explore import catalog, figures
 SOURCES = ("a benchmark", "a file of your own")
 
 
-def chosen_file() -> tuple[Path, str] | None:
+def chosen_file() -> tuple[Path, str, object] | None:
     """A file of one's own, uploaded or picked among the data folder's table files (never a path typed by
-    a visitor): (its path, the name shown), or None (after saying why) while there is none."""
+    a visitor): (its path, the name shown, the upload or None), or None (after saying why) while there is
+    none. An upload's path is its temporary copy until :func:`disan.app.training.keep` keeps it."""
     try:
-        folder, limit = glue.data_folder()
-    except (FileNotFoundError, ValueError) as e:
+        folder = glue.data_dir()
+    except FileNotFoundError as e:
         st.error(f"No file can be used: {e}")
         return None
     how = st.radio("File", ["upload", "pick one in the data folder"], horizontal=True, key="train-file-how")
     if how == "upload":
-        upload = st.file_uploader(f"A .csv, .tsv or .jsonl file of up to {limit} MB (UTF-8), kept in the server's "
-                                  f"data folder, in {glue.UPLOADS}/", type=glue.UPLOAD_TYPES,
-                                  max_upload_size=limit, key="train-upload")
+        try:
+            upload = glue.upload(f"A file to train on, kept in {glue.UPLOADS}/ of the server's data folder "
+                                 f"once it can be trained on", glue.TABLES, "train-upload")
+        except ValueError as e:  # a bad DISAN_UPLOAD_MB, or a file over the bound
+            st.error(str(e))
+            return None
         if upload is None:
+            glue.forget_staged()
             return None
         try:
-            path = glue.kept_upload(folder, upload, limit)
+            path = glue.kept_upload(upload) or glue.staged(upload)
         except glue.DataError as e:
             st.error(str(e))
             return None
-        return path, f"{glue.UPLOADS}/{path.name}"
+        return path, f"{glue.UPLOADS}/{path.name}", upload
     listed = glue.table_files(folder)
     if not listed:
-        st.info(f"The data folder {folder} holds no .csv, .tsv or .jsonl file yet (at its top or in "
+        st.info(f"The data folder {folder} holds no {', '.join(glue.TABLES)} file yet (at its top or in "
                 f"{glue.UPLOADS}/): upload one.")
         return None
     name = st.selectbox("File", list(listed), key="train-file", help=f"the table files of {folder}")
-    return listed[name], name
+    return listed[name], name, None
 
 
 def own_data() -> dict | None:
@@ -47,7 +52,7 @@ def own_data() -> dict | None:
     found = chosen_file()
     if found is None:
         return None
-    path, name = found
+    path, name, upload = found
     header = True
     if glue.asks_header(path):
         header = st.checkbox("The first row names the columns", True, key="train-header",
@@ -61,7 +66,9 @@ def own_data() -> dict | None:
     st.dataframe(table, hide_index=True, height=300)
     columns = list(table.columns)
     guess = glue.guess_columns(table)
-    what = (str(path), header)  # another file or header: the pickers start again from their guesses
+    # another file or header: the pickers start again from their guesses (an upload stays the same file
+    # once kept)
+    what = (str(path) if upload is None else upload.file_id, header)
     kept("train-text", what, guess[0])
     kept("train-text-b", what, 0)
     kept("train-label", what, guess[1])
@@ -83,6 +90,8 @@ def own_data() -> dict | None:
     own = glue.data_fields(path, text, text_b, label, kind, dev, test)
     try:
         counted = glue.label_summary(own)
+        if upload is not None:  # it can be trained on: kept where the run reads it
+            own["data"] = str(glue.keep(upload))
     except glue.DataError as e:
         st.error(glue.message(e, path, name))
         return None

@@ -6,11 +6,11 @@ import argparse
 import importlib
 import json
 import sys
-from pathlib import Path
 
 from disan.data.loaders import SPLITS
 from disan.nn.checkpoint import VOCABULARIES
 from disan.nn.device import DEVICES
+from disan.tools import invoked
 
 # Commands that are whole modules with their own argument parser.
 FORWARDED = {
@@ -19,7 +19,7 @@ FORWARDED = {
     "compare": ("disan.tools.compare", "compare checkpoints example by example on one split (bootstrap, McNemar)"),
     "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
     "app": ("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
-    "predict": ("disan.tools.predict", "predict every row of a CSV, TSV, JSONL or text file (or standard input)"),
+    "predict": ("disan.tools.predict", "predict every row of a table or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
@@ -58,8 +58,7 @@ def _progress_bar():
 def main(argv=None) -> int:
     """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    # the console script `disan` (pyproject.toml) or the module
-    parser = argparse.ArgumentParser(prog="disan" if Path(sys.argv[0]).name == "disan" else "python -m disan")
+    parser = argparse.ArgumentParser(prog=invoked())
     sub = parser.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
     ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from disan.data import batching
+from disan.data.files import DataError
 from disan.data.text import UNK
 from disan.explore import views
 from disan.explore.analyses import (
@@ -179,10 +180,12 @@ def test_vector_kinds_follow_the_encoder_and_agree_with_its_trace(encoder, kinds
 # ---------------------------------------------------------------- corpus senses
 
 def test_an_uploaded_text_file_is_one_sentence_per_line():
-    data = "\ufeffthe glass bottle\r\n\r\n   \nA man is pouring tea\n".encode("utf-8") + b"caf\xe9 au lait\n"
+    data = "\ufeffthe glass bottle\r\n\r\n   \nA man is pouring tea\ncafé au lait".encode("utf-8")
     c = corpus.uploaded_corpus(data, "mine.txt")
-    assert c.texts == ["the glass bottle", "A man is pouring tea", "café au lait"]  # a Windows-1252 line too
+    assert c.texts == ["the glass bottle", "A man is pouring tea", "café au lait"] and c.skipped == 2  # blank lines
     assert c.tokens[1] == ["A", "man", "is", "pouring", "tea"] and c.labels == ["", "", ""]
+    with pytest.raises(DataError, match=r"^mine.txt: line 6 is not UTF-8 \(byte 0xe9 at character 4\)"):
+        corpus.uploaded_corpus(data + b"\ncaf\xe9 au lait\n", "mine.txt")  # a Windows-1252 line: no fallback
 
 
 def test_an_uploaded_csv_uses_its_text_and_label_columns():

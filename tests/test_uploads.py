@@ -2,6 +2,7 @@
 content, within a size bound; the listing of table files, which never leaves the folder."""
 import hashlib
 import os
+import tempfile
 
 import pytest
 
@@ -57,6 +58,22 @@ def test_an_upload_over_the_bound_is_refused_and_nothing_is_written(tmp_path):
     uploads.check_size(2**20, 1)  # exactly the bound is allowed
     with pytest.raises(DataError):
         uploads.check_size(2**20 + 1, 1)
+
+
+def test_a_staged_upload_is_a_private_copy_outside_the_data_folder_until_discarded(tmp_path, monkeypatch):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    staged = uploads.stage_upload("C:\\me\\my reviews.csv", CSV, 1)
+    assert staged.name == "my_reviews.csv" and staged.read_bytes() == CSV and staged.parent.parent == temporary
+    assert staged.parent.stat().st_mode & 0o777 == 0o700
+    uploads.discard(staged)
+    assert list(temporary.iterdir()) == []
+    for name, data, message in (("big.csv", CSV * (2**20 // len(CSV) + 1), "limited to 1 MB"),
+                                ("notes.txt", CSV, "unknown format")):
+        with pytest.raises(DataError, match=message):
+            uploads.stage_upload(name, data, 1)
+        assert list(temporary.iterdir()) == []
 
 
 def test_the_bound_comes_from_the_environment(monkeypatch):

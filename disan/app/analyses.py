@@ -15,15 +15,15 @@ import os
 import pandas as pd
 import streamlit as st
 
-from disan.app.common import benchmark_label, checkpoint_args, load_pipeline
-from disan.data.files import DataError
+from disan.app.common import benchmark_label, checkpoint_args, load_pipeline, upload
+from disan.data.files import FORMATS, DataError
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS
 from disan.explore import atlas
 from disan.explore.analyses import attribution, casestudy, corpus
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
-                 "(then set `DISAN_DATA_DIR=DIR`); an uploaded text or CSV file works without them.")
+                 "(then set `DISAN_DATA_DIR=DIR`); an uploaded file of sentences works without them.")
 
 
 def has_data() -> bool:
@@ -83,7 +83,7 @@ def trained(path: str, mtime: float, files: tuple, _config: dict, split: str) ->
 
 @st.cache_data(max_entries=4, show_spinner="Reading the file…")
 def uploaded(data: bytes, name: str) -> corpus.Corpus:
-    """An uploaded text or CSV file as a corpus, read once per file."""
+    """An uploaded file as a corpus, read once per file."""
     return corpus.uploaded_corpus(data, name)
 
 
@@ -106,11 +106,13 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
             task = c1.selectbox("Benchmark", list(BENCHMARKS), format_func=benchmark_label, key=f"{key}-task")
             split = c2.selectbox("Split", SPLITS, index=SPLITS.index("test"), key=f"{key}-split")
             return benchmark(task, split)
-        upload = st.file_uploader("A text file (one sentence per line) or a CSV file (a text or sentence column, "
-                                  "optionally a label column)", type=["txt", "csv"], key=f"{key}-upload")
-        if upload is None:
+        try:
+            file = upload("A file of sentences: one a line, or a table's text or sentence column (and its label "
+                          "column if any)", FORMATS, f"{key}-upload")
+            return None if file is None else uploaded(file.getvalue(), file.name)
+        except ValueError as e:  # the file, its size or the bound: said as the Training page says it
+            st.error(str(e))
             return None
-        return uploaded(upload.getvalue(), upload.name)
     except DataError as e:  # the file the model was trained on is gone or has changed
         st.error(f"The {source} cannot be read: {e}")
         return None

@@ -7,6 +7,7 @@ import nothing below :mod:`disan.explore` and :mod:`disan.inspect`.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +16,7 @@ import torch
 
 from disan.app.cache import ByteCache, budget, cache_bytes
 from disan.app.links import input_state
+from disan.data import uploads
 from disan.data.kinds import kind_of
 from disan.data.registry import BENCHMARKS
 from disan.data.text import MAX_TOKENS
@@ -318,3 +320,16 @@ def side_by_side(sentences: list[tuple[str, SentenceTrace]]) -> list[tuple[str, 
     for (role, _), column in zip(sentences, columns):
         column.subheader(role.capitalize())
     return [(role, s, column) for (role, s), column in zip(sentences, columns)]
+
+
+def upload(label: str, formats: Sequence[str], key: str):
+    """A file uploader of the app, for files in ``formats``, bounded by the app's one upload bound
+    (:func:`disan.data.uploads.upload_limit_mb`, from ``DISAN_UPLOAD_MB``), which its label states with
+    the formats: the uploaded file, or None while there is none. ValueError for a bad ``DISAN_UPLOAD_MB``;
+    DataError for a file over the bound (the browser refuses those first; this is the server's own check)."""
+    limit = uploads.upload_limit_mb()
+    file = st.file_uploader(f"{label} ({', '.join(formats)}; UTF-8; up to {limit} MB)",
+                            type=[f.lstrip(".") for f in formats], max_upload_size=limit, key=key)
+    if file is not None:
+        uploads.check_size(file.size, limit)
+    return file

@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from disan.app.common import open_in_attention
+from disan.app.common import open_in_attention, upload  # noqa: F401  (upload: for the page)
 from disan.data import files, uploads
-from disan.data.files import DEFAULT_FRACTION, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
+from disan.data.files import DEFAULT_FRACTION, TABLES, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
 from disan.data.kinds import kind_of
-from disan.data.loaders import data_dir
+from disan.data.loaders import data_dir  # noqa: F401  (also for the page)
 from disan.data.registry import trainable
 from disan.data.text import split_pair
 from disan.data.uploads import UPLOADS, table_files  # noqa: F401  (for the page)
@@ -34,7 +34,6 @@ from disan.training.jobs import PROBE, Busy, Job, Registry  # noqa: F401  (for t
 from disan.training.train import state_path
 
 TRAINABLE = trainable()  # the benchmarks with a training split here
-UPLOAD_TYPES = [t.lstrip(".") for t in files.TABLES]  # what the uploader takes, as Streamlit names types
 
 
 @st.cache_resource
@@ -49,19 +48,40 @@ def resumable(job: Job) -> bool:
     return job.status in ("stopped", "failed") and state_path(job.config).exists()
 
 
-def data_folder() -> tuple[Path, int]:
-    """The server's data folder, where uploads are kept and table files are picked, and the upload limit
-    in MB; FileNotFoundError (no folder) or ValueError (a bad limit) says why no file can be used."""
-    return data_dir(), uploads.upload_limit_mb()
+def forget_staged() -> None:
+    """Remove the temporary copy of the upload before, if there is one."""
+    seen = st.session_state.pop("train-upload-staged", None)
+    if seen:
+        uploads.discard(Path(seen[1]))
 
 
-def kept_upload(folder: Path, upload, limit_mb: int) -> Path:
-    """The uploaded file, saved in the data folder's uploads/ once per upload (a rerun does not hash it again)."""
-    seen = st.session_state.get("train-upload-kept")
+def staged(upload) -> Path:
+    """The uploaded file in a temporary folder of its own, written once per upload (a rerun does not write it
+    again), where the page reads it until it can be trained on."""
+    seen = st.session_state.get("train-upload-staged")
     if seen and seen[0] == upload.file_id and Path(seen[1]).is_file():
         return Path(seen[1])
-    path = uploads.save_upload(folder, upload.name, upload.getvalue(), limit_mb)
-    st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+    forget_staged()
+    path = uploads.stage_upload(upload.name, upload.getvalue())
+    st.session_state["train-upload-staged"] = (upload.file_id, str(path))
+    return path
+
+
+def kept_upload(upload) -> Path | None:
+    """Where the upload was kept on an earlier run, or None."""
+    seen = st.session_state.get("train-upload-kept")
+    return Path(seen[1]) if seen and seen[0] == upload.file_id and Path(seen[1]).is_file() else None
+
+
+def keep(upload) -> Path:
+    """The uploaded file, once it can be trained on, saved in the data folder's uploads/ (where the run and
+    the file picker find it; hashed once per upload) and its temporary copy removed: an upload that is
+    refused is never kept."""
+    path = kept_upload(upload)
+    if path is None:
+        path = uploads.save_upload(data_dir(), upload.name, upload.getvalue())
+        st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+        forget_staged()
     return path
 
 
@@ -71,8 +91,8 @@ def message(error: DataError, path: Path, name: str) -> str:
 
 
 def asks_header(path: Path) -> bool:
-    """Whether a file may or may not have a header row: CSV and TSV (JSON Lines name their columns)."""
-    return path.suffix.lower() in (".csv", ".tsv")
+    """Whether a file's format may or may not have a header row (JSON Lines name their columns)."""
+    return files.FORMATS[path.suffix.lower()].header_row
 
 
 def modified(path: Path) -> tuple[int, int]:

@@ -1,16 +1,19 @@
-"""Datasets from one's own files: CSV, TSV and JSON Lines tables (and plain text for prediction), their
-columns, labels, seeded stratified splits, and one clear message for each way a file can be wrong.
+"""Datasets from one's own files, and the package's one table reader: every file a visitor or the command
+line gives (``train --data``, ``predict``, the Training and Corpus senses pages' uploads) is read by
+:func:`read_rows` in one of :data:`FORMATS`, with one clear message for each way a file can be wrong;
+then its columns, labels and seeded stratified splits.
 
-Formats, by extension:
+Formats, by extension (or, for ``predict``, named by ``--format`` whatever the extension):
 
 * ``.csv``: comma-separated, RFC 4180 quoting (a field may hold commas, quotes and line breaks);
 * ``.tsv``: one row per line, fields split at tabs, no quoting;
 * ``.jsonl``: one JSON object per line (columns are its keys), or one JSON array (columns are indices);
-* ``.txt``: one text per line, a single column named ``text`` (prediction only).
+* ``.txt``: one text per line, a single column named ``text`` (no labels: not for training).
 
 A column is named by its header, or by a 0-based index for a file without a header: a CSV or TSV file
 whose columns are all given as numbers is read as having no header row. Every file must be UTF-8 (a BOM
-is allowed). Rows are counted from 0, the header left out; messages name the file's line.
+is allowed): a line that is not is refused, by its number. Rows are counted from 0, the header left out;
+messages name the file's line.
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +34,6 @@ from disan.data.kinds import kind_of, kinds_taking
 from disan.data.loaders import Example, TaskData, sha256_file
 from disan.data.registry import load_task
 
-TABLES = (".csv", ".tsv", ".jsonl")   # what training reads
-FORMATS = TABLES + (".txt",)         # what prediction reads
 DEFAULT_FRACTION = 0.1               # --dev-fraction and --test-fraction
 CHUNK_ROWS = 4096                    # rows per chunk when a file is streamed
 PREVIEW_ROWS = 20                    # rows a preview shows
@@ -45,19 +47,6 @@ class DataError(ValueError):
 
 # ---------------------------------------------------------------- reading rows
 
-def file_format(path: str | os.PathLike, allowed: Sequence[str] = TABLES) -> str:
-    """The extension of a readable file among ``allowed``; DataError for a missing, empty or unknown file."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in allowed:
-        raise DataError(f"{path}: unknown format {suffix or '(no extension)'!r}; use {', '.join(allowed)}")
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
-    if path.stat().st_size == 0:
-        raise DataError(f"{path} is empty")
-    return suffix
-
-
 def text_lines(binary) -> Iterator[tuple[int, str]]:
     """(1-based line number, line with its terminator) of a binary stream, decoded as strict UTF-8."""
     for number, raw in enumerate(binary, start=1):
@@ -68,6 +57,88 @@ def text_lines(binary) -> Iterator[tuple[int, str]]:
         except UnicodeDecodeError as e:
             raise DataError(f"line {number} is not UTF-8 (byte 0x{raw[e.start]:02x} at character {e.start + 1}); "
                             f"save the file as UTF-8") from None
+
+
+def _delimited_rows(lines, **options):
+    """(first line, fields) of each CSV / TSV row (``options`` of :func:`csv.reader`); blank lines are skipped."""
+    starts = []
+
+    def feed():
+        for number, line in lines:
+            starts.append(number)
+            yield line
+    reader = csv.reader(feed(), strict=True, **options)
+    try:
+        for fields in reader:
+            first = starts[0]
+            starts.clear()
+            if fields:
+                yield first, fields
+    except csv.Error as e:
+        raise DataError(f"line {reader.line_num}: {e}") from None
+
+
+def _jsonl_rows(lines):
+    """(line, object or array) of each JSON line; blank lines are skipped."""
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"line {number} is not JSON: {e.msg}") from None
+        if not isinstance(value, (dict, list)):
+            raise DataError(f"line {number} is not a JSON object or array")
+        yield number, value
+
+
+def _text_rows(lines):
+    """(line, [the line without its terminator]) of every line: a blank line is an empty text, not skipped."""
+    for number, line in lines:
+        yield number, [line.removesuffix("\n").removesuffix("\r")]
+
+
+@dataclass(frozen=True)
+class Format:
+    """How the reader takes one file format. ``rows`` turns the numbered lines of :func:`text_lines` into
+    (first line, values) per row: a list, or a dict of column name -> value (its keys are then the columns);
+    ``header_row``: whether the first row may name the columns (the caller says whether it does);
+    ``columns``: the names of its columns where the format fixes them."""
+    rows: Callable[[Iterator[tuple[int, str]]], Iterator[tuple[int, list | dict]]]
+    header_row: bool = False
+    columns: tuple[str, ...] | None = None
+
+
+# Every format the reader knows, by extension: a new format is one entry here (with its rows function), and
+# training, prediction and both pages' uploads take it.
+FORMATS = {
+    ".csv": Format(_delimited_rows, header_row=True),
+    ".tsv": Format(partial(_delimited_rows, delimiter="\t", quoting=csv.QUOTE_NONE), header_row=True),
+    ".jsonl": Format(_jsonl_rows),
+    ".txt": Format(_text_rows, columns=("text",)),
+}
+# the formats whose columns are the file's own, so that a label column can be among them: what training reads
+TABLES = tuple(suffix for suffix, f in FORMATS.items() if f.columns is None)
+
+
+def format_of(name: str | os.PathLike, allowed: Collection[str] = FORMATS, given: str | None = None) -> str:
+    """The format of a file called ``name``: ``given`` (an extension, with or without its dot) whatever the
+    name's extension, else that extension; DataError when it is not one of ``allowed``."""
+    suffix = f".{given.lstrip('.')}".lower() if given else Path(name).suffix.lower()
+    if suffix not in allowed:
+        raise DataError(f"{name}: unknown format {suffix or '(no extension)'!r}; use {', '.join(allowed)}")
+    return suffix
+
+
+def file_format(path: str | os.PathLike, allowed: Collection[str] = TABLES, given: str | None = None) -> str:
+    """:func:`format_of` a file that must be there and not empty (DataError)."""
+    suffix = format_of(path, allowed, given)
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise DataError(f"{path} is empty")
+    return suffix
 
 
 def needs_header(specs: Sequence[str | None]) -> bool:
@@ -85,41 +156,34 @@ class Rows:
 
 
 def read_rows(path: str | os.PathLike, binary, suffix: str, header: bool) -> Rows:
-    """The rows of an open binary stream in the format of ``suffix``; DataError (with the file and line)
-    for text that is not UTF-8, a ragged row, a JSONL line that is not an object or array, a header-only
-    or blank file. The first row is read at once, so that the columns are known."""
+    """The rows of an open binary stream in the format ``suffix`` (a key of :data:`FORMATS`), whose first row
+    names the columns when ``header`` is true and the format has header rows; DataError (with the file and
+    line) for text that is not UTF-8, a ragged row, a JSONL line that is not an object or array, a
+    header-only or blank file. The first row is read at once, so that the columns are known."""
     name = str(path)
-    lines = text_lines(binary)
-    if suffix == ".jsonl":
-        rows = _jsonl_rows(lines)
-    elif suffix == ".txt":
-        rows = ((number, [line.removesuffix("\n").removesuffix("\r")]) for number, line in lines)
-        header = True  # its one column is named "text"
-    else:
-        rows = _delimited_rows(lines, suffix)
-    rows = _with_path(name, rows)
+    form = FORMATS[suffix]
+    rows = _with_path(name, form.rows(text_lines(binary)))
     try:
         first_line, first = next(rows)
     except StopIteration:
         raise DataError(f"{name} is empty") from None
-    if suffix == ".txt":
-        columns = ["text"]
-    elif suffix == ".jsonl":
-        header = isinstance(first, dict)
-        columns = list(first) if header else [str(i) for i in range(len(first))]
-    elif header:
+    header_row = header and form.header_row
+    if form.columns is not None:
+        columns, header = list(form.columns), True
+    elif isinstance(first, dict):  # a JSONL object is a row and its own header
+        columns, header = list(first), True
+    elif header_row:
         columns = [str(c) for c in first]
         if len(set(columns)) != len(columns):
             raise DataError(f"{name}: the header repeats a column name: {', '.join(columns)}")
     else:
-        columns = [str(i) for i in range(len(first))]
-    header_row = header and suffix not in (".jsonl", ".txt")  # a JSONL object is a row and its own header
+        columns, header = [str(i) for i in range(len(first))], False
     width = "the header" if header_row else "the first row"
     body = _checked(name, columns, width, rows if header_row else itertools.chain([(first_line, first)], rows))
     try:
         peeked = next(body)
-    except StopIteration:
-        raise DataError(f"{name} has a header but no rows" if header else f"{name} is empty") from None
+    except StopIteration:  # only a header row can be all there is
+        raise DataError(f"{name} has a header but no rows") from None
     return Rows(columns, itertools.chain([peeked], body), header)
 
 
@@ -129,39 +193,6 @@ def _with_path(name: str, rows):
         yield from rows
     except DataError as e:
         raise DataError(f"{name}: {e}") from None
-
-
-def _delimited_rows(lines, suffix: str):
-    """(first line, fields) of each CSV / TSV row; blank lines are skipped."""
-    starts = []
-
-    def feed():
-        for number, line in lines:
-            starts.append(number)
-            yield line
-    options = {"delimiter": "\t", "quoting": csv.QUOTE_NONE} if suffix == ".tsv" else {}
-    reader = csv.reader(feed(), strict=True, **options)
-    try:
-        for fields in reader:
-            first = starts[0]
-            starts.clear()
-            if fields:
-                yield first, fields
-    except csv.Error as e:
-        raise DataError(f"line {reader.line_num}: {e}") from None
-
-
-def _jsonl_rows(lines):
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"line {number} is not JSON: {e.msg}") from None
-        if not isinstance(value, (dict, list)):
-            raise DataError(f"line {number} is not a JSON object or array")
-        yield number, value
 
 
 def _checked(name: str, columns: list[str], width: str, rows):
@@ -176,6 +207,13 @@ def _checked(name: str, columns: list[str], width: str, rows):
             raise DataError(f"{name}: line {number} has {len(values)} fields, {width} has {len(columns)} "
                             f"(ragged rows)")
         yield index, number, values
+
+
+def named(columns: Sequence[str], names: Sequence[str]) -> str | None:
+    """The column called by the first of ``names`` that one of ``columns`` bears (in any case, spaces around
+    left out), or None."""
+    lower = [str(c).strip().lower() for c in columns]
+    return next((columns[lower.index(n)] for n in names if n in lower), None)
 
 
 def column_index(path, spec: str | int, columns: list[str], header: bool) -> int:
@@ -215,13 +253,10 @@ def guess_columns(table: pd.DataFrame) -> tuple[str, str]:
     :data:`LABEL_COLUMNS` (in any case); else, for the text, the column of the most words per row, and
     for the label, of the other columns the one with the fewest distinct values (ties: the last)."""
     columns = [str(c) for c in table.columns]
-    lower = [c.strip().lower() for c in columns]
     words = {c: table[c].map(lambda v: len(str(v).split())).mean() if len(table) else 0.0 for c in columns}
-    text = next((columns[lower.index(c)] for c in TEXT_COLUMNS if c in lower),
-                max(columns, key=lambda c: (words[c], -columns.index(c))))
+    text = named(columns, TEXT_COLUMNS) or max(columns, key=lambda c: (words[c], -columns.index(c)))
     others = [c for c in columns if c != text] or columns
-    label = next((columns[lower.index(c)] for c in LABEL_COLUMNS if c in lower),
-                 min(reversed(others), key=lambda c: table[c].nunique()))
+    label = named(columns, LABEL_COLUMNS) or min(reversed(others), key=lambda c: table[c].nunique())
     return text, label
 
 

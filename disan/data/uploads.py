@@ -1,9 +1,12 @@
 """The server's data folder as the Training page offers it: the table files one may train on, and the
-files visitors upload, kept in its ``uploads/`` subfolder under safe names and within a size bound.
+files visitors upload, kept in its ``uploads/`` subfolder under safe names; and the one size bound of
+every upload of the app (``DISAN_UPLOAD_MB``), on the Training and Corpus senses pages alike.
 
 A visitor never names a path on the server (the app may serve a class from a shared machine): a file is
 either uploaded, and saved here under a name made from its last path part, or picked among
-:func:`table_files`, which lists only files inside the folder.
+:func:`table_files`, which lists only files inside the folder. An upload is read from a temporary copy
+of its own (:func:`stage_upload`) until it proves usable, and only then kept: a refused upload leaves
+nothing in the folder.
 """
 from __future__ import annotations
 
@@ -11,9 +14,10 @@ import hashlib
 import os
 import re
 import tempfile
+from contextlib import suppress
 from pathlib import Path
 
-from disan.data.files import TABLES, DataError
+from disan.data.files import TABLES, DataError, format_of
 from disan.data.loaders import sha256_file
 
 UPLOAD_ENV = "DISAN_UPLOAD_MB"
@@ -33,8 +37,9 @@ def upload_limit_mb() -> int:
     return int(text)
 
 
-def check_size(size: int, limit_mb: int) -> None:
-    """DataError for a file of ``size`` bytes over ``limit_mb`` megabytes."""
+def check_size(size: int, limit_mb: int | None = None) -> None:
+    """DataError for a file of ``size`` bytes over ``limit_mb`` megabytes (default: :func:`upload_limit_mb`)."""
+    limit_mb = upload_limit_mb() if limit_mb is None else limit_mb
     if size > limit_mb * 2**20:
         raise DataError(f"the file has {size / 2**20:.1f} MB; uploads are limited to {limit_mb} MB "
                         f"(set {UPLOAD_ENV} on the server to change it)")
@@ -45,21 +50,37 @@ def safe_name(name: str) -> str:
     every character but letters, digits, ``.``, ``-`` and ``_`` replaced by ``_``, no leading dot, the
     extension in lower case; DataError when that extension is not one of :data:`~disan.data.files.TABLES`."""
     base = re.sub(r"[^\w.-]", "_", re.split(r"[\\/]", name)[-1]).lstrip(".")
-    stem, dot, suffix = base.rpartition(".")
-    suffix = f".{suffix.lower()}" if dot else ""
-    if suffix not in TABLES:
-        raise DataError(f"{name!r}: unknown format {suffix or '(no extension)'!r}; use {', '.join(TABLES)}")
+    suffix = format_of(base, TABLES)
+    stem = base[:-len(suffix)]
     if not stem.strip("._"):
         raise DataError(f"{name!r} has no name before its extension")
     return stem[:MAX_STEM] + suffix
 
 
-def save_upload(folder: str | os.PathLike, name: str, data: bytes, limit_mb: int) -> Path:
+def stage_upload(name: str, data: bytes, limit_mb: int | None = None) -> Path:
+    """An uploaded file written under :func:`safe_name` to a new temporary folder of its own, outside the
+    data folder, to be read and checked before :func:`save_upload` keeps it (:func:`discard` removes it).
+    DataError for a file over ``limit_mb`` megabytes (default: :func:`upload_limit_mb`) or of another format."""
+    check_size(len(data), limit_mb)
+    kept = safe_name(name)
+    path = Path(tempfile.mkdtemp(prefix="disan-upload-")) / kept  # a folder only its owner can enter
+    path.write_bytes(data)
+    return path
+
+
+def discard(staged: Path) -> None:
+    """Remove a copy made by :func:`stage_upload`, and its folder once empty."""
+    staged.unlink(missing_ok=True)
+    with suppress(OSError):
+        staged.parent.rmdir()
+
+
+def save_upload(folder: str | os.PathLike, name: str, data: bytes, limit_mb: int | None = None) -> Path:
     """Keep an uploaded file in ``folder/uploads`` (made if missing) under :func:`safe_name`: the file
     already there when it has the same name and SHA-256, else a new one, named with the start of its
-    SHA-256 when the name is taken by other content. DataError for a file over ``limit_mb`` megabytes or
-    of another format. The bytes go to a hidden file first, linked to its name once whole: a listing never
-    shows half a file, and no upload replaces another."""
+    SHA-256 when the name is taken by other content. DataError for a file over ``limit_mb`` megabytes
+    (default: :func:`upload_limit_mb`) or of another format. The bytes go to a hidden file first, linked to
+    its name once whole: a listing never shows half a file, and no upload replaces another."""
     check_size(len(data), limit_mb)
     kept = safe_name(name)
     digest = hashlib.sha256(data).hexdigest()

@@ -3,9 +3,11 @@
     python -m disan predict checkpoints/sst5 reviews.csv --text-column review --out predicted.csv
     cat sentences.txt | python -m disan predict checkpoints/sst5 - > predicted.csv
     python -m disan predict checkpoints/sick pairs.jsonl --text-column a --text-b-column b --label-column score
+    python -m disan predict checkpoints/trec gold.txt --format tsv --text-column 1 --label-column 0
 
-INPUT is a .csv, .tsv, .jsonl or .txt file (one text per line), or ``-`` for standard input (its format
-given by --format, one text per line by default). The output keeps the input's columns and adds
+INPUT is a file in one of the formats of :data:`disan.data.files.FORMATS` (.txt: one text per line), read
+by the package's one table reader, or ``-`` for standard input. Its format is its extension's, or the one
+--format names whatever the extension (standard input: one text per line by default). The output keeps the input's columns and adds
 ``prediction`` and ``p_<label>`` per class, or ``score`` for a relatedness model: CSV, TSV or JSONL by
 the extension of --out, written to a temporary file beside it and renamed when complete (a failed run
 leaves nothing); without --out, CSV on standard output. With --label-column the accuracy (Pearson r for
@@ -15,6 +17,8 @@ It streams: rows are read in chunks of :data:`~disan.data.files.CHUNK_ROWS`, tok
 length into batches (little padding), run in inference mode on the model's fast kernel, and written
 in their input order, so that memory stays bounded whatever the file's length. A progress bar with
 the sentences per second goes to standard error.
+
+The usage line names the command as it was started: ``disan predict`` from the console script.
 """
 from __future__ import annotations
 
@@ -32,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from disan.data.files import (
     CHUNK_ROWS,
@@ -44,9 +49,10 @@ from disan.data.files import (
     needs_header,
     read_rows,
 )
+from disan.data.kinds import kind_of
 from disan.data.text import tokenize
 from disan.inspect.pipeline import Pipeline, load
-from disan.data.kinds import kind_of
+from disan.tools import invoked
 
 # sentences per batch, sorted by length so that padding stays small; at SST's lengths 64 runs faster on
 # one CPU thread than 128 or 256 (the batch's activations stay in cache: `python -m disan bench --predict`)
@@ -57,6 +63,31 @@ OUTPUTS = (".csv", ".tsv", ".jsonl")
 def output_columns(pipe: Pipeline) -> list[str]:
     """The columns prediction adds: ``score`` for relatedness, else ``prediction`` and ``p_<label>`` per class."""
     return ["score"] if kind_of(pipe.kind).scored else ["prediction", *(f"p_{label}" for label in pipe.labels)]
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless ``n`` is 1: "1 sentence", "2,048 sentences"."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+class Progress(tqdm):
+    """A bar of unknown length counting ``noun`` s, with the count and rate in words that agree:
+    "1 sentence [00:07, 7.08 s/sentence]", "640 sentences [00:02, 312.4 sentences/s]" (tqdm's own
+    units would read "1 sentences" and "7.08s/ sentences")."""
+
+    def __init__(self, noun: str, **kwargs):
+        self.noun = noun  # before tqdm's __init__, which draws the bar
+        super().__init__(bar_format="{counted} [{elapsed}, {speed}]", **kwargs)
+
+    @property
+    def format_dict(self) -> dict:
+        shown = super().format_dict
+        n, elapsed = shown["n"], shown["elapsed"]
+        rate = shown["rate"] or (n / elapsed if elapsed else None)  # smoothed, else the mean so far
+        shown["counted"] = counted(n, self.noun)
+        shown["speed"] = (f"? {self.noun}s/s" if not rate else f"{rate:,.1f} {self.noun}s/s" if rate >= 1
+                          else f"{1 / rate:.2f} s/{self.noun}")
+        return shown
 
 
 @dataclass
@@ -184,8 +215,7 @@ def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | Non
     out_suffix = ".csv" if out is None else out.suffix.lower()
     if out_suffix not in OUTPUTS:
         raise DataError(f"{out}: unknown output format {out_suffix or '(no extension)'!r}; use {', '.join(OUTPUTS)}")
-    default = "text" if suffix == ".txt" else None
-    specs = [text_column or default, text_b_column, label_column]
+    specs = [text_column, text_b_column, label_column]
     table = read_rows(name, binary, suffix, needs_header(specs))
     text_column = specs[0] or ("text" if table.header else "0")
     at = [column_index(name, s, table.columns, table.header) if s is not None else None
@@ -196,8 +226,7 @@ def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | Non
         raise DataError(f"{name} already has a column {clash[0]!r}, which the predictions would replace")
     score = Score(pipe.kind) if label_column is not None else None
     started, n = time.perf_counter(), 0
-    from tqdm import tqdm
-    bar = tqdm(unit=" sentences", file=sys.stderr, disable=not progress, mininterval=0.5)
+    bar = Progress("pair" if pipe.is_pair else "sentence", file=sys.stderr, disable=not progress, mininterval=0.5)
     with atomic_output(out) as stream:
         writer = Writer(stream, out_suffix, table.columns + added)
         for values, extra in predict_rows(pipe, name, table, [i for i in at[:2] if i is not None], at[2], score,
@@ -210,7 +239,7 @@ def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | Non
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m disan predict", description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog=f"{invoked()} predict", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="a checkpoint directory")
     p.add_argument("input", help=f"a {', '.join(FORMATS)} file, or - for standard input")
@@ -220,8 +249,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--label-column", help="gold labels (or scores): report the accuracy (or Pearson r)")
     p.add_argument("--out", type=Path, help=f"output file, {', '.join(OUTPUTS)} by its extension "
                                             "(default: CSV on standard output)")
-    p.add_argument("--format", default="txt", choices=[f.lstrip(".") for f in FORMATS],
-                   help="the format of standard input (default: txt, one text per line)")
+    p.add_argument("--format", choices=[f.lstrip(".") for f in FORMATS],
+                   help="the input's format, whatever its extension (default: the extension's; for standard "
+                        "input txt, one text per line)")
     p.add_argument("--batch-size", type=int, default=BATCH, help=f"sentences per batch (default: {BATCH})")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--device", default="cpu", help="auto, cpu, cuda or cuda:N (default: cpu)")
@@ -235,15 +265,15 @@ def main(argv: Iterable[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     pipe = load(args.checkpoint, device=args.device)
     if args.input == "-":
-        name, suffix, source = "<stdin>", "." + args.format, nullcontext(sys.stdin.buffer)
+        name, suffix, source = "<stdin>", f".{args.format or 'txt'}", nullcontext(sys.stdin.buffer)
     else:
-        name, suffix = args.input, file_format(args.input, FORMATS)
+        name, suffix = args.input, file_format(args.input, FORMATS, args.format)
         source = open(args.input, "rb")
     with source as binary:
         n, seconds, score = predict_file(pipe, binary, name, suffix, args.out, args.text_column, args.text_b_column,
                                          args.label_column, args.batch_size, progress=args.progress)
     where = f" into {args.out}" if args.out else ""
-    print(f"{n:,} inputs{where} in {seconds:.1f} s ({n / max(seconds, 1e-9):,.0f}/s)"
+    print(f"{counted(n, 'input')}{where} in {seconds:.1f} s ({n / max(seconds, 1e-9):,.0f}/s)"
           + (f"; {score.line()}" if score else ""), file=sys.stderr)
     return 0
 

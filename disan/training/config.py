@@ -16,7 +16,7 @@ from types import UnionType
 import torch
 
 from disan.data.batching import BATCHINGS
-from disan.data.files import DEFAULT_FRACTION
+from disan.data.files import DEFAULT_FRACTION, TABLES
 from disan.data.kinds import KINDS
 from disan.data.loaders import SST_NODES
 from disan.data.registry import BENCHMARKS
@@ -107,7 +107,7 @@ class TrainConfig:
                 "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
         "choices": None, "required": False})
     # ---- your own data (disan.data.files): --data replaces --task; the other options apply to both
-    data: str | None = _field(None, "a .csv, .tsv or .jsonl file to train on instead of a benchmark (--task)")
+    data: str | None = _field(None, f"a {', '.join(TABLES)} file to train on instead of a benchmark (--task)")
     text_column: str | None = _field(None, "--data: the column of the texts: its header name, or a 0-based index "
                                            "for a file without a header row")
     text_b_column: str | None = _field(None, "--data: the column of the second texts (pair and relatedness)")

@@ -3,21 +3,23 @@ and clustered with k-means, to see whether DiSAN separates the word's senses bey
 sentences (its Fig. 6).
 
 A corpus is a benchmark split, the test split of the data a checkpoint was trained on (a benchmark's,
-or the one recorded of a file of one's own), or an uploaded text or CSV file, one sentence per line.
+or the one recorded of a file of one's own), or an uploaded file in any format of the package's one table
+reader (:mod:`disan.data.files`).
 """
 from __future__ import annotations
 
-import csv
 import io
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from disan.data import files
 from disan.data.files import LABEL_COLUMNS, TEXT_COLUMNS, trained_task
 from disan.data.kinds import kind_of
-from disan.data.loaders import TaskData, decode_line
+from disan.data.loaders import TaskData
 from disan.data.registry import BENCHMARKS, load_task
 from disan.data.text import check_text, normalize
 from disan.explore.analyses import charts, stats
@@ -27,7 +29,7 @@ from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
-MAX_SENTENCES = 20_000   # lines of an uploaded file that are read
+MAX_SENTENCES = 20_000   # rows of an uploaded file that are read
 SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
 
@@ -124,25 +126,28 @@ def sample_items(data: TaskData, split: str, n: int, seed: int = 0) -> list:
 
 
 def uploaded_corpus(data: bytes, filename: str) -> Corpus:
-    """A text file (one sentence per line) or a CSV file: the column named text or sentence (else the
-    first) holds the sentences, a column named label, gold or class the labels. At most
-    :data:`MAX_SENTENCES` lines are read."""
-    lines = [decode_line(line.removesuffix(b"\r")) for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n")]
-    if not filename.lower().endswith(".csv"):
-        return make_corpus(filename, [line for line in lines if line.strip()][:MAX_SENTENCES])
-    rows = [row for row in csv.reader(io.StringIO("\n".join(lines))) if any(cell.strip() for cell in row)]
-    if not rows:
-        return make_corpus(filename, [])
-    header = [cell.strip().lower() for cell in rows[0]]
-    text_col = next((header.index(c) for c in TEXT_COLUMNS if c in header), None)
-    label_col = next((header.index(c) for c in LABEL_COLUMNS if c in header), None)
-    if text_col is None:  # no header naming the sentences: the first column, from the first row
-        text_col, label_col, body = 0, None, rows
-    else:
-        body = rows[1:]
-    body = body[:MAX_SENTENCES]
-    texts = [row[text_col] if text_col < len(row) else "" for row in body]
-    labels = None if label_col is None else [row[label_col] if label_col < len(row) else "" for row in body]
+    """An uploaded file, read as :func:`disan.data.files.read_rows` reads every file (its format by the
+    extension, strict UTF-8, DataError naming the line of anything wrong), as a corpus: the sentences are
+    the column named as in :data:`~disan.data.files.TEXT_COLUMNS` (in any case), else the first; the labels
+    the column named as in :data:`~disan.data.files.LABEL_COLUMNS`, if there is one. A CSV or TSV file whose
+    first row names no text column has no header row. At most :data:`MAX_SENTENCES` rows are read."""
+    suffix = files.format_of(filename)
+
+    def read(header: bool) -> files.Rows:
+        return files.read_rows(filename, io.BytesIO(data), suffix, header)
+    header = True
+    if files.FORMATS[suffix].header_row:  # a header row is one that names the sentences' column
+        _, _, first = next(read(False).rows)
+        header = files.named([files.cell_text(v) for v in first], TEXT_COLUMNS) is not None
+    table = read(header)
+    text, label = ((files.named(table.columns, TEXT_COLUMNS), files.named(table.columns, LABEL_COLUMNS))
+                   if table.header else (None, None))
+    text_at = 0 if text is None else table.columns.index(text)
+    label_at = None if label is None else table.columns.index(label)
+    texts, labels = [], []
+    for _, _, values in itertools.islice(table.rows, MAX_SENTENCES):
+        texts.append(files.cell_text(values[text_at]))
+        labels.append("" if label_at is None else files.cell_text(values[label_at]))
     return make_corpus(filename, texts, labels)
 
 

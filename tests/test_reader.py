@@ -1,0 +1,246 @@
+"""The one table reader: every format through it, whoever reads (``train --data``, ``predict``, the Training
+and Corpus senses pages' uploads), one message for a file that is not UTF-8 wherever it is given,
+``predict --format``, its usage line and progress units, and the one upload bound, with refused uploads
+never kept."""
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+import disan
+from disan.__main__ import run
+from disan.data import files
+from disan.explore.analyses import corpus
+from disan.tools import predict
+
+from .test_app import app, texts, visit
+from .test_own_data import ROWS, tiny, vectors, write_csv  # noqa: F401 (vectors is a fixture)
+
+TRAINING, CORPUS = "app_pages/training.py", "app_pages/corpus_senses.py"
+TEXTS = ["the man is pouring tea", "a biker, big", 'the "glass" bottle', "about to close the restaurant"]
+LABELS = ["positive", "negative", "positive", "negative"]
+# bytes that are UTF-8 up to line 5, where "café" is written in Windows-1252: its 4th character
+LATIN1 = "text,label\nfine,positive\nbad,negative\nok,positive\n".encode() + b"caf\xe9,negative\n"
+NOT_UTF8 = ": line 5 is not UTF-8 (byte 0xe9 at character 4); save the file as UTF-8"
+
+
+def write_tsv(path):
+    path.write_text("text\tlabel\n" + "".join(f"{t}\t{y}\n" for t, y in zip(TEXTS, LABELS)), encoding="utf-8")
+
+
+def write_txt(path):
+    path.write_text("".join(t + "\n" for t in TEXTS), encoding="utf-8")
+
+
+# each format written as a person would write it, with the texts (and labels, where the format holds them)
+WRITERS = {
+    ".csv": lambda path: write_csv(path, list(zip(TEXTS, LABELS)), ("text", "label")),
+    ".tsv": write_tsv,
+    ".jsonl": lambda path: path.write_text("".join(json.dumps({"text": t, "label": y}) + "\n"
+                                                   for t, y in zip(TEXTS, LABELS)), encoding="utf-8"),
+    ".txt": write_txt,
+}
+
+
+def test_every_format_of_the_reader_is_written_here():
+    assert set(WRITERS) == set(files.FORMATS)  # a new format needs its case below
+
+
+@pytest.mark.parametrize("suffix", list(WRITERS))
+def test_each_format_reads_the_same_for_training_prediction_and_the_corpus(suffix, tmp_path, make_checkpoint,
+                                                                          capsys):
+    path = tmp_path / f"data{suffix}"
+    WRITERS[suffix](path)
+    labelled = suffix != ".txt"
+    with open(path, "rb") as binary:
+        table = files.read_rows(path, binary, suffix, header=True)
+        assert [files.cell_text(v[table.columns.index("text")]) for _, _, v in table.rows] == TEXTS
+
+    uploaded = corpus.uploaded_corpus(path.read_bytes(), path.name)
+    assert uploaded.texts == TEXTS and uploaded.labels == (LABELS if labelled else [""] * len(TEXTS))
+
+    if labelled:  # what training reads
+        read = files.read_labelled(path, "text", "label")
+        assert read.texts == TEXTS and read.labels == LABELS
+    else:
+        with pytest.raises(files.DataError, match="unknown format '.txt'"):
+            files.read_labelled(path, "text", "label")
+
+    ck = make_checkpoint("classify")
+    assert run(["predict", str(ck), str(path), "--out", str(tmp_path / "out.csv"), "--no-progress"]) == 0
+    with open(tmp_path / "out.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["text"] for r in rows] == TEXTS
+    assert [r["prediction"] for r in rows] == [p.label for p in disan.load(ck).predict(TEXTS)]
+
+
+# ---------------------------------------------------------------- one message for a file that is not UTF-8
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    """A data folder and a checkpoints folder holding one tiny classifier."""
+    data, ckdir = tmp_path / "data", tmp_path / "checkpoints"
+    data.mkdir()
+    ckdir.mkdir()
+    monkeypatch.setenv("DISAN_DATA_DIR", str(data))
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(ckdir))
+    monkeypatch.delenv("DISAN_UPLOAD_MB", raising=False)
+    st.cache_resource.clear()  # a fresh job registry
+    yield data, ckdir
+    st.cache_resource.clear()
+
+
+def training_upload(at, name=None, data=None):
+    """The Training page's uploader, and the file ``name`` uploaded there when given."""
+    at.radio(key="train-source").set_value("a file of your own").run()
+    at.radio(key="train-file-how").set_value("upload").run()
+    if name is not None:
+        at.file_uploader(key="train-upload").set_value((name, data, "text/csv")).run()
+    assert not at.exception
+    return at
+
+
+def corpus_upload(at, name=None, data=None):
+    """The Corpus senses page's uploader, and the file ``name`` uploaded there when given."""
+    at.radio(key="corpus-source").set_value("upload a file").run()
+    if name is not None:
+        at.file_uploader(key="corpus-upload").set_value((name, data, "text/plain")).run()
+    assert not at.exception
+    return at
+
+
+def test_a_file_that_is_not_utf8_has_one_message_naming_its_line_wherever_it_is_given(
+        server, make_checkpoint, vectors, capsys, tmp_path):  # noqa: F811 (vectors is a fixture)
+    data, ckdir = server
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(LATIN1)
+
+    assert run(["train", "--data", str(path), "--text-column", "text", "--label-column", "label",
+                *tiny(vectors, tmp_path / "m")]) == 1
+    assert capsys.readouterr().err == f"error: {path}{NOT_UTF8}\n"
+
+    ck = make_checkpoint("classify", name="checkpoints/tiny")
+    assert run(["predict", str(ck), str(path), "--no-progress"]) == 1
+    assert capsys.readouterr().err == f"error: {path}{NOT_UTF8}\n"
+
+    at = training_upload(visit(app(), TRAINING), "latin1.csv", LATIN1)
+    assert texts(at.error) == f"uploads/latin1.csv{NOT_UTF8}"
+
+    at = corpus_upload(visit(app(), CORPUS), "latin1.csv", LATIN1)
+    assert texts(at.error) == f"latin1.csv{NOT_UTF8}"
+    with pytest.raises(files.DataError) as error:
+        corpus.uploaded_corpus(LATIN1, "latin1.txt")
+    assert str(error.value) == f"latin1.txt{NOT_UTF8}"
+
+
+# ---------------------------------------------------------------- predict
+
+def test_predict_reads_a_tab_separated_txt_with_format_tsv_and_only_then(make_checkpoint, tmp_path, capsys):
+    ck = make_checkpoint("classify")
+    predicted = [p.label for p in disan.load(ck).predict(TEXTS)]
+    gold = predicted[:3] + [next(label for label in ("negative", "positive") if label != predicted[3])]
+    source = tmp_path / "gold.txt"
+    source.write_text("".join(f"{y}\t{t}\n" for y, t in zip(gold, TEXTS)), encoding="utf-8")
+    out = tmp_path / "out.csv"
+    argv = ["predict", str(ck), str(source), "--text-column", "1", "--label-column", "0", "--out", str(out),
+            "--no-progress"]
+    assert run(argv) == 1  # a .txt is one text per line: no column 1
+    assert "no column '1'; its columns are text" in capsys.readouterr().err and not out.exists()
+    assert run([*argv, "--format", "tsv"]) == 0
+    assert "accuracy 0.7500 (3 of 4)" in capsys.readouterr().err
+    with open(out, newline="", encoding="utf-8") as f:
+        assert [r["1"] for r in csv.DictReader(f)] == TEXTS
+
+
+@pytest.mark.parametrize("argv0,usage", [
+    ("/home/me/venv/bin/disan", "usage: disan predict "),
+    ("C:/venv/Scripts/disan.exe", "usage: disan predict "),  # the console script on Windows
+    ("/home/me/disan/__main__.py", "usage: python -m disan predict "),
+])
+def test_the_usage_line_names_the_command_as_started(argv0, usage, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [argv0])
+    assert predict.parser().format_usage().startswith(usage)
+    with pytest.raises(SystemExit):
+        run(["predict", "--help"])
+    assert capsys.readouterr().out.startswith(usage)
+    with pytest.raises(SystemExit):
+        run(["--help"])
+    assert capsys.readouterr().out.startswith(usage.removesuffix("predict "))
+
+
+@pytest.mark.parametrize("noun,n,seconds,shown", [
+    ("sentence", 1, 7.08, "1 sentence [00:07, 7.08 s/sentence]"),
+    ("sentence", 640, 2.0, "640 sentences [00:02, 320.0 sentences/s]"),
+    ("pair", 2, 4.0, "2 pairs [00:04, 2.00 s/pair]"),
+])
+def test_the_progress_bar_counts_in_units_that_agree(noun, n, seconds, shown):
+    stream = io.StringIO()
+    bar = predict.Progress(noun, file=stream, mininterval=0, smoothing=0)
+    bar.start_t -= seconds  # as if it had run that long
+    bar.update(n)
+    bar.close()
+    assert stream.getvalue().split("\r")[-1].strip() == shown
+
+
+def test_one_input_is_counted_in_the_singular(make_checkpoint, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the glass bottle\n")))
+    assert run(["predict", str(make_checkpoint("classify")), "-"]) == 0
+    bar, summary = capsys.readouterr().err.split("\r")[-1].splitlines()  # the bar as last drawn, the summary
+    assert bar.startswith("1 sentence [") and summary.startswith("1 input in ")
+
+
+# ---------------------------------------------------------------- uploads: one bound, nothing kept when refused
+
+def kept_files(data: Path) -> list[str]:
+    return sorted(p.relative_to(data).as_posix() for p in data.rglob("*"))
+
+
+def test_a_refused_upload_leaves_nothing_behind(server):
+    data, _ = server
+    one_class = "text,label\n" + "".join(f'"{t}",positive\n' for t, _ in ROWS)
+    refused = {"empty.csv": (b"", "uploads/empty.csv is empty"),
+               "one.csv": (one_class.encode(), "every row has the label 'positive'"),
+               "latin1.csv": (LATIN1, f"uploads/latin1.csv{NOT_UTF8}")}
+    at = visit(app(), TRAINING)
+    copies = []
+    for name, (content, message) in refused.items():
+        training_upload(at, name, content)
+        assert message in texts(at.error) and not any(b.label == "Start" for b in at.button)
+        assert kept_files(data) == []
+        copies.append(Path(at.session_state["train-upload-staged"][1]))
+    assert [p.exists() for p in copies] == [False, False, True]  # each read from a copy of its own, then gone
+
+    good = "text,label\n" + "".join(f'"{t}",{y}\n' for t, y in ROWS)
+    training_upload(at, "good.csv", good.encode())
+    assert not at.error and any(b.label == "Start" for b in at.button)
+    assert kept_files(data) == ["uploads", "uploads/good.csv"]
+    assert (data / "uploads" / "good.csv").read_bytes() == good.encode()
+    assert not copies[-1].exists() and "train-upload-staged" not in at.session_state
+    at.radio(key="train-file-how").set_value("pick one in the data folder").run()
+    assert at.selectbox(key="train-file").options == ["uploads/good.csv"]
+
+
+def test_both_uploaders_have_the_one_bound(server, make_checkpoint, monkeypatch):
+    data, _ = server
+    make_checkpoint("classify", name="checkpoints/tiny")
+    bounds = {}
+    for limit in (None, "7"):
+        if limit:
+            monkeypatch.setenv("DISAN_UPLOAD_MB", limit)
+        training = training_upload(visit(app(), TRAINING)).file_uploader(key="train-upload")
+        senses = corpus_upload(visit(app(), CORPUS)).file_uploader(key="corpus-upload")
+        bounds[limit] = (training.proto.max_upload_size_mb, senses.proto.max_upload_size_mb)
+        assert f"up to {bounds[limit][0]} MB" in training.label and f"up to {bounds[limit][1]} MB" in senses.label
+    assert bounds == {None: (50, 50), "7": (7, 7)}
+
+    # the server's own check, past the browser's: the same message on both pages, nothing kept
+    monkeypatch.setenv("DISAN_UPLOAD_MB", "1")
+    big = b"text,label\n" + b"a glass,x\n" * (2**20 // 10 + 1)  # just over 1 MB
+    refused = [texts(training_upload(visit(app(), TRAINING), "big.csv", big).error),
+               texts(corpus_upload(visit(app(), CORPUS), "big.csv", big).error)]
+    assert refused[0] == refused[1] and "limited to 1 MB" in refused[0]
+    assert kept_files(data) == []
