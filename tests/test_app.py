@@ -18,6 +18,7 @@ from disan.app.common import TABLE_PX, column_widths
 from disan.data.text import MAX_TOKENS
 from disan.explore import views
 from disan.inspect import senses
+from disan.nn import checkpoint
 
 from .test_figures import json_strings
 
@@ -90,6 +91,19 @@ def test_every_page_draws_for_a_sentence_model(checkpoints):
         assert at.session_state["text"] == "The glass bottle is big"  # the sentence follows the user across pages
     visit(at, "app_pages/attention.py")
     assert at.metric[0].value in ("negative", "positive", "neutral")
+
+
+def test_the_app_checks_each_checkpoint_once_and_reads_the_weights_of_the_chosen_one_only(checkpoints, monkeypatch):
+    checked, read = [], []
+    real_check, real_read = checkpoint.check, checkpoint.read_weights
+    monkeypatch.setattr(checkpoint, "check", lambda path: checked.append(path.name) or real_check(path))
+    monkeypatch.setattr(checkpoint, "read_weights", lambda path: read.append(path.parent.name) or real_read(path))
+    at = app()
+    assert sorted(checked) == ["a-sentiment", "b-entailment", "c-broken"] and read == ["a-sentiment"]
+    at.sidebar.text_area[0].input("The glass bottle is big").run()
+    for page in PAGES:
+        visit(at, page)
+    assert len(checked) == 3 and read == ["a-sentiment"]  # reruns and pages list and load nothing again
 
 
 def test_feature_and_token_controls(checkpoints):

@@ -24,8 +24,8 @@ from typing import BinaryIO
 
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as tensors_from_bytes
 from safetensors.torch import save_file
-from safetensors.torch import load as load_weights
 
 from disan.data.text import Vocab
 from disan.data.vectors import fingerprint, rows_beyond
@@ -231,7 +231,7 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"weights are missing: {path}") from None
     header_shapes(io.BytesIO(data), len(data), path)
     try:
-        return load_weights(data)
+        return tensors_from_bytes(data)
     except SafetensorError as e:
         raise CheckpointError(f"{path} is corrupt or truncated: {e}") from None
 
