@@ -16,13 +16,14 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from disan.data.paths import shipped_checkpoints
 from disan.explore import atlas, views
 from disan.explore.analyses import attribution, casestudy, compare, corpus
 from disan.explore.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
 
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+CHECKPOINTS = shipped_checkpoints()
 SENTENCE = "A gorgeous , witty film that nobody should miss"  # the README's example for a single sentence
 
 

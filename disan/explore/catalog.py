@@ -10,16 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from disan.data.paths import checkpoints_dir
 from disan.nn import checkpoint
 from disan.nn.heads import KINDS, main_metric
 
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 TRAINING = "training"  # how the picker names the best checkpoint so far of a run that has not ended
-
-
-def checkpoints_dir() -> Path:
-    """Where checkpoints are listed and trained into: ``DISAN_CHECKPOINTS``, else the repository's checkpoints/."""
-    return Path(os.environ.get("DISAN_CHECKPOINTS") or SHIPPED)
 
 
 @dataclass

@@ -15,6 +15,8 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from disan.data.paths import REPO_ROOT, shipped_checkpoints
+
 PAPER = {"sst5": ("accuracy", 51.72), "trec": ("accuracy", 94.2), "subj": ("accuracy", 94.2),
          "mpqa": ("accuracy", 90.1), "cr": ("accuracy", 84.8), "sick": ("pearson", 0.8695),
          "snli": ("accuracy", 85.62)}
@@ -105,8 +107,7 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
 def main(argv=None) -> None:
     """``python -m disan results [DIR ...]``: print :func:`table` for the checkpoints under DIRs."""
     parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
-    root = Path(__file__).resolve().parents[2]
-    parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "results"])
+    parser.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
     print(table(collect(parser.parse_args(argv).dirs)))
 
 
