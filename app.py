@@ -5,7 +5,7 @@ import torch
 from disan.app import links
 from disan.app.common import entries, persistent
 from disan.data.text import MAX_TOKENS
-from disan.explore import markup
+from disan.explore import catalog, markup
 from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE
 from disan.nn.heads import takes_pairs
 
@@ -59,8 +59,7 @@ def sidebar() -> list[str]:
         broken = [e for e in all_entries if not e.ok]
         if good:
             names = [e.name for e in good]
-            # a single-sentence model first: the paper's case study is about one sentence
-            default = next((e.name for e in good if e.kind == "classify"), names[0])
+            default = (catalog.default_entry(good) or good[0]).name
             messages = follow_link(good, default)
             if st.session_state.get("checkpoint") not in names:
                 st.session_state["checkpoint"] = default

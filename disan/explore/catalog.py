@@ -93,6 +93,13 @@ def _directories(root: Path) -> list[str]:
                    if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
 
 
+def default_entry(entries: list[Entry]) -> Entry | None:
+    """The checkpoint used where none is named (the app's first model, the benchmarks' default): the first
+    working single-sentence one, since the paper's case study is about one sentence (sst5 among the
+    shipped ones); None when there is none."""
+    return next((e for e in entries if e.ok and e.kind == "classify"), None)
+
+
 def fingerprint(root: str | Path | None = None) -> tuple:
     """What :func:`list_checkpoints` depends on, cheap to read: every checkpoint file's name, size and
     modification time. The app lists checkpoints again only when this changes."""

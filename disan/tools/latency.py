@@ -35,7 +35,7 @@ import torch
 
 from disan.app.cache import CACHE_ENV, budget
 from disan.data.paths import site
-from disan.explore.catalog import list_checkpoints
+from disan.explore.catalog import default_entry, list_checkpoints
 from disan.explore.views import VIEWS
 from disan.inspect.pipeline import load
 
@@ -244,8 +244,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
-    ok = [e for e in list_checkpoints() if e.ok and e.kind == "classify"]
-    parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
+    default = default_entry(list_checkpoints())
+    parser.add_argument("checkpoint", nargs="?", default=str(default.path) if default else None)
     parser.add_argument("--tokens", type=int, default=None, help="sentence length (default: 30; --browser: 200)")
     parser.add_argument("--repeats", type=int, default=None, help="default: 20; --browser: 3 rounds")
     parser.add_argument("--browser", action="store_true", help="time the running app in Chromium")
