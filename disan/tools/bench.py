@@ -56,7 +56,7 @@ from disan.training import train as training
 from disan.training.config import TrainConfig
 from disan.training.distributed import World
 
-BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
+BATCH, DIM, VOCAB, CLASSES = 64, DiSANConfig.d_h, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
 MODELS = {  # name -> (encoder, DiSANConfig.kernel)
     "reference": ("disan", "dense"),
@@ -274,7 +274,7 @@ def ops_benchmark(args) -> None:
             "tanh (elem/s)": _rate(lambda: torch.tanh(x, out=out), x.numel()),
             "exp (elem/s)": _rate(lambda: torch.exp(x, out=out), x.numel()),
             "matmul (FLOP/s)": _rate(lambda: a @ w, 2.0 * a.shape[0] * DIM * DIM),
-            "dropout (elem/s)": _rate(lambda: Dropout(0.25)(h), h.numel()),
+            "dropout (elem/s)": _rate(lambda: Dropout(DiSANConfig.dropout)(h), h.numel()),
             f"{kernels.resolve()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
         }
     print(f"# python -m disan bench --ops: {threads} threads, torch {torch.__version__}, "
