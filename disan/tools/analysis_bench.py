@@ -107,7 +107,7 @@ def main(argv=None) -> None:
     parser.add_argument("--task", help="the benchmark whose sentences are the corpora (default: the checkpoint's)")
     parser.add_argument("--word", default="film")
     parser.add_argument("--occurrences", type=int, default=1000)
-    parser.add_argument("--sentences", type=int, default=casestudy.MAX_SENTENCES)
+    parser.add_argument("--sentences", type=int, default=corpus.SAMPLE_SENTENCES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
     args = parser.parse_args(argv)

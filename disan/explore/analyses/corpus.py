@@ -25,7 +25,8 @@ from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
-MAX_SENTENCES = 20_000   # lines of an uploaded file that are read
+MAX_UPLOAD = 20_000      # lines of an uploaded file that are read: the most sentences an uploaded corpus has
+SAMPLE_SENTENCES = 2000  # the seeded sample of a corpus that the case study and the feature atlas measure
 ORDINAL = ("sst5", "sst2", "sick")  # benchmarks whose labels are ordered (sentiment, relatedness levels)
 SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
@@ -128,10 +129,10 @@ def sample_items(data: TaskData, split: str, n: int, seed: int = 0) -> list:
 def uploaded_corpus(data: bytes, filename: str) -> Corpus:
     """A text file (one sentence per line) or a CSV file: the column named text or sentence (else the
     first) holds the sentences, a column named label, gold or class the labels. At most
-    :data:`MAX_SENTENCES` lines are read."""
+    :data:`MAX_UPLOAD` lines are read."""
     lines = [decode_line(line.removesuffix(b"\r")) for line in data.removeprefix(b"\xef\xbb\xbf").split(b"\n")]
     if not filename.lower().endswith(".csv"):
-        return make_corpus(filename, [line for line in lines if line.strip()][:MAX_SENTENCES])
+        return make_corpus(filename, [line for line in lines if line.strip()][:MAX_UPLOAD])
     rows = [row for row in csv.reader(io.StringIO("\n".join(lines))) if any(cell.strip() for cell in row)]
     if not rows:
         return make_corpus(filename, [])
@@ -142,7 +143,7 @@ def uploaded_corpus(data: bytes, filename: str) -> Corpus:
         text_col, label_col, body = 0, None, rows
     else:
         body = rows[1:]
-    body = body[:MAX_SENTENCES]
+    body = body[:MAX_UPLOAD]
     texts = [row[text_col] if text_col < len(row) else "" for row in body]
     labels = None if label_col is None else [row[label_col] if label_col < len(row) else "" for row in body]
     return make_corpus(filename, texts, labels)
