@@ -25,8 +25,8 @@ chosen = glue.pick_corpus(entry, "case")
 if chosen is None:
     draw(views.Drawing(casestudy.paper_rows(paper)))
     st.stop()
-n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, casestudy.MAX_SENTENCES,
-                        min(casestudy.MAX_SENTENCES, len(chosen)), step=100, key="case-n"))
+n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, corpus.SAMPLE_SENTENCES,
+                        min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100, key="case-n"))
 sampled = corpus.sample(chosen, n)
 study = glue.with_status(f"Tracing {len(sampled)} sentences of {chosen.name}…",
                          f"{len(sampled)} sentences of {chosen.name}",

@@ -20,7 +20,7 @@ chosen = glue.pick_corpus(entry, "atlas")
 if chosen is None:
     st.stop()
 c1, c2, c3 = st.columns(3)
-size = int(c1.number_input("Sentences", 10, corpus.MAX_SENTENCES, atlas.MAX_SENTENCES, step=100, key="atlas-n",
+size = int(c1.number_input("Sentences", 10, corpus.MAX_UPLOAD, corpus.SAMPLE_SENTENCES, step=100, key="atlas-n",
                            help="a seeded random sample of the corpus when it is larger"))
 picked = c2.radio("Types", ["k by silhouette", "chosen k"], horizontal=True, key="atlas-k-mode")
 k = int(c3.number_input("k", 2, 12, 4, key="atlas-k")) if picked == "chosen k" else None

@@ -16,13 +16,14 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from disan.data.paths import shipped_checkpoints
 from disan.explore import atlas, views
 from disan.explore.analyses import attribution, casestudy, compare, corpus
 from disan.explore.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
 
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+CHECKPOINTS = shipped_checkpoints()
 SENTENCE = "A gorgeous , witty film that nobody should miss"  # the README's example for a single sentence
 
 
@@ -135,7 +136,7 @@ def case_study() -> None:
     print("## Case study (the checkpoint's test split, a seeded sample of up to 2,000 sentences)\n")
     for name in ("sst5", "trec", "sick-e", "sick"):
         pipe = pipeline(name)
-        sampled = test_sample(pipe, casestudy.MAX_SENTENCES)
+        sampled = test_sample(pipe, corpus.SAMPLE_SENTENCES)
         study = casestudy.measure(pipe, sampled.tokens, sampled.name)
         print(f"### {name}: {len(study.sentences)} sentences of {sampled.name}, measured in {study.seconds:.1f} s\n")
         print(markdown(casestudy.claims(study)) + "\n")
@@ -153,7 +154,7 @@ def feature_atlas() -> None:
     print("## Feature atlas (the checkpoint's test split, a seeded sample of up to 2,000 sentences, k by silhouette)\n")
     for name in ("sst5", "trec", "sick-e", "sick"):
         pipe = pipeline(name)
-        sampled = test_sample(pipe, atlas.MAX_SENTENCES)
+        sampled = test_sample(pipe, corpus.SAMPLE_SENTENCES)
         result = atlas.profile(pipe, sampled.tokens, sampled.name)
         silhouettes = ", ".join(f"{k}: {v:.3f}" for k, v in result.silhouettes.items())
         print(f"### {name}: {len(sampled)} sentences of {sampled.name}, {int(result.lengths.sum())} tokens, "

@@ -12,10 +12,11 @@ from urllib.parse import quote
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from disan.data.paths import REPO_ROOT
 from disan.inspect.senses import VECTORS
 from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = REPO_ROOT / "docs"
 # the README's example for the analyses of one sentence, as a link's text (the sidebar's model: sst5)
 EXAMPLE = "?text=" + quote("A gorgeous , witty film that nobody should miss")
 

@@ -316,7 +316,7 @@ def test_the_page_renders_with_its_defaults_on_every_shipped_checkpoint(name, mo
     assert not at.exception, at.exception
     assert {"atlas-map", "atlas-sentence-0"} <= set(charts(at))
     task = json.loads((ROOT / "checkpoints" / name / "config.json").read_text())["task"]
-    sentences = min(atlas.MAX_SENTENCES, len(corpus.benchmark_corpus(task, "test")))
+    sentences = min(corpus.SAMPLE_SENTENCES, len(corpus.benchmark_corpus(task, "test")))
     assert f"{sentences} sentences" in texts(at.caption) and "600 features" in texts(at.caption)
 
 

@@ -112,9 +112,12 @@ def test_import_disan_loads_the_installed_package_and_builds_its_kernel(installe
 
 def test_disan_app_serves_the_installed_app_and_its_checkpoints(installed):
     venv, elsewhere, env = installed
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "from disan.tools.app import site; print(site())"],
-                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.strip()
+    code = ("from disan.data.paths import site; from disan.explore.catalog import list_checkpoints; print(site()); "
+            "print(*(e.name for e in list_checkpoints() if e.ok))")
+    where, listed = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=elsewhere, env=env,
+                                   capture_output=True, text=True, check=True).stdout.splitlines()
     assert Path(where).is_relative_to(venv) and (Path(where) / "checkpoints" / "sst5" / "config.json").is_file()
+    assert "sst5" in listed.split()  # the shipped checkpoints are listed without $DISAN_CHECKPOINTS
     port = free_port()
     app = subprocess.Popen([str(venv / "bin" / "disan"), "app", "--port", str(port), "--headless"], cwd=elsewhere,
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -149,9 +149,9 @@ def reads_pairs(entry: catalog.Entry) -> bool:
 
 
 def default_checkpoint(good: list[catalog.Entry]) -> str:
-    """The checkpoint a session starts on, among the working ones: a single-sentence model first, since
-    the paper's case study is about one sentence."""
-    return next((e.name for e in good if kind_of(e.kind).texts == 1), good[0].name)
+    """The checkpoint a session starts on, among the working ones: :func:`disan.explore.catalog.default_entry`,
+    else the first."""
+    return (catalog.default_entry(good) or good[0]).name
 
 
 def benchmark_label(task: str) -> str:

@@ -55,32 +55,32 @@ def forget_staged() -> None:
         uploads.discard(Path(seen[1]))
 
 
-def staged(upload) -> Path:
+def staged(file) -> Path:
     """The uploaded file in a temporary folder of its own, written once per upload (a rerun does not write it
     again), where the page reads it until it can be trained on."""
     seen = st.session_state.get("train-upload-staged")
-    if seen and seen[0] == upload.file_id and Path(seen[1]).is_file():
+    if seen and seen[0] == file.file_id and Path(seen[1]).is_file():
         return Path(seen[1])
     forget_staged()
-    path = uploads.stage_upload(upload.name, upload.getvalue())
-    st.session_state["train-upload-staged"] = (upload.file_id, str(path))
+    path = uploads.stage_upload(file.name, file.getvalue())
+    st.session_state["train-upload-staged"] = (file.file_id, str(path))
     return path
 
 
-def kept_upload(upload) -> Path | None:
+def kept_upload(file) -> Path | None:
     """Where the upload was kept on an earlier run, or None."""
     seen = st.session_state.get("train-upload-kept")
-    return Path(seen[1]) if seen and seen[0] == upload.file_id and Path(seen[1]).is_file() else None
+    return Path(seen[1]) if seen and seen[0] == file.file_id and Path(seen[1]).is_file() else None
 
 
-def keep(upload) -> Path:
+def keep(file) -> Path:
     """The uploaded file, once it can be trained on, saved in the data folder's uploads/ (where the run and
     the file picker find it; hashed once per upload) and its temporary copy removed: an upload that is
     refused is never kept."""
-    path = kept_upload(upload)
+    path = kept_upload(file)
     if path is None:
-        path = uploads.save_upload(data_dir(), upload.name, upload.getvalue())
-        st.session_state["train-upload-kept"] = (upload.file_id, str(path))
+        path = uploads.save_upload(data_dir(), file.name, file.getvalue())
+        st.session_state["train-upload-kept"] = (file.file_id, str(path))
         forget_staged()
     return path
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from disan.data.paths import REPO_ROOT
+
 DATA_ENV = "DISAN_DATA_DIR"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 CHECKSUM_FILE = "SHA256SUMS"
 FOLDS = 10

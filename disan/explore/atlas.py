@@ -57,7 +57,6 @@ MIN_COUNT = 10        # occurrences a word needs to be listed among a feature's 
 SEARCH_MIN_COUNT = 2  # occurrences a word needs to be kept for search (rarer words are left out)
 TOP_SENTENCES = 3     # sentences shown for one feature, where it is sharpest
 MIN_TOP_LENGTH = 5    # tokens a sentence needs to be among them (when the corpus has such sentences)
-MAX_SENTENCES = 2000  # the page's default sample of a corpus
 
 # the rules that name what a feature does (thresholds on its profile)
 LOCAL = 0.5           # local: at least half of the attention on the adjacent token (distance 1)

@@ -11,15 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from disan.data.kinds import KINDS, kind_of
+from disan.data.paths import checkpoints_dir
 from disan.nn import checkpoint
 
-SHIPPED = Path(__file__).resolve().parents[2] / "checkpoints"
 TRAINING = "training"  # how the picker names the best checkpoint so far of a run that has not ended
-
-
-def checkpoints_dir() -> Path:
-    """Where checkpoints are listed and trained into: ``DISAN_CHECKPOINTS``, else the repository's checkpoints/."""
-    return Path(os.environ.get("DISAN_CHECKPOINTS") or SHIPPED)
 
 
 @dataclass
@@ -96,6 +91,13 @@ def _directories(root: Path) -> list[str]:
         return []
     return sorted({p.name.removesuffix(".prev") for p in root.iterdir()
                    if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
+
+
+def default_entry(entries: list[Entry]) -> Entry | None:
+    """The checkpoint used where none is named (the app's first model, the benchmarks' default): the first
+    working single-sentence one, since the paper's case study is about one sentence (sst5 among the
+    shipped ones); None when there is none."""
+    return next((e for e in entries if e.ok and kind_of(e.kind).texts == 1), None)
 
 
 def fingerprint(root: str | Path | None = None) -> tuple:

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from disan.data.batching import length_batches, pad
-from disan.data.text import check_text
+from disan.data.text import UNK_ID, check_text
 from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
 from disan.nn.device import device_of
@@ -44,14 +44,14 @@ class SentenceTrace:
     """One traced sentence: its text, tokens, vocabulary ids and the encoder's trace."""
     text: str
     tokens: list[str]           # as typed (original spelling)
-    ids: list[int]              # vocabulary ids; 1 = unknown word
+    ids: list[int]              # vocabulary ids; UNK_ID = unknown word
     trace: EncoderTrace         # one sentence: probs (n, n, d_h) [j, i, k], gates (n, d_h), ...
     model: str = ""             # the name of the model that traced it (its checkpoint directory)
 
     @property
     def unknown(self) -> list[str]:
         """The tokens the vocabulary lacks (embedded as <unk>)."""
-        return [t for t, i in zip(self.tokens, self.ids) if i == 1]
+        return [t for t, i in zip(self.tokens, self.ids) if i == UNK_ID]
 
 
 @dataclass
@@ -157,7 +157,7 @@ class Pipeline:
         return columns
 
     def ids(self, token_lists) -> torch.Tensor:
-        """Token lists -> (B, n) vocabulary ids on the model's device, 0 after each list (padding)."""
+        """Token lists -> (B, n) vocabulary ids on the model's device, PAD_ID after each list (padding)."""
         return pad([self.vocab.encode(t) for t in token_lists]).to(self.device)
 
     def prediction(self, logits: torch.Tensor) -> Prediction:

@@ -14,6 +14,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from disan.data.kinds import KINDS, kind_of
+from disan.data.text import PAD_ID
 from disan.nn.baselines import build_encoder
 from disan.nn.model import Dense, DiSA, DiSANConfig, DiSANEncoder
 
@@ -80,11 +81,11 @@ class WordEmbedding(nn.Module):
             self.register_buffer("frozen", rows.to(self.weight.device))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, n) -> (B, n, d_e); padding (id 0) gets no gradient."""
+        """ids (B, n) -> (B, n, d_e); padding (PAD_ID) gets no gradient."""
         if not hasattr(self, "frozen"):
-            return F.embedding(ids, self.weight, padding_idx=0)
+            return F.embedding(ids, self.weight, padding_idx=PAD_ID)
         is_frozen = ids >= self.learned
-        learned = F.embedding(ids.masked_fill(is_frozen, 0), self.weight, padding_idx=0)
+        learned = F.embedding(ids.masked_fill(is_frozen, PAD_ID), self.weight, padding_idx=PAD_ID)
         fixed = self.frozen[(ids - self.learned).clamp(min=0)].to(self.weight.dtype)
         return torch.where(is_frozen.unsqueeze(-1), fixed, learned)
 
@@ -114,10 +115,10 @@ class TextModel(nn.Module):
         :meth:`disan.nn.model.DiSANEncoder.forward` says. ``t2t_mask`` forbids token2token edges of a DiSAN
         encoder; other encoders have none to forbid."""
         if t2t_mask is None:
-            return self.encoder(self.embed(ids), ids != 0, trace)
+            return self.encoder(self.embed(ids), ids != PAD_ID, trace)
         if not isinstance(self.encoder, DiSANEncoder):
             raise ValueError(f"the {self.cfg.encoder} encoder has no token2token attention to mask")
-        return self.encoder(self.embed(ids), ids != 0, trace, t2t_mask)
+        return self.encoder(self.embed(ids), ids != PAD_ID, trace, t2t_mask)
 
     def head(self, *encodings: torch.Tensor) -> torch.Tensor:
         """Sentence encoding(s) (B, d_out) -> logits (B, n_classes)."""

@@ -1,6 +1,6 @@
 """Speed of the analysis pages' computations, once the model is loaded and the corpus read:
 
-    python -m disan analysis-bench [--checkpoint checkpoints/sst5] [--occurrences 1000] [--sentences 2000]
+    python -m disan analysis-bench [--checkpoint DIR] [--occurrences 1000] [--sentences 2000]
                                    [--only senses|case|atlas]
 
 * Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
@@ -25,6 +25,7 @@ import time
 import torch
 
 from disan.explore import atlas
+from disan.explore.catalog import default_entry, list_checkpoints
 from disan.explore.analyses import casestudy, corpus
 from disan.inspect.pipeline import load
 from disan.nn import kernels
@@ -100,16 +101,21 @@ def main(argv=None) -> None:
     """``python -m disan analysis-bench``: time corpus senses, the case study and the feature atlas, printing
     tables."""
     parser = argparse.ArgumentParser(prog="python -m disan analysis-bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", default="checkpoints/sst5")
-    parser.add_argument("--task", default="sst5", help="the benchmark whose sentences are the corpora")
+    default = default_entry(list_checkpoints())
+    parser.add_argument("--checkpoint", default=str(default.path) if default else None,
+                        help="default: the app's first model (sst5 among the shipped checkpoints)")
+    parser.add_argument("--task", help="the benchmark whose sentences are the corpora (default: the checkpoint's)")
     parser.add_argument("--word", default="film")
     parser.add_argument("--occurrences", type=int, default=1000)
-    parser.add_argument("--sentences", type=int, default=casestudy.MAX_SENTENCES)
+    parser.add_argument("--sentences", type=int, default=corpus.SAMPLE_SENTENCES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
     args = parser.parse_args(argv)
+    if args.checkpoint is None:
+        parser.error("no checkpoint found; name one")
     torch.set_num_threads(1)  # as the app runs it
     pipe = load(args.checkpoint)
+    args.task = args.task or pipe.task
     print(f"checkpoint {args.checkpoint}; token2token kernel {kernels.resolve()}; torch threads 1; "
           f"{os.cpu_count()} CPUs; median of {args.repeats}; load average before {_load()}")
     wanted = [args.only] if args.only else ANALYSES

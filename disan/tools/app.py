@@ -13,24 +13,13 @@ import os
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]
-CHECKPOINTS_ENV = "DISAN_CHECKPOINTS"
-# Where the app's script is: inside the installed package, or at the root of a checkout.
-SITES = (PACKAGE / "site", PACKAGE.parent)
-
-
-def site() -> Path:
-    """The folder that holds app.py, app_pages/ and the shipped checkpoints; OSError when there is none."""
-    for folder in SITES:
-        if (folder / "app.py").is_file() and (folder / "app_pages").is_dir():
-            return folder
-    raise FileNotFoundError(f"the app's script is missing: no app.py with app_pages/ in {' or '.join(map(str, SITES))}")
+from disan.data.paths import CHECKPOINTS_ENV, checkpoints_dir, site
 
 
 def command(args: argparse.Namespace) -> tuple[list[str], dict, Path]:
     """(argv, environment, working folder) of the streamlit process that serves the app."""
     folder = site()
-    checkpoints = Path(args.checkpoints or os.environ.get(CHECKPOINTS_ENV) or folder / "checkpoints").expanduser()
+    checkpoints = Path(args.checkpoints or checkpoints_dir()).expanduser()
     if not checkpoints.is_dir():
         raise FileNotFoundError(f"the checkpoints folder {checkpoints} does not exist")
     argv = [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), "--server.port", str(args.port)]

@@ -47,6 +47,7 @@ from torch.nn import functional as F
 from disan.data.batching import BATCHINGS
 from disan.data.loaders import SST_NODES
 from disan.data.registry import BENCHMARKS
+from disan.data.text import PAD_ID
 from disan.data.vectors import default_source
 from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel, param_groups
@@ -56,7 +57,7 @@ from disan.training import train as training
 from disan.training.config import TrainConfig
 from disan.training.distributed import World
 
-BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
+BATCH, DIM, VOCAB, CLASSES = 64, DiSANConfig.d_h, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
 MODELS = {  # name -> (encoder, DiSANConfig.kernel)
     "reference": ("disan", "dense"),
@@ -116,7 +117,7 @@ def step_worker(name: str, n: int, warmup: int, repeats: int, device: str) -> di
     torch.manual_seed(0)
     model = build_model(name, device)
     opt = torch.optim.Adadelta(model.parameters(), lr=0.5)
-    ids = torch.randint(1, VOCAB, (BATCH, n), device=device)
+    ids = torch.randint(PAD_ID + 1, VOCAB, (BATCH, n), device=device)  # no padding
     target = torch.randint(0, CLASSES, (BATCH,), device=device)
     encoder, kernel = MODELS[name]
     kernel = kernels.resolve(kernel, torch.empty(0, device=device)) if encoder == "disan" else "-"
@@ -274,7 +275,7 @@ def ops_benchmark(args) -> None:
             "tanh (elem/s)": _rate(lambda: torch.tanh(x, out=out), x.numel()),
             "exp (elem/s)": _rate(lambda: torch.exp(x, out=out), x.numel()),
             "matmul (FLOP/s)": _rate(lambda: a @ w, 2.0 * a.shape[0] * DIM * DIM),
-            "dropout (elem/s)": _rate(lambda: Dropout(0.25)(h), h.numel()),
+            "dropout (elem/s)": _rate(lambda: Dropout(DiSANConfig.dropout)(h), h.numel()),
             f"{kernels.resolve()} token2token fwd+bwd (pair/s)": _rate(kernel_fwd_bwd, pairs, 7),
         }
     print(f"# python -m disan bench --ops: {threads} threads, torch {torch.__version__}, "
@@ -308,7 +309,7 @@ def embedding_benchmark(args) -> None:
     step with them as frozen float16 rows (:class:`~disan.nn.heads.WordEmbedding`), interleaved."""
     vocab, frozen, d_e = 53_370, 37_955, 100  # the SST-5 checkpoint: 15,415 training words + 37,955 extra
     n = (args.sizes or [20])[0]
-    ids = torch.randint(1, vocab - frozen, (BATCH, n))
+    ids = torch.randint(PAD_ID + 1, vocab - frozen, (BATCH, n))
     ids[:, -3:] = torch.randint(vocab - frozen, vocab, (BATCH, 3))  # a few words only dev or test text has
     target = torch.randint(0, CLASSES, (BATCH,))
     steps = {}
@@ -348,7 +349,7 @@ def step_work(name: str, n: int) -> tuple[float, float]:
     dropped = []
     hooks = [m.register_forward_pre_hook(lambda _, inp: dropped.append(inp[0].numel()))
              for m in model.modules() if isinstance(m, Dropout)]
-    ids = torch.randint(1, VOCAB, (1, n))
+    ids = torch.randint(PAD_ID + 1, VOCAB, (1, n))
     onednn = torch.backends.mkldnn.enabled
     torch.backends.mkldnn.enabled = False
     try:

@@ -34,14 +34,13 @@ import plotly.io
 import torch
 
 from disan.app.cache import CACHE_ENV, budget
-from disan.data.kinds import kind_of
-from disan.explore.catalog import list_checkpoints
+from disan.data.paths import site
+from disan.explore.catalog import default_entry, list_checkpoints
 from disan.explore.views import VIEWS
 from disan.inspect.pipeline import load
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps trying hosts that a closed network refuses.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -97,7 +96,7 @@ def server(env: dict[str, str] | None = None, timeout: float = 120):
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        cwd=site(), env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -245,8 +244,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
-    ok = [e for e in list_checkpoints() if e.ok and kind_of(e.kind).texts == 1]  # the views draw one sentence
-    parser.add_argument("checkpoint", nargs="?", default=str(ok[0].path) if ok else None)
+    default = default_entry(list_checkpoints())
+    parser.add_argument("checkpoint", nargs="?", default=str(default.path) if default else None)
     parser.add_argument("--tokens", type=int, default=None, help="sentence length (default: 30; --browser: 200)")
     parser.add_argument("--repeats", type=int, default=None, help="default: 20; --browser: 3 rounds")
     parser.add_argument("--browser", action="store_true", help="time the running app in Chromium")

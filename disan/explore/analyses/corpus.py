@@ -29,7 +29,8 @@ from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
-MAX_SENTENCES = 20_000   # rows of an uploaded file that are read
+MAX_UPLOAD = 20_000      # rows of an uploaded file that are read: the most sentences an uploaded corpus has
+SAMPLE_SENTENCES = 2000  # the seeded sample of a corpus that the case study and the feature atlas measure
 SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
 
@@ -130,7 +131,7 @@ def uploaded_corpus(data: bytes, filename: str) -> Corpus:
     extension, strict UTF-8, DataError naming the line of anything wrong), as a corpus: the sentences are
     the column named as in :data:`~disan.data.files.TEXT_COLUMNS` (in any case), else the first; the labels
     the column named as in :data:`~disan.data.files.LABEL_COLUMNS`, if there is one. A CSV or TSV file whose
-    first row names no text column has no header row. At most :data:`MAX_SENTENCES` rows are read."""
+    first row names no text column has no header row. At most :data:`MAX_UPLOAD` rows are read."""
     suffix = files.format_of(filename)
 
     def read(header: bool) -> files.Rows:
@@ -145,7 +146,7 @@ def uploaded_corpus(data: bytes, filename: str) -> Corpus:
     text_at = 0 if text is None else table.columns.index(text)
     label_at = None if label is None else table.columns.index(label)
     texts, labels = [], []
-    for _, _, values in itertools.islice(table.rows, MAX_SENTENCES):
+    for _, _, values in itertools.islice(table.rows, MAX_UPLOAD):
         texts.append(files.cell_text(values[text_at]))
         labels.append("" if label_at is None else files.cell_text(values[label_at]))
     return make_corpus(filename, texts, labels)
