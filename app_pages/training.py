@@ -4,8 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from disan.app import progress
-from disan.app import common
+from disan.app import common, progress
 from disan.app.common import chart, entries, kept, stamp
 from disan.data import files, uploads
 from disan.data.files import DataError
