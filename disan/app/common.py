@@ -322,6 +322,17 @@ def side_by_side(sentences: list[tuple[str, SentenceTrace]]) -> list[tuple[str, 
     return [(role, s, column) for (role, s), column in zip(sentences, columns)]
 
 
+def view_page(name: str, key: str) -> None:
+    """A page that draws one registered view (:data:`disan.explore.views.VIEWS`) of the input with its
+    defaults, both sentences of a pair side by side, each with its trace downloads under ``key``."""
+    view = views.VIEWS[name]
+    sentences = page_sentences(view)
+    for role, sentence, where in side_by_side(sentences):
+        draw(view.draw(sentence, view.options(), drawing_width(sentences)), where,
+             prefix=f"{role}-" if len(sentences) > 1 else "")
+        downloads(sentence, f"{key}-{role}", where, role)
+
+
 def upload(label: str, formats: Sequence[str], key: str):
     """A file uploader of the app, for files in ``formats``, bounded by the app's one upload bound
     (:func:`disan.data.uploads.upload_limit_mb`, from ``DISAN_UPLOAD_MB``), which its label states with
