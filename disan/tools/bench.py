@@ -3,6 +3,7 @@
     python -m disan bench                  # n in 10, 20, 40, 80, 160, and trace latency
     python -m disan bench --quick          # n in 10, 40, fewer repeats
     python -m disan bench --sizes 40 --models fast,bilstm
+    python -m disan bench --batch 64,128 --forward-only   # two batch sizes, the forward pass alone
     python -m disan bench --ops            # element-wise throughput of this machine and the bound it sets
     python -m disan bench --embedding      # a step with 50k extra words learned, against them frozen
     python -m disan bench --device cuda
@@ -11,17 +12,23 @@
                                            # bucketed against random batches (--sample 0: every batch)
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
-dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
-``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with kernel
-"auto": the C++ kernel, or what DISAN_KERNEL names), ``eager`` (DiSAN with the eager kernel),
-``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the
-kernel each DiSAN model ran on. Times are medians over several steps after warm-up.
+dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300 (``--batch``, ``--dim``);
+``--forward-only`` times the forward pass alone, in eval mode without autograd, as prediction runs
+it. Models: ``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with
+kernel "auto": the C++ kernel on a CPU, the Triton kernel on a GPU, or what DISAN_KERNEL names),
+``eager`` (DiSAN with the eager kernel), ``compiled`` (the reference under ``torch.compile``),
+``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the kernel
+each DiSAN model ran on. Times are medians over several steps after warm-up.
 
-Each (model, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
+Each (model, B, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
 /proc/self/status) is that configuration's alone. The memory table gives the peak minus the
 resident set after building the model and its inputs, and the absolute peak in brackets (on
 CUDA: torch.cuda.max_memory_allocated). The dense reference keeps several (B, n, n, d) tensors
 alive; a configuration whose estimate exceeds --mem-cap-gb is reported as skipped, not run.
+
+The table imports nothing but torch (and Triton on a GPU) and numpy, so that it runs with a GPU
+machine's own Python as ``python -m disan.tools.bench``; ``--epoch`` and ``--predict`` import the
+training and inspection code, and the packages they need, when they run.
 """
 from __future__ import annotations
 
@@ -40,31 +47,44 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch.nn import functional as F
 
 from disan.data.batching import BATCHINGS
 from disan.data.loaders import SST_NODES, TASKS
-from disan.data.vectors import default_source
 from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel, loss_fn, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
-from disan.training import train as training
-from disan.training.config import TrainConfig
-from disan.training.distributed import World
+
+if TYPE_CHECKING:
+    from disan.training.config import TrainConfig
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
-MODELS = {  # name -> (encoder, DiSANConfig.kernel)
-    "reference": ("disan", "dense"),
-    "fast": ("disan", "auto"),
-    "eager": ("disan", "eager"),
-    "bilstm": ("bilstm", "auto"),
-    "multihead": ("multihead", "auto"),
+
+
+class Model(NamedTuple):
+    """What a row of the table runs."""
+    encoder: str            # of disan.nn.baselines.ENCODERS
+    kernel: str             # DiSANConfig.kernel
+    compiled: bool = False  # the model under torch.compile (its default backend, inductor)
+
+
+MODELS = {
+    "reference": Model("disan", "dense"),
+    "fast": Model("disan", "auto"),
+    "eager": Model("disan", "eager"),
+    "compiled": Model("disan", "dense", compiled=True),
+    "bilstm": Model("bilstm", "auto"),
+    "multihead": Model("multihead", "auto"),
 }
-TRAINED = tuple(name for name, (_, kernel) in MODELS.items() if kernel == "auto")  # what training runs
+TRAINED = tuple(name for name, model in MODELS.items() if model.kernel == "auto")  # what training runs
+# (how many times faster, or leaner, the first is than the second): the columns of the tables, for
+# the pairs the run has both of
+RATIOS = (("fast", "reference"), ("fast", "bilstm"), ("compiled", "bilstm"))
 # (B, n, n, d) float32 tensors that a dense DiSAN step holds at its peak: measured with this
 # benchmark, the peak above the model was 1.5 GB at n = 40 and 5.3 GB at n = 80 (about 10 such
 # tensors plus the rest of the step).
@@ -102,34 +122,50 @@ def _resident_mb(device: str) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-def build_model(name: str, device: str, vocab_size: int = VOCAB, d_e: int = DIM) -> TextModel:
-    """The text model a row of the table times: the encoder and kernel of ``MODELS[name]``, in train mode."""
-    encoder, kernel = MODELS[name]
-    cfg = ModelConfig(vocab_size=vocab_size, n_classes=CLASSES, encoder=encoder,
-                      encoder_cfg=DiSANConfig(d_e=d_e, d_h=DIM, kernel=kernel))
-    return TextModel(cfg).to(device).train()
+def build_model(name: str, device: str, vocab_size: int = VOCAB, d_e: int = DIM,
+                d_h: int = DIM) -> torch.nn.Module:
+    """The text model a row of the table times: ``MODELS[name]``, in train mode; a compiled one
+    compiles at its first call."""
+    model = MODELS[name]
+    cfg = ModelConfig(vocab_size=vocab_size, n_classes=CLASSES, encoder=model.encoder,
+                      encoder_cfg=DiSANConfig(d_e=d_e, d_h=d_h, kernel=model.kernel))
+    text_model = TextModel(cfg).to(device).train()
+    return torch.compile(text_model) if model.compiled else text_model
 
 
-def step_worker(name: str, n: int, warmup: int, repeats: int, device: str) -> dict:
-    """Time training steps of one model at one length; report its memory."""
-    torch.manual_seed(0)
-    model = build_model(name, device)
+def make_step(model: torch.nn.Module, ids: torch.Tensor, target: torch.Tensor, forward_only: bool = False):
+    """What one timed call does: forward + backward + Adadelta (lr 0.5) in train mode; with
+    ``forward_only``, the forward pass alone in eval mode without autograd."""
+    if forward_only:
+        model.eval()
+
+        def forward():
+            with torch.no_grad():
+                model(ids)
+        return forward
     opt = torch.optim.Adadelta(model.parameters(), lr=0.5)
-    ids = torch.randint(1, VOCAB, (BATCH, n), device=device)
-    target = torch.randint(0, CLASSES, (BATCH,), device=device)
-    encoder, kernel = MODELS[name]
-    kernel = kernels.resolve(kernel, torch.empty(0, device=device)) if encoder == "disan" else "-"
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    base_mb, _ = _resident_mb(device)
 
     def step():
         loss = F.cross_entropy(model(ids), target)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    return step
 
-    times = _timed(step, warmup, repeats, device)
+
+def step_worker(name: str, n: int, warmup: int, repeats: int, device: str, batch: int = BATCH, dim: int = DIM,
+                forward_only: bool = False) -> dict:
+    """Time steps (or forward passes) of one model at one batch size and length; report its memory."""
+    torch.manual_seed(0)
+    model = build_model(name, device, d_e=dim, d_h=dim)
+    ids = torch.randint(1, VOCAB, (batch, n), device=device)
+    target = torch.randint(0, CLASSES, (batch,), device=device)
+    row = MODELS[name]
+    kernel = kernels.resolve(row.kernel, torch.empty(0, device=device)) if row.encoder == "disan" else "-"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    base_mb, _ = _resident_mb(device)
+    times = _timed(make_step(model, ids, target, forward_only), warmup, repeats, device)
     _, peak_mb = _resident_mb(device)
     return {"ms": 1e3 * statistics.median(times), "steps": len(times), "kernel": kernel,
             "base_mb": base_mb, "peak_mb": peak_mb}
@@ -148,15 +184,16 @@ def trace_worker(sizes, repeats: int, device: str) -> dict:
     return out
 
 
-def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
+def dense_estimate_gb(n: int, batch: int = BATCH, dim: int = DIM, itemsize: int = 4) -> float:
     """Peak memory of a dense DiSAN step at length n, estimated from the measured number of live (B, n, n, d) tensors."""
-    return DENSE_LIVE * BATCH * n * n * DIM * itemsize / 2**30
+    return DENSE_LIVE * batch * n * n * dim * itemsize / 2**30
 
 
 def _run_worker(args, extra: list[str]) -> tuple[dict | None, str]:
-    """Run ``python -m disan bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
+    """Run ``python -m disan.tools.bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
     cmd = [sys.executable, "-m", "disan.tools.bench", "--device", args.device, "--repeats", str(args.repeats),
-           "--warmup", str(args.warmup)] + (["--threads", str(args.threads)] if args.threads else []) + extra
+           "--warmup", str(args.warmup), "--dim", str(args.dim)] + (["--threads", str(args.threads)] if args.threads
+                                                                     else []) + extra
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, f"failed (rc {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
@@ -177,38 +214,48 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def versions(device: str) -> str:
+    """The device, and the versions of torch, CUDA and Triton, for a table's header."""
+    cuda = f", CUDA {torch.version.cuda}" if device == "cuda" else ""
+    return f"device {device} ({device_name(device)}), torch {torch.__version__}{cuda}, triton {_version('triton')}"
+
+
 def run_table(args) -> None:
-    """Time every model at every size, each step in a fresh process, and print the speed and memory tables."""
+    """Time every model at every batch size and length, each in a fresh process; print the speed and memory tables."""
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
+    ratios = [(a, b) for a, b in RATIOS if a in models and b in models]
     auto = kernels.resolve("auto", torch.empty(0, device=args.device))
-    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device} ({device_name(args.device)}), "
-          f"{args.threads or torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"triton {_version('triton')}, kernel auto = {auto}, load average at start {os.getloadavg()[0]:.2f}",
-          flush=True)
-    results: dict[tuple[str, int], dict] = {}
-    for n in sizes:
+    print(f"# python -m disan bench: B = {', '.join(map(str, args.batch))}, d = {args.dim}, "
+          f"{'forward pass only' if args.forward_only else 'training step'}, {versions(args.device)}, "
+          f"{args.threads or torch.get_num_threads()} threads, kernel auto = {auto}, "
+          f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    results: dict[tuple[str, int, int], dict] = {}
+    rows = list(itertools.product(args.batch, sizes))
+    for b, n in rows:
         for name in models:
-            if MODELS[name][1] == "dense" and dense_estimate_gb(n) > args.mem_cap_gb:
-                results[name, n] = {"skipped": dense_estimate_gb(n)}
+            estimate = dense_estimate_gb(n, b, args.dim)
+            if MODELS[name].kernel == "dense" and estimate > args.mem_cap_gb:
+                results[name, b, n] = {"skipped": estimate}
                 continue
-            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n)])
-            results[name, n] = res or {"failed": why}
-            print(f"  n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
+            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n), "--batch", str(b)]
+                                   + (["--forward-only"] if args.forward_only else []))
+            results[name, b, n] = res or {"failed": why}
+            print(f"  B={b:<4} n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
 
-    def cell(name, n, what):
-        r = results.get((name, n), {})
+    def cell(name, b, n, what):
+        r = results.get((name, b, n), {})
         if "skipped" in r:
             return f"skipped (est. {r['skipped']:.1f} GB)"
         if "failed" in r:
             return "failed"
         if what == "speed":
-            return f"{1e3 * BATCH / r['ms']:.0f} ({r['ms']:.0f} ms)"
+            return f"{1e3 * b / r['ms']:.0f} ({r['ms']:.0f} ms)"
         return f"{r['peak_mb'] - r['base_mb']:.0f} ({r['peak_mb']:.0f})"
 
-    def ratio(a, b, n, memory=False):
-        """How many times faster (or leaner) ``a`` is than ``b`` at length n; memory of a skipped ``b`` is its estimate."""
-        ra, rb = results.get((a, n), {}), results.get((b, n), {})
+    def ratio(a, b, row, memory=False):
+        """How many times faster (or leaner) ``a`` is than ``b`` in a row; memory of a skipped ``b`` is its estimate."""
+        ra, rb = results.get((a, *row), {}), results.get((b, *row), {})
         if "ms" not in ra or not ("ms" in rb or (memory and "skipped" in rb)):
             return "-"
         if not memory:
@@ -220,28 +267,30 @@ def run_table(args) -> None:
 
     def header(name):
         """The model's name, with the kernel(s) its steps ran on for a DiSAN model."""
-        ran = sorted({r["kernel"] for (m, _), r in results.items() if m == name and r.get("kernel", "-") != "-"})
+        ran = sorted({r["kernel"] for (m, *_), r in results.items() if m == name and r.get("kernel", "-") != "-"})
         return f"{name} [{', '.join(ran)}]" if ran else name
 
-    print("\nTraining step: sentences/s (ms per step); [the token2token kernel that ran]\n")
-    print("| n | " + " | ".join(map(header, models)) + " | fast/reference | fast/bilstm |")
-    print("|---" * (len(models) + 3) + "|")
-    for n in sizes:
-        print(f"| {n} | " + " | ".join(cell(m, n, "speed") for m in models)
-              + f" | {ratio('fast', 'reference', n)} | {ratio('fast', 'bilstm', n)} |")
+    what = "Forward pass (eval mode, no autograd)" if args.forward_only else "Training step"
+    print(f"\n{what}: sentences/s (ms per call); [the token2token kernel that ran]\n")
+    print("| B | n | " + " | ".join(map(header, models)) + "".join(f" | {a}/{b}" for a, b in ratios) + " |")
+    print("|---" * (len(models) + len(ratios) + 2) + "|")
+    for row in rows:
+        print(f"| {row[0]} | {row[1]} | " + " | ".join(cell(m, *row, "speed") for m in models)
+              + "".join(f" | {ratio(a, b, row)}" for a, b in ratios) + " |")
     label = "GPU memory allocated" if args.device == "cuda" else "VmHWM"
-    print(f"\nPeak memory of a step: MB above the model and its inputs ({label} in MB)\n")
-    print("| n | " + " | ".join(models) + " | reference/fast |")
-    print("|---" * (len(models) + 2) + "|")
-    for n in sizes:
-        print(f"| {n} | " + " | ".join(cell(m, n, "memory") for m in models)
-              + f" | {ratio('fast', 'reference', n, memory=True)} |")
+    print(f"\nPeak memory: MB above the model and its inputs ({label} in MB)\n")
+    print("| B | n | " + " | ".join(models) + "".join(f" | {b}/{a}" for a, b in ratios) + " |")
+    print("|---" * (len(models) + len(ratios) + 2) + "|")
+    for row in rows:
+        print(f"| {row[0]} | {row[1]} | " + " | ".join(cell(m, *row, "memory") for m in models)
+              + "".join(f" | {ratio(a, b, row, memory=True)}" for a, b in ratios) + " |")
 
-    trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
-    print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
-    print("| n | ms |\n|---|---|")
-    for n in TRACE_SIZES:
-        print(f"| {n} | {trace[str(n)]:.1f} |" if trace else f"| {n} | {why} |")
+    if args.trace:
+        trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
+        print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
+        print("| n | ms |\n|---|---|")
+        for n in TRACE_SIZES:
+            print(f"| {n} | {trace[str(n)]:.1f} |" if trace else f"| {n} | {why} |")
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 
@@ -459,12 +508,16 @@ def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sa
         raise ValueError(f"an epoch runs the models training runs ({', '.join(TRAINED)}), not {', '.join(unknown)}")
     if unknown := sorted(set(batchings) - set(BATCHINGS)):
         raise ValueError(f"batching must be among {', '.join(BATCHINGS)}, not {', '.join(unknown)}")
+    from disan.data.vectors import default_source
+    from disan.training import train as training
+    from disan.training.distributed import World
+
     base = dataclasses.replace(base, embeddings=base.embeddings or default_source())
     world = World.from_env(device)
     prep = training.prepare_data(base, random.Random(base.seed))
     train_split, runs = prep.splits["train"], []
     for name, batching in itertools.product(models, batchings):
-        cfg = dataclasses.replace(base, encoder=MODELS[name][0], batching=batching)
+        cfg = dataclasses.replace(base, encoder=MODELS[name].encoder, batching=batching)
         torch.manual_seed(base.seed)
         model = training.build_model(cfg, prep).to(world.device)
         stream = training.BatchStream(train_split, cfg.batch_size, 1, random.Random(base.seed), batching)
@@ -491,14 +544,17 @@ def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sa
 def epoch_benchmark(args) -> None:
     """``--epoch``: the table of :func:`epoch_timings`, with the ratios of the models and of the batchings."""
     models = args.models or ["fast", "bilstm"]
+    from disan.training.config import TrainConfig
+    from disan.training.train import WARMUP_STEPS
+
     base = TrainConfig(task=args.task, out="unused", **({"sst_nodes": args.sst_nodes} if args.sst_nodes else {}))
     timings = epoch_timings(base, models, args.batching, args.sample, args.device)
     first = timings[0]
     print(f"# python -m disan bench --epoch: {args.task}"
           + (f" ({base.sst_nodes} nodes)" if args.task in ("sst5", "sst2") else "")
-          + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed per "
-          f"configuration after {training.WARMUP_STEPS} untimed; device {args.device} ({device_name(args.device)}), "
-          f"{torch.get_num_threads()} thread(s), torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}\n")
+          + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed "
+          f"per configuration after {WARMUP_STEPS} untimed; {versions(args.device)}, "
+          f"{torch.get_num_threads()} thread(s); load average {os.getloadavg()[0]:.2f}\n")
     print("| model | batching | padding | query-key pairs | ms per step (mean) | epoch s (95% interval) |")
     print("|---|---|---:|---:|---:|---|")
     for t in timings:
@@ -519,6 +575,13 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
     p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
     p.add_argument("--models", type=lambda s: s.split(","), help=f"comma-separated, of {', '.join(MODELS)}")
+    p.add_argument("--batch", type=lambda s: [int(v) for v in s.split(",")], default=[BATCH],
+                   help=f"comma-separated batch sizes B of the table (default {BATCH})")
+    p.add_argument("--dim", type=int, default=DIM, help=f"the table's d_e = d_h (default {DIM})")
+    p.add_argument("--forward-only", action="store_true",
+                   help="time the forward pass alone (eval mode, no autograd) instead of a training step")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="leave out the single-sentence trace latency after the table")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--threads", type=int, help="torch threads (default: PyTorch's)")
     p.add_argument("--repeats", type=int, help="timed steps (default 5, quick 3)")
@@ -551,7 +614,8 @@ def main(argv=None) -> None:
     if args.predict:
         predict_benchmark(args)
     elif args.worker == "step":
-        print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device)))
+        print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device, args.batch[0],
+                                     args.dim, args.forward_only)))
     elif args.worker == "trace":
         print(json.dumps(trace_worker(args.sizes, max(args.repeats, 10), args.device)))
     elif args.ops:
