@@ -10,6 +10,8 @@
     python -m disan bench --predict        # sentences/s of batch prediction, DiSAN against the Bi-LSTM
     python -m disan bench --epoch          # an SST-5 training epoch, DiSAN against the Bi-LSTM,
                                            # bucketed against random batches (--sample 0: every batch)
+    python -m disan bench --epoch --vectors random   # no GloVe read; without the data, a synthetic
+                                           # corpus with SST-5's training lengths
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
 dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300 (``--batch``, ``--dim``);
@@ -45,6 +47,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -52,6 +55,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import torch
 from torch.nn import functional as F
 
+from disan.data import glove100
 from disan.data.batching import BATCHINGS
 from disan.data.loaders import SST_NODES, TASKS
 from disan.nn import kernels
@@ -61,6 +65,7 @@ from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
 
 if TYPE_CHECKING:
     from disan.training.config import TrainConfig
+    from disan.training.train import Prepared
 
 BATCH, DIM, VOCAB, CLASSES = 64, 300, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
@@ -420,7 +425,6 @@ def predict_benchmark(args) -> None:
     """
     from contextlib import redirect_stdout
 
-    from disan.data import glove100
     from disan.data.loaders import load_task
     from disan.data.text import Vocab, tokenize
     from disan.inspect.pipeline import Pipeline
@@ -470,13 +474,14 @@ def predict_benchmark(args) -> None:
 
 @dataclass
 class EpochTiming:
-    """One (model, batching) configuration's epoch on a task's real training data."""
+    """One (model, batching) configuration's epoch on a task's training data."""
     model: str
     batching: str
     batches: int            # in one epoch
     seconds: list[float]    # of each timed step, a uniform sample of the epoch's batches
     padding: float          # share of the padded token positions of the epoch's batches that are padding
     cells: int              # query-key pairs of the epoch: sum over batches of B * n^2, DiSAN's work
+    data: str = ""          # what it trained on, in words (epoch_data's)
 
     @property
     def estimate(self) -> float:
@@ -493,28 +498,100 @@ class EpochTiming:
         return 1.96 * big_n * statistics.stdev(self.seconds) / math.sqrt(k) * math.sqrt(1 - k / big_n)
 
 
+# --epoch's word vectors: training's (GloVe; :func:`disan.data.vectors.default_source`), or random rows
+# of RANDOM_DIM features drawn as training draws the rows of words GloVe lacks, so that no GloVe file is needed
+VECTORS = ("glove", "random")
+RANDOM_DIM = glove100.DIMENSIONS  # what training uses once GloVe 100d is fetched, as the shipped checkpoints do
+# The synthetic stand-in for SST-5 when its files are not here: how many training examples training's
+# defaults give (every distinct phrase once, split by spaCy) of each length 1, 2, ..., 53 tokens, and
+# the size of their vocabulary (<pad> and <unk> included). tests/test_epoch_bench.py checks both
+# against the data.
+SST5_LENGTHS = (16601, 24970, 21042, 14465, 11587, 9295, 7702, 6387, 5453, 4757, 4129, 3650, 3214, 2858,
+                2553, 2240, 2049, 1910, 1677, 1493, 1320, 1233, 1132, 1003, 874, 783, 658, 607, 529, 460,
+                390, 358, 323, 263, 242, 188, 151, 142, 97, 88, 84, 59, 56, 51, 43, 25, 22, 15, 15, 12,
+                7, 8, 3)
+SST5_VOCAB = 15_415
+
+
+def synthetic_sst5(dim: int = RANDOM_DIM, seed: int = 0) -> Prepared:
+    """SST-5's training set as an epoch sees it without the data: examples of random word ids with the
+    lengths of :data:`SST5_LENGTHS` and random labels, a vocabulary of :data:`SST5_VOCAB` made-up
+    words, and random word vectors (every row one of a word GloVe lacks)."""
+    import numpy as np
+
+    from disan.data.batching import Encoded
+    from disan.data.loaders import SST5_LABELS, TaskData
+    from disan.data.text import PAD, UNK, UNK_ID, Vocab
+    from disan.data.vectors import embedding_matrix
+    from disan.training.train import Prepared
+
+    rng = random.Random(seed)
+    lengths = [n for n, count in enumerate(SST5_LENGTHS, start=1) for _ in range(count)]
+    ids = [[rng.randrange(UNK_ID + 1, SST5_VOCAB) for _ in range(n)] for n in lengths]
+    labels = [rng.randrange(len(SST5_LABELS)) for _ in lengths]
+    vocab = Vocab([PAD, UNK] + [f"w{i}" for i in range(SST5_VOCAB - 2)])
+    vectors, _ = embedding_matrix(vocab, [], np.zeros((0, dim), dtype=np.float32), seed=seed)
+    data = TaskData("sst5", "classify", SST5_LABELS, [], [], [], "synthetic")
+    return Prepared(data, vocab, {"train": Encoded([ids], labels, lengths)}, vectors, 0, 0)
+
+
+def epoch_data(base: TrainConfig, vectors: str = "glove") -> tuple[Prepared, str]:
+    """The training data an epoch is timed on, prepared as training prepares ``base``'s task, with
+    ``vectors`` (of :data:`VECTORS`); and what it is, in words.
+
+    With random vectors and no data folder: :func:`synthetic_sst5`, for SST-5 with training's defaults.
+    """
+    from disan.data.loaders import data_dir
+    from disan.data.vectors import default_source, description
+    from disan.training.config import TrainConfig
+    from disan.training.train import prepare_data
+
+    if vectors not in VECTORS:
+        raise ValueError(f"vectors must be one of {', '.join(VECTORS)}, not {vectors!r}")
+    rng = random.Random(base.seed)
+    if vectors == "glove":
+        source = base.embeddings or default_source()
+        return prepare_data(dataclasses.replace(base, embeddings=source), rng), f"word vectors {description(source)}"
+    random_words = f"random word vectors (d = {RANDOM_DIM}, no GloVe read)"
+    try:
+        data_dir(base.data_dir)
+    except FileNotFoundError as err:
+        stands_for = TrainConfig(task="sst5", out=base.out)  # what SST5_LENGTHS counts
+        if any(getattr(base, f) != getattr(stands_for, f) for f in ("task", "phrases", "sst_nodes", "tokens",
+                                                                     "max_train")):
+            raise FileNotFoundError(f"{err}; without the data, --vectors random stands in for SST-5 with "
+                                    f"training's defaults only") from None
+        prep = synthetic_sst5(RANDOM_DIM, base.seed)
+        return prep, (f"a synthetic corpus (no benchmark data here): {len(prep.splits['train']):,} examples of random "
+                      f"ids with SST-5's training lengths, {SST5_VOCAB:,} words, {random_words}")
+    with tempfile.TemporaryDirectory() as folder:
+        # a vectors file of no words (a word2vec header alone): every row is drawn as a missing word's
+        empty = os.path.join(folder, "none.txt")
+        with open(empty, "w") as f:
+            f.write(f"0 {RANDOM_DIM}\n")
+        return prepare_data(dataclasses.replace(base, embeddings=empty), rng), random_words
+
+
 def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sample: int,
-                  device: str = "cpu") -> list[EpochTiming]:
+                  device: str = "cpu", vectors: str = "glove") -> list[EpochTiming]:
     """Time one epoch of training for each model and batching, as ``python -m disan train`` runs it.
 
-    Every configuration trains on the same data, prepared once by ``base`` (task, SST nodes, word
-    vectors, vocabulary), with the training loop's own step (:func:`~disan.training.train.run_steps`),
-    one step of each in turn, so that a change of the machine's load hits them alike. An epoch's
-    batches come in random order, so after the untimed warm-up steps its next ``sample`` batches are a
-    uniform sample of them; ``sample`` 0 times all the others. Models: those of :data:`MODELS` whose
-    kernel is "auto" (:data:`TRAINED`).
+    Every configuration trains on the same data, prepared once by :func:`epoch_data` from ``base``
+    (task, SST nodes, vocabulary) and ``vectors``, with the training loop's own step
+    (:func:`~disan.training.train.run_steps`), one step of each in turn, so that a change of the
+    machine's load hits them alike. An epoch's batches come in random order, so after the untimed
+    warm-up steps its next ``sample`` batches are a uniform sample of them; ``sample`` 0 times all
+    the others. Models: those of :data:`MODELS` whose kernel is "auto" (:data:`TRAINED`).
     """
     if unknown := [m for m in models if m not in TRAINED]:
         raise ValueError(f"an epoch runs the models training runs ({', '.join(TRAINED)}), not {', '.join(unknown)}")
     if unknown := sorted(set(batchings) - set(BATCHINGS)):
         raise ValueError(f"batching must be among {', '.join(BATCHINGS)}, not {', '.join(unknown)}")
-    from disan.data.vectors import default_source
     from disan.training import train as training
     from disan.training.distributed import World
 
-    base = dataclasses.replace(base, embeddings=base.embeddings or default_source())
     world = World.from_env(device)
-    prep = training.prepare_data(base, random.Random(base.seed))
+    prep, data = epoch_data(base, vectors)
     train_split, runs = prep.splits["train"], []
     for name, batching in itertools.product(models, batchings):
         cfg = dataclasses.replace(base, encoder=MODELS[name].encoder, batching=batching)
@@ -537,7 +614,7 @@ def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sa
         real = sum(train_split.lengths[j] for b in stream.chunks for j in b)
         padded = sum(size * n for size, n in sizes)
         out.append(EpochTiming(name, cfg.batching, stream.per_round,
-                               timed[i], 1 - real / padded, sum(size * n * n for size, n in sizes)))
+                               timed[i], 1 - real / padded, sum(size * n * n for size, n in sizes), data))
     return out
 
 
@@ -548,11 +625,11 @@ def epoch_benchmark(args) -> None:
     from disan.training.train import WARMUP_STEPS
 
     base = TrainConfig(task=args.task, out="unused", **({"sst_nodes": args.sst_nodes} if args.sst_nodes else {}))
-    timings = epoch_timings(base, models, args.batching, args.sample, args.device)
+    timings = epoch_timings(base, models, args.batching, args.sample, args.device, args.vectors)
     first = timings[0]
     print(f"# python -m disan bench --epoch: {args.task}"
           + (f" ({base.sst_nodes} nodes)" if args.task in ("sst5", "sst2") else "")
-          + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed "
+          + f", {first.data}; {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed "
           f"per configuration after {WARMUP_STEPS} untimed; {versions(args.device)}, "
           f"{torch.get_num_threads()} thread(s); load average {os.getloadavg()[0]:.2f}\n")
     print("| model | batching | padding | query-key pairs | ms per step (mean) | epoch s (95% interval) |")
@@ -601,6 +678,9 @@ def main(argv=None) -> None:
                    help="with --epoch: comma-separated, of " + ", ".join(BATCHINGS))
     p.add_argument("--sample", type=int, default=300,
                    help="with --epoch: timed batches per configuration, a uniform sample of the epoch's (0: all)")
+    p.add_argument("--vectors", choices=VECTORS, default="glove",
+                   help=f"with --epoch: training's GloVe, or random vectors of {RANDOM_DIM} features (no GloVe "
+                        f"read; without the data, a synthetic corpus with SST-5's training lengths)")
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -625,7 +705,7 @@ def main(argv=None) -> None:
     elif args.epoch:
         try:
             epoch_benchmark(args)
-        except ValueError as err:
+        except (ValueError, FileNotFoundError) as err:
             p.error(str(err))
     else:
         run_table(args)
