@@ -12,7 +12,7 @@
 #      imports (it needs pandas, spaCy, safetensors, ...)                          -> gpu-epoch.txt
 # Each part has its own time limit, so that one that hangs leaves the others their time; a part that
 # fails does not stop the next. Usage: OUT=DIR scripts/gpu_check.sh (or scripts/gpu_check.sh DIR;
-# default: the current folder). PYTHON names the interpreter (default: python).
+# default: the current folder). PYTHON names the interpreter (default: python, else python3).
 #
 # Without pytest in that Python the tests are skipped with a note, unless a folder gpu-pylib/ at the
 # repository's root holds pytest and what it imports (pure Python: pytest, _pytest, pluggy, iniconfig,
@@ -20,7 +20,7 @@
 set -uo pipefail
 out=$(mkdir -p "${1:-${OUT:-.}}" && cd "${1:-${OUT:-.}}" && pwd)
 cd "$(dirname "$0")/.."
-py=${PYTHON:-python}
+py=${PYTHON:-$(command -v python || command -v python3)}
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 start=$SECONDS
 
