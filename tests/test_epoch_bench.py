@@ -1,10 +1,16 @@
 """``python -m disan bench --epoch``: the epoch estimate's interval covers the truth as often as it
-says, every configuration sees the same batches, and what training does not run is refused."""
+says, every configuration sees the same batches, what training does not run is refused, and random
+word vectors (and, without the data, a synthetic SST-5) stand in for GloVe."""
 import random
+from collections import Counter
 
 import pytest
 
-from disan.tools.bench import EpochTiming, epoch_timings, main
+from disan.data.batching import encode, tokens_of
+from disan.data.loaders import DATA_ENV
+from disan.data.registry import load_task
+from disan.data.text import Vocab
+from disan.tools.bench import EpochTiming, epoch_data, epoch_timings, main, synthetic_sst5
 from disan.training.config import TrainConfig
 
 
@@ -62,3 +68,51 @@ def test_the_command_prints_a_row_per_configuration_and_the_ratios(capsys):
         cells = [c.strip() for c in row.strip("|").split("|")]
         mean_ms, epoch = float(cells[4]), float(cells[5].split(" ± ")[0].replace(",", ""))
         assert epoch == pytest.approx(batches * mean_ms / 1e3, rel=0.01, abs=1)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_random_vectors_read_no_glove_and_add_no_glove_words():
+    base = TrainConfig(task="trec", out="unused", max_train=320)
+    glove, _ = epoch_data(base, "glove")
+    drawn, words = epoch_data(base, "random")
+    assert glove.glove_found > 0 and glove.frozen > 0  # what the random vectors leave out
+    trained = len(glove.vocab) - glove.frozen
+    assert drawn.vocab.itos == glove.vocab.itos[:trained] and drawn.glove_found == drawn.frozen == 0
+    # GloVe 100d's width; every row drawn as a missing word's, from U(-0.05, 0.05), padding zero
+    assert drawn.vectors.shape == (trained, 100) and abs(drawn.vectors).max() <= 0.05
+    assert not drawn.vectors[0].any() and drawn.vectors[1:].all(axis=1).all()
+    assert "random word vectors" in words
+
+
+def test_without_the_data_random_vectors_time_a_synthetic_sst5(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "absent"))
+    main(["--epoch", "--vectors", "random", "--batching", "bucketed", "--models", "fast,bilstm", "--sample", "1",
+          "--threads", "1"])
+    out = capsys.readouterr().out
+    assert "synthetic corpus" in out
+    # SST-5's epoch, as the README measured it on the data: 2,489 batches, 7.1% of a bucketed epoch padding
+    assert "2,489 batches of 64" in out
+    rows = [line for line in out.splitlines() if line.startswith(("| fast |", "| bilstm |"))]
+    assert len(rows) == 2 and all(abs(float(row.split("|")[3].strip(" %")) - 7.1) < 1 for row in rows)
+
+
+def test_without_the_data_only_sst5_with_random_vectors_has_a_stand_in(monkeypatch, tmp_path):
+    monkeypatch.setenv(DATA_ENV, str(tmp_path / "absent"))
+    with pytest.raises(FileNotFoundError, match="stands in for SST-5"):
+        epoch_data(TrainConfig(task="trec", out="unused"), "random")
+    with pytest.raises(FileNotFoundError, match="stands in for SST-5"):
+        epoch_data(TrainConfig(task="sst5", out="unused", sst_nodes="oversampled"), "random")
+    with pytest.raises(FileNotFoundError, match="absent"):
+        epoch_data(TrainConfig(task="sst5", out="unused"), "glove")
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_synthetic_sst5_has_the_lengths_and_vocabulary_of_training_on_sst5():
+    cfg = TrainConfig(task="sst5", out="unused")
+    data = load_task("sst5", phrases=cfg.phrases, nodes=cfg.sst_nodes)
+    tokens = tokens_of(data, splits=("train",), tokenizer=cfg.tokens)["train"]
+    real = encode(Vocab.build([t for row in tokens for t in row]), tokens, [e.label for e in data.train])
+    synthetic = synthetic_sst5()
+    assert Counter(synthetic.splits["train"].lengths) == Counter(real.lengths)
+    assert len(synthetic.vocab) == len(Vocab.build([t for row in tokens for t in row]))
+    assert max(max(row) for row in synthetic.splits["train"].columns[0]) < len(synthetic.vocab)

@@ -1,4 +1,5 @@
 """disan.nn.kernels: the C++ ops and the eager path against the dense reference, and the kernel choice."""
+import importlib.util
 import math
 import shutil
 import subprocess
@@ -80,7 +81,7 @@ def compare(args, mask, kernel, reference_args=None, c=C_SCALE, atol=1e-5):
     assert probs is None and type(s.grad_fn).__name__ == NODE[kernel]
     assert s.dtype == args[0].dtype and s.shape == s_ref.shape
     assert torch.allclose(s.to(s_ref.dtype), s_ref, **tol)
-    g = torch.randn(s_ref.shape, generator=torch.Generator().manual_seed(7), dtype=s_ref.dtype)
+    g = torch.randn(s_ref.shape, generator=torch.Generator().manual_seed(7), dtype=s_ref.dtype).to(s_ref.device)
     want = torch.autograd.grad(s_ref, ref_args, g)
     got = torch.autograd.grad(s, args, g.to(s.dtype))
     for a, b in zip(got, want):
@@ -364,16 +365,28 @@ def test_unknown_kernel_names_are_rejected(monkeypatch):
         token2token(*inputs(1, 3, 2), padded_mask(1, 3, "forward"))
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_cuda_tensors_use_the_eager_path():
-    args = [a.detach().cuda().requires_grad_() for a in inputs(2, 6, 5)]
-    mask = padded_mask(2, 6, "forward").cuda()
-    s_ref, _ = token2token_dense(*args, mask)
-    s, _ = token2token(*args, mask)
-    assert type(s.grad_fn).__name__ == NODE["eager"] and torch.allclose(s, s_ref)
-    g = torch.randn(s.shape, generator=torch.Generator().manual_seed(7), dtype=s.dtype).to(s.device)
-    for a, b in zip(torch.autograd.grad(s, args, g), torch.autograd.grad(s_ref, args, g)):
-        assert torch.allclose(a, b)
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@cuda
+def test_cuda_tensors_take_triton_where_it_is_installed_else_the_eager_path():
+    like = torch.empty(0, device="cuda")
+    assert kernels.resolve("auto", like) == ("triton" if importlib.util.find_spec("triton") else "eager")
+
+
+@cuda
+@pytest.mark.parametrize("structure", ["forward", "backward", "diag", "random"])
+def test_the_eager_path_on_cuda_tensors_equals_dense(structure):
+    args = [a.detach().cuda().requires_grad_() for a in inputs(3, 9, 37)]
+    compare(args, padded_mask(3, 9, structure).cuda(), "eager")
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_the_eager_path_on_cuda_tensors_is_exact_at_large_c(dtype):
+    args = [a.detach().cuda().requires_grad_() for a in large_c_inputs(100.0, dtype)]
+    compare(args, padded_mask(3, 7, "forward").cuda(), "eager", reference_args=as_reference(args), c=100.0,
+            atol=100.0 * 5e-7)
 
 
 def test_bench_counts_the_work_of_a_step():

@@ -3,25 +3,34 @@
     python -m disan bench                  # n in 10, 20, 40, 80, 160, and trace latency
     python -m disan bench --quick          # n in 10, 40, fewer repeats
     python -m disan bench --sizes 40 --models fast,bilstm
+    python -m disan bench --batch 64,128 --forward-only   # two batch sizes, the forward pass alone
     python -m disan bench --ops            # element-wise throughput of this machine and the bound it sets
     python -m disan bench --embedding      # a step with 50k extra words learned, against them frozen
     python -m disan bench --device cuda
     python -m disan bench --predict        # sentences/s of batch prediction, DiSAN against the Bi-LSTM
     python -m disan bench --epoch          # an SST-5 training epoch, DiSAN against the Bi-LSTM,
                                            # bucketed against random batches (--sample 0: every batch)
+    python -m disan bench --epoch --vectors random   # no GloVe read; without the data, a synthetic
+                                           # corpus with SST-5's training lengths
 
 A training step is forward + backward + Adadelta (lr 0.5) of a classifier (TextModel, 5 classes,
-dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300. Models:
-``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with kernel
-"auto": the C++ kernel, or what DISAN_KERNEL names), ``eager`` (DiSAN with the eager kernel),
-``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the
-kernel each DiSAN model ran on. Times are medians over several steps after warm-up.
+dropout on) on B = 64 full-length sentences of random ids, d_e = d_h = 300 (``--batch``, ``--dim``);
+``--forward-only`` times the forward pass alone, in eval mode without autograd, as prediction runs
+it. Models: ``reference`` (DiSAN with the dense attention, kernel "dense"), ``fast`` (DiSAN with
+kernel "auto": the C++ kernel on a CPU, the Triton kernel on a GPU, or what DISAN_KERNEL names),
+``eager`` (DiSAN with the eager kernel), ``compiled`` (the reference under ``torch.compile``),
+``bilstm`` and ``multihead`` (the Table 1 baselines with source2token). The tables name the kernel
+each DiSAN model ran on. Times are medians over several steps after warm-up.
 
-Each (model, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
+Each (model, B, n) runs in a fresh subprocess, so that VmHWM (the peak resident set, from
 /proc/self/status) is that configuration's alone. The memory table gives the peak minus the
 resident set after building the model and its inputs, and the absolute peak in brackets (on
 CUDA: torch.cuda.max_memory_allocated). The dense reference keeps several (B, n, n, d) tensors
 alive; a configuration whose estimate exceeds --mem-cap-gb is reported as skipped, not run.
+
+The table imports nothing but torch (and Triton on a GPU) and numpy, so that it runs with a GPU
+machine's own Python as ``python -m disan.tools.bench``; ``--epoch`` and ``--predict`` import the
+training and inspection code, and the packages they need, when they run.
 """
 from __future__ import annotations
 
@@ -38,35 +47,51 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch.nn import functional as F
 
+from disan.data import glove100
 from disan.data.batching import BATCHINGS
 from disan.data.loaders import SST_NODES
 from disan.data.registry import BENCHMARKS
 from disan.data.text import PAD_ID
-from disan.data.vectors import default_source
 from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
-from disan.training import train as training
-from disan.training.config import TrainConfig
-from disan.training.distributed import World
+
+if TYPE_CHECKING:
+    from disan.training.config import TrainConfig
+    from disan.training.train import Prepared
 
 BATCH, DIM, VOCAB, CLASSES = 64, DiSANConfig.d_h, 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
-MODELS = {  # name -> (encoder, DiSANConfig.kernel)
-    "reference": ("disan", "dense"),
-    "fast": ("disan", "auto"),
-    "eager": ("disan", "eager"),
-    "bilstm": ("bilstm", "auto"),
-    "multihead": ("multihead", "auto"),
+
+
+class Model(NamedTuple):
+    """What a row of the table runs."""
+    encoder: str            # of disan.nn.baselines.ENCODERS
+    kernel: str             # DiSANConfig.kernel
+    compiled: bool = False  # the model under torch.compile (its default backend, inductor)
+
+
+MODELS = {
+    "reference": Model("disan", "dense"),
+    "fast": Model("disan", "auto"),
+    "eager": Model("disan", "eager"),
+    "compiled": Model("disan", "dense", compiled=True),
+    "bilstm": Model("bilstm", "auto"),
+    "multihead": Model("multihead", "auto"),
 }
-TRAINED = tuple(name for name, (_, kernel) in MODELS.items() if kernel == "auto")  # what training runs
+TRAINED = tuple(name for name, model in MODELS.items() if model.kernel == "auto")  # what training runs
+# (how many times faster, or leaner, the first is than the second): the columns of the tables, for
+# the pairs the run has both of
+RATIOS = (("fast", "reference"), ("fast", "bilstm"), ("compiled", "bilstm"))
 # (B, n, n, d) float32 tensors that a dense DiSAN step holds at its peak: measured with this
 # benchmark, the peak above the model was 1.5 GB at n = 40 and 5.3 GB at n = 80 (about 10 such
 # tensors plus the rest of the step).
@@ -104,34 +129,50 @@ def _resident_mb(device: str) -> tuple[float, float]:
     return (int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024)
 
 
-def build_model(name: str, device: str, vocab_size: int = VOCAB, d_e: int = DIM) -> TextModel:
-    """The text model a row of the table times: the encoder and kernel of ``MODELS[name]``, in train mode."""
-    encoder, kernel = MODELS[name]
-    cfg = ModelConfig(vocab_size=vocab_size, n_classes=CLASSES, encoder=encoder,
-                      encoder_cfg=DiSANConfig(d_e=d_e, d_h=DIM, kernel=kernel))
-    return TextModel(cfg).to(device).train()
+def build_model(name: str, device: str, vocab_size: int = VOCAB, d_e: int = DIM,
+                d_h: int = DIM) -> torch.nn.Module:
+    """The text model a row of the table times: ``MODELS[name]``, in train mode; a compiled one
+    compiles at its first call."""
+    model = MODELS[name]
+    cfg = ModelConfig(vocab_size=vocab_size, n_classes=CLASSES, encoder=model.encoder,
+                      encoder_cfg=DiSANConfig(d_e=d_e, d_h=d_h, kernel=model.kernel))
+    text_model = TextModel(cfg).to(device).train()
+    return torch.compile(text_model) if model.compiled else text_model
 
 
-def step_worker(name: str, n: int, warmup: int, repeats: int, device: str) -> dict:
-    """Time training steps of one model at one length; report its memory."""
-    torch.manual_seed(0)
-    model = build_model(name, device)
+def make_step(model: torch.nn.Module, ids: torch.Tensor, target: torch.Tensor, forward_only: bool = False):
+    """What one timed call does: forward + backward + Adadelta (lr 0.5) in train mode; with
+    ``forward_only``, the forward pass alone in eval mode without autograd."""
+    if forward_only:
+        model.eval()
+
+        def forward():
+            with torch.no_grad():
+                model(ids)
+        return forward
     opt = torch.optim.Adadelta(model.parameters(), lr=0.5)
-    ids = torch.randint(PAD_ID + 1, VOCAB, (BATCH, n), device=device)  # no padding
-    target = torch.randint(0, CLASSES, (BATCH,), device=device)
-    encoder, kernel = MODELS[name]
-    kernel = kernels.resolve(kernel, torch.empty(0, device=device)) if encoder == "disan" else "-"
-    if device == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    base_mb, _ = _resident_mb(device)
 
     def step():
         loss = F.cross_entropy(model(ids), target)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    return step
 
-    times = _timed(step, warmup, repeats, device)
+
+def step_worker(name: str, n: int, warmup: int, repeats: int, device: str, batch: int = BATCH, dim: int = DIM,
+                forward_only: bool = False) -> dict:
+    """Time steps (or forward passes) of one model at one batch size and length; report its memory."""
+    torch.manual_seed(0)
+    model = build_model(name, device, d_e=dim, d_h=dim)
+    ids = torch.randint(PAD_ID + 1, VOCAB, (batch, n), device=device)  # no padding
+    target = torch.randint(0, CLASSES, (batch,), device=device)
+    row = MODELS[name]
+    kernel = kernels.resolve(row.kernel, torch.empty(0, device=device)) if row.encoder == "disan" else "-"
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    base_mb, _ = _resident_mb(device)
+    times = _timed(make_step(model, ids, target, forward_only), warmup, repeats, device)
     _, peak_mb = _resident_mb(device)
     return {"ms": 1e3 * statistics.median(times), "steps": len(times), "kernel": kernel,
             "base_mb": base_mb, "peak_mb": peak_mb}
@@ -150,15 +191,16 @@ def trace_worker(sizes, repeats: int, device: str) -> dict:
     return out
 
 
-def dense_estimate_gb(n: int, itemsize: int = 4) -> float:
+def dense_estimate_gb(n: int, batch: int = BATCH, dim: int = DIM, itemsize: int = 4) -> float:
     """Peak memory of a dense DiSAN step at length n, estimated from the measured number of live (B, n, n, d) tensors."""
-    return DENSE_LIVE * BATCH * n * n * DIM * itemsize / 2**30
+    return DENSE_LIVE * batch * n * n * dim * itemsize / 2**30
 
 
 def _run_worker(args, extra: list[str]) -> tuple[dict | None, str]:
-    """Run ``python -m disan bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
+    """Run ``python -m disan.tools.bench --worker ...`` in a fresh process; (its JSON result, or None and why)."""
     cmd = [sys.executable, "-m", "disan.tools.bench", "--device", args.device, "--repeats", str(args.repeats),
-           "--warmup", str(args.warmup)] + (["--threads", str(args.threads)] if args.threads else []) + extra
+           "--warmup", str(args.warmup), "--dim", str(args.dim)] + (["--threads", str(args.threads)] if args.threads
+                                                                     else []) + extra
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return None, f"failed (rc {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
@@ -179,38 +221,48 @@ def _version(package: str) -> str:
         return "not installed"
 
 
+def versions(device: str) -> str:
+    """The device, and the versions of torch, CUDA and Triton, for a table's header."""
+    cuda = f", CUDA {torch.version.cuda}" if device == "cuda" else ""
+    return f"device {device} ({device_name(device)}), torch {torch.__version__}{cuda}, triton {_version('triton')}"
+
+
 def run_table(args) -> None:
-    """Time every model at every size, each step in a fresh process, and print the speed and memory tables."""
+    """Time every model at every batch size and length, each in a fresh process; print the speed and memory tables."""
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     models = args.models or list(MODELS)
+    ratios = [(a, b) for a, b in RATIOS if a in models and b in models]
     auto = kernels.resolve("auto", torch.empty(0, device=args.device))
-    print(f"# python -m disan bench: B={BATCH}, d={DIM}, device {args.device} ({device_name(args.device)}), "
-          f"{args.threads or torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"triton {_version('triton')}, kernel auto = {auto}, load average at start {os.getloadavg()[0]:.2f}",
-          flush=True)
-    results: dict[tuple[str, int], dict] = {}
-    for n in sizes:
+    print(f"# python -m disan bench: B = {', '.join(map(str, args.batch))}, d = {args.dim}, "
+          f"{'forward pass only' if args.forward_only else 'training step'}, {versions(args.device)}, "
+          f"{args.threads or torch.get_num_threads()} threads, kernel auto = {auto}, "
+          f"load average at start {os.getloadavg()[0]:.2f}", flush=True)
+    results: dict[tuple[str, int, int], dict] = {}
+    rows = list(itertools.product(args.batch, sizes))
+    for b, n in rows:
         for name in models:
-            if MODELS[name][1] == "dense" and dense_estimate_gb(n) > args.mem_cap_gb:
-                results[name, n] = {"skipped": dense_estimate_gb(n)}
+            estimate = dense_estimate_gb(n, b, args.dim)
+            if MODELS[name].kernel == "dense" and estimate > args.mem_cap_gb:
+                results[name, b, n] = {"skipped": estimate}
                 continue
-            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n)])
-            results[name, n] = res or {"failed": why}
-            print(f"  n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
+            res, why = _run_worker(args, ["--worker", "step", "--model", name, "--n", str(n), "--batch", str(b)]
+                                   + (["--forward-only"] if args.forward_only else []))
+            results[name, b, n] = res or {"failed": why}
+            print(f"  B={b:<4} n={n:<4} {name:<10} {res or why}", file=sys.stderr, flush=True)
 
-    def cell(name, n, what):
-        r = results.get((name, n), {})
+    def cell(name, b, n, what):
+        r = results.get((name, b, n), {})
         if "skipped" in r:
             return f"skipped (est. {r['skipped']:.1f} GB)"
         if "failed" in r:
             return "failed"
         if what == "speed":
-            return f"{1e3 * BATCH / r['ms']:.0f} ({r['ms']:.0f} ms)"
+            return f"{1e3 * b / r['ms']:.0f} ({r['ms']:.0f} ms)"
         return f"{r['peak_mb'] - r['base_mb']:.0f} ({r['peak_mb']:.0f})"
 
-    def ratio(a, b, n, memory=False):
-        """How many times faster (or leaner) ``a`` is than ``b`` at length n; memory of a skipped ``b`` is its estimate."""
-        ra, rb = results.get((a, n), {}), results.get((b, n), {})
+    def ratio(a, b, row, memory=False):
+        """How many times faster (or leaner) ``a`` is than ``b`` in a row; memory of a skipped ``b`` is its estimate."""
+        ra, rb = results.get((a, *row), {}), results.get((b, *row), {})
         if "ms" not in ra or not ("ms" in rb or (memory and "skipped" in rb)):
             return "-"
         if not memory:
@@ -222,28 +274,30 @@ def run_table(args) -> None:
 
     def header(name):
         """The model's name, with the kernel(s) its steps ran on for a DiSAN model."""
-        ran = sorted({r["kernel"] for (m, _), r in results.items() if m == name and r.get("kernel", "-") != "-"})
+        ran = sorted({r["kernel"] for (m, *_), r in results.items() if m == name and r.get("kernel", "-") != "-"})
         return f"{name} [{', '.join(ran)}]" if ran else name
 
-    print("\nTraining step: sentences/s (ms per step); [the token2token kernel that ran]\n")
-    print("| n | " + " | ".join(map(header, models)) + " | fast/reference | fast/bilstm |")
-    print("|---" * (len(models) + 3) + "|")
-    for n in sizes:
-        print(f"| {n} | " + " | ".join(cell(m, n, "speed") for m in models)
-              + f" | {ratio('fast', 'reference', n)} | {ratio('fast', 'bilstm', n)} |")
+    what = "Forward pass (eval mode, no autograd)" if args.forward_only else "Training step"
+    print(f"\n{what}: sentences/s (ms per call); [the token2token kernel that ran]\n")
+    print("| B | n | " + " | ".join(map(header, models)) + "".join(f" | {a}/{b}" for a, b in ratios) + " |")
+    print("|---" * (len(models) + len(ratios) + 2) + "|")
+    for row in rows:
+        print(f"| {row[0]} | {row[1]} | " + " | ".join(cell(m, *row, "speed") for m in models)
+              + "".join(f" | {ratio(a, b, row)}" for a, b in ratios) + " |")
     label = "GPU memory allocated" if args.device == "cuda" else "VmHWM"
-    print(f"\nPeak memory of a step: MB above the model and its inputs ({label} in MB)\n")
-    print("| n | " + " | ".join(models) + " | reference/fast |")
-    print("|---" * (len(models) + 2) + "|")
-    for n in sizes:
-        print(f"| {n} | " + " | ".join(cell(m, n, "memory") for m in models)
-              + f" | {ratio('fast', 'reference', n, memory=True)} |")
+    print(f"\nPeak memory: MB above the model and its inputs ({label} in MB)\n")
+    print("| B | n | " + " | ".join(models) + "".join(f" | {b}/{a}" for a, b in ratios) + " |")
+    print("|---" * (len(models) + len(ratios) + 2) + "|")
+    for row in rows:
+        print(f"| {row[0]} | {row[1]} | " + " | ".join(cell(m, *row, "memory") for m in models)
+              + "".join(f" | {ratio(a, b, row, memory=True)}" for a, b in ratios) + " |")
 
-    trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
-    print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
-    print("| n | ms |\n|---|---|")
-    for n in TRACE_SIZES:
-        print(f"| {n} | {trace[str(n)]:.1f} |" if trace else f"| {n} | {why} |")
+    if args.trace:
+        trace, why = _run_worker(args, ["--worker", "trace", "--sizes", ",".join(map(str, TRACE_SIZES))])
+        print("\nSingle-sentence trace latency, DiSANEncoder(DiSANConfig()), eval, trace=True\n")
+        print("| n | ms |\n|---|---|")
+        for n in TRACE_SIZES:
+            print(f"| {n} | {trace[str(n)]:.1f} |" if trace else f"| {n} | {why} |")
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 
@@ -373,7 +427,6 @@ def predict_benchmark(args) -> None:
     """
     from contextlib import redirect_stdout
 
-    from disan.data import glove100
     from disan.data.registry import load_task
     from disan.data.text import Vocab, tokenize
     from disan.inspect.pipeline import Pipeline
@@ -423,13 +476,14 @@ def predict_benchmark(args) -> None:
 
 @dataclass
 class EpochTiming:
-    """One (model, batching) configuration's epoch on a task's real training data."""
+    """One (model, batching) configuration's epoch on a task's training data."""
     model: str
     batching: str
     batches: int            # in one epoch
     seconds: list[float]    # of each timed step, a uniform sample of the epoch's batches
     padding: float          # share of the padded token positions of the epoch's batches that are padding
     cells: int              # query-key pairs of the epoch: sum over batches of B * n^2, DiSAN's work
+    data: str = ""          # what it trained on, in words (epoch_data's)
 
     @property
     def estimate(self) -> float:
@@ -446,27 +500,103 @@ class EpochTiming:
         return 1.96 * big_n * statistics.stdev(self.seconds) / math.sqrt(k) * math.sqrt(1 - k / big_n)
 
 
+# --epoch's word vectors: training's (GloVe; :func:`disan.data.vectors.default_source`), or random rows
+# of RANDOM_DIM features drawn as training draws the rows of words GloVe lacks, so that no GloVe file is needed
+VECTORS = ("glove", "random")
+RANDOM_DIM = glove100.DIMENSIONS  # what training uses once GloVe 100d is fetched, as the shipped checkpoints do
+# The synthetic stand-in for SST-5 when its files are not here: how many training examples training's
+# defaults give (every distinct phrase once, split by spaCy) of each length 1, 2, ..., 53 tokens, and
+# the size of their vocabulary (<pad> and <unk> included). tests/test_epoch_bench.py checks both
+# against the data.
+SST5_LENGTHS = (16601, 24970, 21042, 14465, 11587, 9295, 7702, 6387, 5453, 4757, 4129, 3650, 3214, 2858,
+                2553, 2240, 2049, 1910, 1677, 1493, 1320, 1233, 1132, 1003, 874, 783, 658, 607, 529, 460,
+                390, 358, 323, 263, 242, 188, 151, 142, 97, 88, 84, 59, 56, 51, 43, 25, 22, 15, 15, 12,
+                7, 8, 3)
+SST5_VOCAB = 15_415
+
+
+def synthetic_sst5(dim: int = RANDOM_DIM, seed: int = 0) -> Prepared:
+    """SST-5's training set as an epoch sees it without the data: examples of random word ids with the
+    lengths of :data:`SST5_LENGTHS` and random labels, a vocabulary of :data:`SST5_VOCAB` made-up
+    words, and random word vectors (every row one of a word GloVe lacks)."""
+    import numpy as np
+
+    from disan.data.batching import Encoded
+    from disan.data.text import PAD, UNK, UNK_ID, Vocab
+    from disan.data.vectors import embedding_matrix
+    from disan.training.train import Prepared
+
+    rng = random.Random(seed)
+    lengths = [n for n, count in enumerate(SST5_LENGTHS, start=1) for _ in range(count)]
+    ids = [[rng.randrange(UNK_ID + 1, SST5_VOCAB) for _ in range(n)] for n in lengths]
+    sst5 = BENCHMARKS["sst5"]
+    labels = [rng.randrange(len(sst5.labels)) for _ in lengths]
+    vocab = Vocab([PAD, UNK] + [f"w{i}" for i in range(SST5_VOCAB - 2)])
+    vectors, _ = embedding_matrix(vocab, [], np.zeros((0, dim), dtype=np.float32), seed=seed)
+    data = sst5.task([], [], [], "synthetic")
+    return Prepared(data, vocab, {"train": Encoded([ids], labels, lengths)}, vectors, 0, 0)
+
+
+def epoch_data(base: TrainConfig, vectors: str = "glove") -> tuple[Prepared, str]:
+    """The training data an epoch is timed on, prepared as training prepares ``base``'s task, with
+    ``vectors`` (of :data:`VECTORS`); and what it is, in words.
+
+    With random vectors and no data folder: :func:`synthetic_sst5`, for SST-5 with training's defaults.
+    """
+    from disan.data.loaders import data_dir
+    from disan.data.vectors import default_source, description
+    from disan.training.config import TrainConfig
+    from disan.training.train import prepare_data
+
+    if vectors not in VECTORS:
+        raise ValueError(f"vectors must be one of {', '.join(VECTORS)}, not {vectors!r}")
+    rng = random.Random(base.seed)
+    if vectors == "glove":
+        source = base.embeddings or default_source()
+        return prepare_data(dataclasses.replace(base, embeddings=source), rng), f"word vectors {description(source)}"
+    random_words = f"random word vectors (d = {RANDOM_DIM}, no GloVe read)"
+    try:
+        data_dir(base.data_dir)
+    except FileNotFoundError as err:
+        stands_for = TrainConfig(task="sst5", out=base.out)  # what SST5_LENGTHS counts
+        if any(getattr(base, f) != getattr(stands_for, f) for f in ("task", "phrases", "sst_nodes", "tokens",
+                                                                     "max_train")):
+            raise FileNotFoundError(f"{err}; without the data, --vectors random stands in for SST-5 with "
+                                    f"training's defaults only") from None
+        prep = synthetic_sst5(RANDOM_DIM, base.seed)
+        return prep, (f"a synthetic corpus (no benchmark data here): {len(prep.splits['train']):,} examples of random "
+                      f"ids with SST-5's training lengths, {SST5_VOCAB:,} words, {random_words}")
+    with tempfile.TemporaryDirectory() as folder:
+        # a vectors file of no words (a word2vec header alone): every row is drawn as a missing word's
+        empty = os.path.join(folder, "none.txt")
+        with open(empty, "w") as f:
+            f.write(f"0 {RANDOM_DIM}\n")
+        return prepare_data(dataclasses.replace(base, embeddings=empty), rng), random_words
+
+
 def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sample: int,
-                  device: str = "cpu") -> list[EpochTiming]:
+                  device: str = "cpu", vectors: str = "glove") -> list[EpochTiming]:
     """Time one epoch of training for each model and batching, as ``python -m disan train`` runs it.
 
-    Every configuration trains on the same data, prepared once by ``base`` (task, SST nodes, word
-    vectors, vocabulary), with the training loop's own step (:func:`~disan.training.train.run_steps`),
-    one step of each in turn, so that a change of the machine's load hits them alike. An epoch's
-    batches come in random order, so after the untimed warm-up steps its next ``sample`` batches are a
-    uniform sample of them; ``sample`` 0 times all the others. Models: those of :data:`MODELS` whose
-    kernel is "auto" (:data:`TRAINED`).
+    Every configuration trains on the same data, prepared once by :func:`epoch_data` from ``base``
+    (task, SST nodes, vocabulary) and ``vectors``, with the training loop's own step
+    (:func:`~disan.training.train.run_steps`), one step of each in turn, so that a change of the
+    machine's load hits them alike. An epoch's batches come in random order, so after the untimed
+    warm-up steps its next ``sample`` batches are a uniform sample of them; ``sample`` 0 times all
+    the others. Models: those of :data:`MODELS` whose kernel is "auto" (:data:`TRAINED`).
     """
     if unknown := [m for m in models if m not in TRAINED]:
         raise ValueError(f"an epoch runs the models training runs ({', '.join(TRAINED)}), not {', '.join(unknown)}")
     if unknown := sorted(set(batchings) - set(BATCHINGS)):
         raise ValueError(f"batching must be among {', '.join(BATCHINGS)}, not {', '.join(unknown)}")
-    base = dataclasses.replace(base, embeddings=base.embeddings or default_source())
+    from disan.training import train as training
+    from disan.training.distributed import World
+
     world = World.from_env(device)
-    prep = training.prepare_data(base, random.Random(base.seed))
+    prep, data = epoch_data(base, vectors)
     train_split, runs = prep.splits["train"], []
     for name, batching in itertools.product(models, batchings):
-        cfg = dataclasses.replace(base, encoder=MODELS[name][0], batching=batching)
+        cfg = dataclasses.replace(base, encoder=MODELS[name].encoder, batching=batching)
         torch.manual_seed(base.seed)
         model = training.build_model(cfg, prep).to(world.device)
         stream = training.BatchStream(train_split, cfg.batch_size, 1, random.Random(base.seed), batching)
@@ -486,21 +616,24 @@ def epoch_timings(base: TrainConfig, models: list[str], batchings: list[str], sa
         real = sum(train_split.lengths[j] for b in stream.chunks for j in b)
         padded = sum(size * n for size, n in sizes)
         out.append(EpochTiming(name, cfg.batching, stream.per_round,
-                               timed[i], 1 - real / padded, sum(size * n * n for size, n in sizes)))
+                               timed[i], 1 - real / padded, sum(size * n * n for size, n in sizes), data))
     return out
 
 
 def epoch_benchmark(args) -> None:
     """``--epoch``: the table of :func:`epoch_timings`, with the ratios of the models and of the batchings."""
     models = args.models or ["fast", "bilstm"]
+    from disan.training.config import TrainConfig
+    from disan.training.train import WARMUP_STEPS
+
     base = TrainConfig(task=args.task, out="unused", **({"sst_nodes": args.sst_nodes} if args.sst_nodes else {}))
-    timings = epoch_timings(base, models, args.batching, args.sample, args.device)
+    timings = epoch_timings(base, models, args.batching, args.sample, args.device, args.vectors)
     first = timings[0]
     print(f"# python -m disan bench --epoch: {args.task}"
           + (f" ({base.sst_nodes} nodes)" if BENCHMARKS[args.task].sst else "")
-          + f", {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed per "
-          f"configuration after {training.WARMUP_STEPS} untimed; device {args.device} ({device_name(args.device)}), "
-          f"{torch.get_num_threads()} thread(s), torch {torch.__version__}; load average {os.getloadavg()[0]:.2f}\n")
+          + f", {first.data}; {first.batches:,} batches of {base.batch_size} per epoch, {len(first.seconds):,} timed "
+          f"per configuration after {WARMUP_STEPS} untimed; {versions(args.device)}, "
+          f"{torch.get_num_threads()} thread(s); load average {os.getloadavg()[0]:.2f}\n")
     print("| model | batching | padding | query-key pairs | ms per step (mean) | epoch s (95% interval) |")
     print("|---|---|---:|---:|---:|---|")
     for t in timings:
@@ -521,6 +654,13 @@ def main(argv=None) -> None:
     p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
     p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
     p.add_argument("--models", type=lambda s: s.split(","), help=f"comma-separated, of {', '.join(MODELS)}")
+    p.add_argument("--batch", type=lambda s: [int(v) for v in s.split(",")], default=[BATCH],
+                   help=f"comma-separated batch sizes B of the table (default {BATCH})")
+    p.add_argument("--dim", type=int, default=DIM, help=f"the table's d_e = d_h (default {DIM})")
+    p.add_argument("--forward-only", action="store_true",
+                   help="time the forward pass alone (eval mode, no autograd) instead of a training step")
+    p.add_argument("--no-trace", dest="trace", action="store_false",
+                   help="leave out the single-sentence trace latency after the table")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     p.add_argument("--threads", type=int, help="torch threads (default: PyTorch's)")
     p.add_argument("--repeats", type=int, help="timed steps (default 5, quick 3)")
@@ -540,6 +680,9 @@ def main(argv=None) -> None:
                    help="with --epoch: comma-separated, of " + ", ".join(BATCHINGS))
     p.add_argument("--sample", type=int, default=300,
                    help="with --epoch: timed batches per configuration, a uniform sample of the epoch's (0: all)")
+    p.add_argument("--vectors", choices=VECTORS, default="glove",
+                   help=f"with --epoch: training's GloVe, or random vectors of {RANDOM_DIM} features (no GloVe "
+                        f"read; without the data, a synthetic corpus with SST-5's training lengths)")
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -553,7 +696,8 @@ def main(argv=None) -> None:
     if args.predict:
         predict_benchmark(args)
     elif args.worker == "step":
-        print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device)))
+        print(json.dumps(step_worker(args.model, args.n, args.warmup, args.repeats, args.device, args.batch[0],
+                                     args.dim, args.forward_only)))
     elif args.worker == "trace":
         print(json.dumps(trace_worker(args.sizes, max(args.repeats, 10), args.device)))
     elif args.ops:
@@ -563,7 +707,7 @@ def main(argv=None) -> None:
     elif args.epoch:
         try:
             epoch_benchmark(args)
-        except ValueError as err:
+        except (ValueError, FileNotFoundError) as err:
             p.error(str(err))
     else:
         run_table(args)
