@@ -266,6 +266,12 @@ def row_shuffle_index(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 # ---------------------------------------------------------------- bootstrap
 
+# Bootstrap resamples behind every interval (the case study's, compare's). Their counts per cluster are
+# held at once and cached: 2,000 resamples over the case study's 2,000 sentences are 32 MB, over SNLI's
+# 9,824 test pairs 160 MB.
+RESAMPLES = 2_000
+
+
 @functools.lru_cache(maxsize=8)
 def _resample_counts(clusters: int, resamples: int, seed: int) -> np.ndarray:
     """(resamples, clusters): how often each cluster is drawn in each resample. Cached, so that the
@@ -285,7 +291,7 @@ class Estimate:
                         # left out of the interval, and counted so that a reader can judge the interval
 
 
-def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = 1000,
+def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], resamples: int = RESAMPLES,
                       level: float = 0.95, seed: int = 0) -> Estimate:
     """A statistic of per-cluster sums with a percentile bootstrap interval that resamples whole clusters.
 
