@@ -39,6 +39,7 @@ from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
 from disan.explore.analyses import compare as _compare
 from disan.explore.analyses import counterfactual as _counterfactual
+from disan.explore.analyses import stats as _stats
 from disan.explore.analyses.report import report_html
 from disan.explore.views import AttentionOptions
 from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, SentenceTrace, TraceResult
@@ -162,7 +163,7 @@ def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
     return _compare.drawing(*sides)
 
 
-def case_study(pipe, texts, resamples: int = 1000):
+def case_study(pipe, texts, resamples: int = _stats.RESAMPLES):
     """The paper's case-study claims measured on the texts: a pandas table paper claim | measured | null |
     holds? | n, each claim judged against its null model. Fewer than
     :data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` texts give the measures and no verdict."""

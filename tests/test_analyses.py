@@ -1,6 +1,7 @@
 """The analyses library (disan.explore.analyses): statistics, measures, corpus senses, counterfactuals,
 attribution, model comparison and the case study, on tiny models and hand-made inputs."""
 import io
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,31 @@ def test_pca_finds_the_direction_of_largest_variance():
     np.testing.assert_allclose(on_a_line.explained, [1.0, 0.0], atol=1e-12)
 
 
+@pytest.mark.parametrize("n, d", [(12, 30), (200, 6)])  # fewer points than dimensions, and more
+def test_pca_is_the_svd_of_the_centred_points_with_the_largest_loading_positive(n, d):
+    rng = np.random.default_rng(n)
+    points = rng.normal(size=(n, d)) * np.linspace(3.0, 0.5, d) + 2.0
+    centred = points - points.mean(axis=0)
+    _, sing, vt = np.linalg.svd(centred, full_matrices=False)
+    vt = vt[:2] * np.sign(vt[:2][np.arange(2), np.abs(vt[:2]).argmax(axis=1)])[:, None]
+    p = stats.pca_2d(points)
+    np.testing.assert_allclose(p.components, vt, atol=1e-10)
+    np.testing.assert_allclose(p.coords, centred @ vt.T, atol=1e-10)
+    np.testing.assert_allclose(p.explained, sing[:2] ** 2 / (sing ** 2).sum(), rtol=1e-10)
+
+
+def test_pca_of_too_few_points_gives_zeros_for_the_components_they_lack():
+    two = stats.pca_2d(np.array([[0.0, 0.0, 0.0], [3.0, 4.0, 0.0]]))  # one direction: (3, 4, 0) / 5
+    np.testing.assert_allclose(two.components, [[0.6, 0.8, 0.0], [0.0, 0.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(two.coords, [[-2.5, 0.0], [2.5, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(two.explained, [1.0, 0.0], atol=1e-12)
+    for points in (np.ones((4, 3)), np.ones((1, 3))):  # no spread at all: nothing explained, no 0 / 0
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            p = stats.pca_2d(points)
+        assert (p.explained == 0).all() and (p.coords == 0).all()
+
+
 def blobs(sizes=(40, 30, 20), spread=0.3, seed=0):
     rng = np.random.default_rng(seed)
     centres = np.array([[0.0, 0.0, 10.0], [10.0, 0.0, 0.0], [0.0, 10.0, 0.0]])
@@ -60,6 +86,15 @@ def test_kmeans_recovers_separated_blobs_numbered_by_size():
     order = np.random.default_rng(1).permutation(len(points))
     labels = stats.kmeans(points[order], 3)
     assert np.array_equal(labels, truth[order])  # the largest blob is cluster 0, the smallest 2
+
+
+def test_kmeans_numbers_clusters_of_equal_size_by_their_first_point():
+    points, truth = blobs(sizes=(25, 25, 25))
+    for first in range(3):  # the blob whose point comes first is cluster 0, whatever the seed
+        order = np.argsort((truth - first) % 3 + np.random.default_rng(first).random(75) * 2.5, kind="stable")
+        expected = np.unique(truth[order], return_index=True)[1].argsort().argsort()[truth[order]]
+        for seed in range(4):
+            assert np.array_equal(stats.kmeans(points[order], 3, seed=seed), expected), (first, seed)
 
 
 def test_the_silhouette_picks_the_number_of_blobs():

@@ -32,6 +32,15 @@ def test_mcnemar_exact_is_the_two_sided_binomial_p_value_on_the_discordant_examp
     assert mcnemar_exact(b, c) == mcnemar_exact(c, b)
 
 
+def test_mcnemar_exact_by_hand():
+    # 7 against 2 of 9 discordant examples: twice P(at most 2 heads of 9) = 2 (1 + 9 + 36) / 2^9
+    assert mcnemar_exact(7, 2) == pytest.approx(2 * (1 + 9 + 36) / 2 ** 9, rel=1e-12)
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 2 ** 5, rel=1e-12)
+    assert mcnemar_exact(4, 5) == 1.0  # the two tails overlap: capped at 1
+    with pytest.raises(ValueError, match="negative"):
+        mcnemar_exact(-1, 3)
+
+
 def classified(correct: np.ndarray, texts=None) -> Evaluation:
     """An evaluation whose examples are right where ``correct`` says (gold "a", predicted "a" or "b")."""
     texts = texts if texts is not None else [f"sentence {i}" for i in range(len(correct))]

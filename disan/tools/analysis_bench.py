@@ -25,8 +25,8 @@ import time
 import torch
 
 from disan.explore import atlas
+from disan.explore.analyses import casestudy, corpus, stats
 from disan.explore.catalog import default_entry, list_checkpoints
-from disan.explore.analyses import casestudy, corpus
 from disan.inspect.pipeline import load
 from disan.nn import kernels
 
@@ -72,7 +72,7 @@ def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, floa
         nonlocal study
         study = casestudy.measure(pipe, chosen.tokens, chosen.name)
     rows = [("trace and measure", _median_seconds(measure, repeats))]
-    rows.append(("claims and figures (1,000 bootstrap resamples)",
+    rows.append((f"claims and figures ({stats.RESAMPLES:,} bootstrap resamples)",
                  _median_seconds(lambda: casestudy.drawing(study), repeats)))
     return rows
 

@@ -23,12 +23,8 @@ import numpy as np
 
 from disan.data.kinds import kind_of
 from disan.data.loaders import SPLITS
-from disan.explore.analyses.stats import Estimate, cluster_bootstrap, mcnemar_exact
+from disan.explore.analyses.stats import RESAMPLES, Estimate, cluster_bootstrap, mcnemar_exact
 from disan.training.evaluate import Evaluation, examples_table
-
-# Each resample is a row of counts per example held at once: 2,000 of them over SNLI's 9,824 test pairs
-# are 160 MB.
-RESAMPLES = 2_000
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,13 @@ part beyond it counts.
   blocks, so that only the masks and the spread of each query's attention relate them; the claim fails
   when the directions rank words alike beyond that.
 
-A verdict comes from the 95% cluster-bootstrap interval (1,000 resamples of whole sentences) of the
-measure minus its null, per sentence (the mean of the shuffles for word classes): the claim holds when
-that interval lies above 0 (for the directions: fails when it does). A claim that holds with an effect
-under 5% of the level it is compared with (the stop words' mean, the uniform Gini) is marked small: with
-thousands of tokens, tiny differences are significant. Below :data:`MIN_SENTENCES` sentences no verdict is given:
-two sentences allow three distinct resamples, one allows none, and any Δ would read as a finding.
+A verdict comes from the 95% cluster-bootstrap interval (:data:`~disan.explore.analyses.stats.RESAMPLES`
+resamples of whole sentences) of the measure minus its null, per sentence (the mean of the shuffles for
+word classes): the claim holds when that interval lies above 0 (for the directions: fails when it does).
+A claim that holds with an effect under 5% of the level it is compared with (the stop words' mean, the
+uniform Gini) is marked small: with thousands of tokens, tiny differences are significant. Below
+:data:`MIN_SENTENCES` sentences no verdict is given: two sentences allow three distinct resamples, one
+allows none, and any Δ would read as a finding.
 """
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def _class_sums(study: CaseStudy, column: str, classes: Sequence[str]) -> np.nda
     return out
 
 
-def class_means(study: CaseStudy, column: str, resamples: int = 1000, seed: int = 0) -> dict[str, stats.Estimate]:
+def class_means(study: CaseStudy, column: str, resamples: int = stats.RESAMPLES,
+                seed: int = 0) -> dict[str, stats.Estimate]:
     """The mean of a per-token column over each word class, with its bootstrap interval."""
     sums = _class_sums(study, column, WORD_CLASSES)
     return {cls: stats.cluster_bootstrap(sums[:, 2 * c:2 * c + 2], lambda t: t[..., 0] / t[..., 1], resamples,
@@ -246,7 +248,7 @@ def _class_claim(study: CaseStudy, name: str, column: str, null_draws: np.ndarra
             "holds?": _verdict(_shifted(diff, null.mean), n, level=stop), "n": n}
 
 
-def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def claims(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) -> pd.DataFrame:
     """The table: paper claim | measured | null | holds? | n, one row per claim and DiSA block. Δ is
     content minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; the
     null column gives what the claim's null model gives (the 5-95% range of the shuffles for word
@@ -287,7 +289,8 @@ def claims(study: CaseStudy, resamples: int = 1000, seed: int = 0) -> pd.DataFra
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = 1000, seed: int = 0) -> Drawing:
+def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = stats.RESAMPLES,
+            seed: int = 0) -> Drawing:
     """The claims table, then a plot per claim, then (if given) the paper's sentences with the same measures."""
     received_by = {name: class_means(study, f"{name} relative", resamples, seed) for name in study.blocks}
     gate_by = {name: class_means(study, f"{name} gate", resamples, seed) for name in study.blocks}
@@ -319,7 +322,7 @@ def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = 1
     return Drawing(rows)
 
 
-def paper_rows(paper: CaseStudy, resamples: int = 1000, seed: int = 0) -> list[Row]:
+def paper_rows(paper: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) -> list[Row]:
     """The paper's sentences: the claims' measures (too few sentences for verdicts), then per sentence
     each token's attention received ÷ uniform and mean gate per block (stop words marked)."""
     rows = [Row({"case-paper-claims": claims(paper, resamples, seed)},
