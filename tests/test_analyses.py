@@ -299,6 +299,7 @@ def test_a_pair_benchmark_gives_both_sentences_with_the_label(data_root):
 
 # ---------------------------------------------------------------- counterfactuals
 
+@pytest.mark.quick
 def test_edits_and_their_alignment():
     tokens = ["the", "glass", "bottle", "is", "big"]
     assert cf.edit(tokens, "delete", 1) == ["the", "bottle", "is", "big"]
@@ -585,3 +586,31 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
     assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2
     assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
     assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure
+
+
+@pytest.mark.quick
+def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
+    from disan.explore.analyses import charts
+    fig = charts.prediction_change({"neg": 0.2, "pos": 0.8}, {"neg": 0.7, "pos": 0.3})
+    assert [list(bar.y) for bar in fig.data] == [["neg", "pos"], ["neg", "pos"]]
+    assert [list(bar.x) for bar in fig.data] == [[0.2, 0.8], [0.7, 0.3]]
+    assert fig.layout.height >= 150
+
+
+@pytest.mark.quick
+def test_the_context_of_an_occurrence_is_escaped_and_cut_to_its_window():
+    from disan.explore.analyses import charts
+    tokens = ["a", "<b>", "c", "word", "d", "e", "f"]
+    assert charts.marked_context(tokens, 3, width=2) == "… &lt;b&gt; c <b>word</b> d e …"
+    assert charts.marked_context(tokens, 0, width=1) == "<b>a</b> &lt;b&gt; …"
+
+
+@pytest.mark.quick
+def test_the_analysis_bench_times_each_step_of_the_case_study(make_checkpoint):
+    from disan import load
+    from disan.tools.analysis_bench import case_rows
+    pipe = load(make_checkpoint())
+    chosen = corpus.make_corpus("tiny", ["the glass is big", "a man pouring tea", "the restaurant is about to close"])
+    rows = case_rows(pipe, chosen, repeats=2)
+    assert [name.split(" (")[0] for name, _ in rows] == ["trace and measure", "claims and figures"]
+    assert all(0 < seconds < 60 for _, seconds in rows)

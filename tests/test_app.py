@@ -462,6 +462,7 @@ def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoint
     assert done.stdout.split() == paths[:2]
 
 
+@pytest.mark.quick
 def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_screen():
     claim = "a few words receive large attention from all others (backward, mean over features)"
     table = pd.DataFrame({"paper claim": [claim], "measured": ["Gini 0.464, uniform 0.463; Δ +0.001 [+0.001, +0.002]"],
@@ -470,3 +471,30 @@ def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_scr
     assert set(widths) == {"paper claim", "measured"}  # the verdict and the count keep their own width
     assert sum(w["width"] for w in widths.values()) + 100 * 3 <= TABLE_PX
     assert column_widths(table[["holds?", "n"]]) == {}
+
+
+@pytest.mark.quick
+def test_the_training_forms_name_and_recipe_items_make_the_run(tmp_path, monkeypatch):
+    from disan.app import training
+    from disan.data.paths import CHECKPOINTS_ENV
+    monkeypatch.setenv(CHECKPOINTS_ENV, str(tmp_path))
+    assert training.checkpoint_name(" mine ", "disan", "trec", None) == "mine"
+    assert training.checkpoint_name("", "bilstm", None, {"data": "/d/reviews.csv"}).startswith("reviews-bilstm-")
+    for bad in ("../up", "a/b", ".hidden"):
+        with pytest.raises(ValueError, match="slashes or start with a dot"):
+            training.checkpoint_name(bad, "disan", "trec", None)
+    fields = dict(task="trec", encoder="disan", epochs=2, patience=1, lr=0.001, optimizer="adam", dropout=0.1,
+                  d_h=30, vectors="", seed=3, cap=0)
+    plain = training.train_config("run", None, (), **fields)
+    assert plain.out == str(tmp_path / "run") and plain.dropout == 0.1 and plain.max_train is None
+    assert plain.command and "--task trec" in plain.command
+    # the authors' recipe item that sets the dropout wins over the form's field
+    item = next(i for i, _, flags in training.RECIPE_ITEMS if "dropout" in flags)
+    assert training.train_config("run", None, (item,), **fields).dropout == 0.3  # the paper's keep rate 0.7
+
+
+@pytest.mark.quick
+def test_the_atlas_pages_know_which_encoders_have_blocks(make_checkpoint):
+    from disan.app.analyses import has_blocks
+    assert has_blocks(disan.load(make_checkpoint()))
+    assert not has_blocks(disan.load(make_checkpoint(name="lstm", encoder="bilstm")))

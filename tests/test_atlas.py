@@ -107,6 +107,7 @@ def test_mirrored_blocks_share_their_types(positional):
     assert alike == pytest.approx(1.0) and (counts.to_numpy() == 1).all()
 
 
+@pytest.mark.quick
 def test_search_ranks_the_feature_that_attends_to_the_word(positional):
     _, result = positional
     found = atlas.search(result, "first token", top=None)

@@ -7,6 +7,8 @@ import torch
 
 from disan.app import cache
 
+pytestmark = pytest.mark.quick
+
 
 def test_nbytes_counts_buffers_once_through_containers_and_views():
     t = torch.zeros(10, 25)                      # 1,000 bytes of float32

@@ -18,6 +18,8 @@ from disan.nn.checkpoint import CheckpointError
 
 from .conftest import make_model
 
+pytestmark = pytest.mark.quick
+
 
 def test_round_trip_keeps_weights_config_and_card(make_checkpoint):
     path = make_checkpoint("pair")

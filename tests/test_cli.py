@@ -11,6 +11,8 @@ from disan.training import config
 from disan.training import train as train_module
 from disan.training.config import TrainConfig, parse_args, parse_command_line
 
+pytestmark = pytest.mark.quick
+
 REQUIRED = ["--task", "trec", "--out", "runs/x"]
 
 # A value other than the default for every field that is a flag, of the field's own type.
@@ -143,3 +145,42 @@ def test_the_device_defaults_to_auto():
     assert parse_args(REQUIRED).device == "auto"
     with pytest.raises(SystemExit):
         parse_args(REQUIRED + ["--device", "tpu"])
+
+
+def test_a_usage_line_names_the_command_as_it_was_invoked(monkeypatch):
+    from disan.tools import invoked
+    monkeypatch.setattr("sys.argv", ["/home/u/.venv/bin/disan", "predict"])
+    assert invoked() == "disan"
+    monkeypatch.setattr("sys.argv", ["/repo/disan/__main__.py", "predict"])
+    assert invoked() == "python -m disan"
+
+
+def test_the_parameter_table_keeps_the_papers_order_of_encoders():
+    # Table 1 of the paper: the directional masks add no parameters, and the Bi-LSTM has more than DiSAN
+    from disan.tools.params import table
+    count = {name: encoder for name, encoder, _, _ in table()}
+    assert count["disan"] == count["disan-nodir"]
+    assert count["additive"] < count["s2t"] < count["disan"] < count["bilstm"]
+
+
+def test_the_app_command_serves_the_checkouts_app_with_the_chosen_checkpoints(tmp_path):
+    from argparse import Namespace
+
+    from disan.data import paths
+    from disan.tools.app import command
+    argv, env, folder = command(Namespace(checkpoints=str(tmp_path), port=8642, headless=True))
+    assert (folder / "app.py").is_file() and folder / "checkpoints" == paths.shipped_checkpoints()
+    assert argv[argv.index("run") + 1] == str(folder / "app.py")
+    assert argv[argv.index("--server.port") + 1] == "8642" and "--server.headless" in argv
+    assert env[paths.CHECKPOINTS_ENV] == str(tmp_path.resolve())
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        command(Namespace(checkpoints=str(tmp_path / "missing"), port=8642, headless=False))
+
+
+def test_checkpoints_are_listed_from_the_environment_else_the_shipped_folder(tmp_path, monkeypatch):
+    from disan.data import paths
+    monkeypatch.delenv(paths.CHECKPOINTS_ENV, raising=False)
+    assert paths.checkpoints_dir() == paths.site() / "checkpoints"
+    assert (paths.checkpoints_dir() / "sst5" / "config.json").is_file()
+    monkeypatch.setenv(paths.CHECKPOINTS_ENV, str(tmp_path))
+    assert paths.checkpoints_dir() == tmp_path

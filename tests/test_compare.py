@@ -73,6 +73,7 @@ def test_a_checkpoint_against_itself_differs_by_nothing_and_checkpoints_on_other
         compare(classified(correct), classified(correct, other_texts), "elsewhere")
 
 
+@pytest.mark.quick
 def test_the_relatedness_difference_is_the_difference_of_pearson_r():
     rng = np.random.default_rng(1)
     gold = rng.uniform(1, 5, 500)

@@ -15,6 +15,8 @@ from disan.data.loaders import (
 )
 from disan.data.registry import BENCHMARKS, load_task
 
+pytestmark = pytest.mark.quick
+
 C1_CONTROLS = {chr(c) for c in range(0x80, 0xA0)}  # what an undecoded cp1252 byte would leave behind
 
 

@@ -14,6 +14,8 @@ from disan.data import download as dl
 from disan.data import loaders as data
 from disan.data.registry import load_task
 
+pytestmark = pytest.mark.quick
+
 DEAD_URL = "http://127.0.0.1:9/nothing-here"  # port 9 (discard): refused, so any fetch fails
 # This archive's files sit under another folder than SOURCES says, to exercise the name fallback.
 MOVED = {"sick-full": "SICK release/"}

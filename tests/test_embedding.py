@@ -12,6 +12,8 @@ from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel, WordEmbedding
 from disan.nn.model import DiSANConfig
 
+pytestmark = pytest.mark.quick
+
 VOCAB, FROZEN, D = 12, 5, 4
 
 

@@ -15,6 +15,8 @@ from disan.nn.attention import C_SCALE, token2token_dense
 from disan.nn.kernels import cpp, token2token
 from disan.nn.masks import attention_mask
 
+pytestmark = pytest.mark.quick
+
 KERNELS = ["cpp", "eager"]
 NODE = {"cpp": "GeneratedBackwardFor_disan_token2token_forward_defaultBackward",
         "eager": "_EagerToken2TokenBackward"}
@@ -412,3 +414,19 @@ def test_bench_step_worker_reports_time_memory_and_kernel():
     out = step_worker("fast", 3, warmup=0, repeats=1, device="cpu")
     assert out["kernel"] == "cpp" and out["steps"] == 1 and out["ms"] > 0
     assert out["peak_mb"] >= out["base_mb"] > 0
+
+
+def test_the_eager_kernel_is_the_equation_written_as_loops():
+    # s_j = sum_i softmax_i(c tanh((key_i + query_j) / c) + M_ji) h_i per feature; a query with no key gets 0
+    from disan.nn.kernels.eager import token2token_eager
+    torch.manual_seed(0)
+    n, d, c = 4, 3, 5.0
+    key, query, values = (torch.randn(1, n, d, dtype=torch.float64) for _ in range(3))
+    mask = attention_mask(torch.ones(1, n, dtype=torch.bool), "forward")      # j attends i < j
+    got = token2token_eager(key, query, values, mask, c)[0]
+    for j in range(n):
+        for k in range(d):
+            logits = [c * math.tanh((key[0, i, k] + query[0, j, k]).item() / c) for i in range(j)]
+            weights = [math.exp(v) / sum(math.exp(u) for u in logits) for v in logits]
+            want = sum(w * values[0, i, k].item() for i, w in enumerate(weights))
+            assert got[j, k].item() == pytest.approx(want, abs=1e-12)

@@ -13,6 +13,8 @@ from disan.data.files import Summary
 from disan.explore import figures, tables
 from disan.inspect import measures
 
+pytestmark = pytest.mark.quick
+
 N, D = 4, 3
 TOKENS = ["the", "cat", "saw", "the"]                  # a repeated token
 EVIL = ["<script>alert(1)</script>", "<b>x</b>", "a & b", 'say "hi"']

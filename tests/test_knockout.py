@@ -6,6 +6,8 @@ from disan.nn.heads import TextModel
 
 from .conftest import make_model
 
+pytestmark = pytest.mark.quick
+
 IDS = torch.tensor([[2, 3, 4, 5, 6, 7], [8, 9, 10, 0, 0, 0]])  # the second sentence is padded
 
 

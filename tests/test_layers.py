@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.quick
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "disan"
 FLOORS = {"data": 1, "nn": 2, "inspect": 3, "explore": 4, "training": 4, "app": 5, "tools": 6}

@@ -1,12 +1,15 @@
 """Shareable links (disan.app.links): reading and writing the URL's query parameters."""
 from urllib.parse import parse_qs
 
+import pytest
+
 from disan.app import links
 from disan.data.text import MAX_TOKENS
 
 KINDS = {"trec": "classify", "sick-e": "pair", "sick": "relatedness"}
 
 
+@pytest.mark.quick
 def test_a_link_sets_the_model_and_its_input():
     assert links.read({"model": "trec", "text": "What is DiSAN ?"}, KINDS, "trec") == (
         {"checkpoint": "trec", "text": "What is DiSAN ?"}, [])

@@ -12,6 +12,8 @@ from disan.inspect.pipeline import Pipeline
 
 from .conftest import LABELS, WORDS, make_model
 
+pytestmark = pytest.mark.quick
+
 # A forward block over three tokens with two features, worked by hand:
 # query 0 attends nothing, query 1 attends token 0, query 2 attends tokens 0 and 1.
 MASK = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0]], dtype=bool)                 # (n, n) [j, i]

@@ -11,6 +11,8 @@ import pytest
 import disan
 from disan.inspect.pipeline import Prediction
 
+pytestmark = pytest.mark.quick
+
 CALL = re.compile(r'Plotly\.newPlot\(\s*"[^"]+",\s*')
 
 

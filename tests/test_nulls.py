@@ -14,6 +14,8 @@ from disan.nn.model import DirectionTrace, EncoderTrace
 from .conftest import LABELS, make_model
 from .test_analyses import synthetic_study
 
+pytestmark = pytest.mark.quick
+
 # ---------------------------------------------------------------- statistics
 
 def pairwise_tau(x, y) -> float:

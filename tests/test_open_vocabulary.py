@@ -18,6 +18,8 @@ from disan.training.train import train
 from .conftest import LABELS, WORDS, make_model
 from .test_train import tiny_trec
 
+pytestmark = pytest.mark.quick
+
 NEW = {"teapot": [0.5, -1.0, 2.0, 0.25, 0.0, 1.5], "Kettle": [1.0, 1.0, -1.0, 3.0, 0.5, -0.5]}
 
 

@@ -4,6 +4,8 @@ import torch
 import disan
 from disan.data.text import MAX_CHARS, MAX_TOKENS
 
+pytestmark = pytest.mark.quick
+
 
 def test_predict_and_trace_agree(make_checkpoint):
     pipe = disan.load(make_checkpoint("classify"))

@@ -13,6 +13,8 @@ import disan
 from disan.__main__ import run
 from disan.tools.predict import predict_file
 
+pytestmark = pytest.mark.quick
+
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = ["the man is pouring tea", "a biker is big", "the glass bottle", "about to close the restaurant",
              "a fountain", "the tea is big , the man is a biker", "close", "the restaurant of the glass fountain"]

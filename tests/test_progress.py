@@ -3,6 +3,8 @@ import pytest
 
 from disan.app import progress
 
+pytestmark = pytest.mark.quick
+
 
 def test_the_remaining_time_covers_the_whole_run():
     step = {"epoch": 2, "step": 30, "steps": 100, "eta": 70.0, "loss": 1.0, "accuracy": None}

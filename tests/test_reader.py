@@ -20,6 +20,8 @@ from disan.tools import predict
 from .test_app import app, texts, visit
 from .test_own_data import ROWS, tiny, vectors, write_csv  # noqa: F401 (vectors is a fixture)
 
+pytestmark = pytest.mark.quick
+
 TRAINING, CORPUS = "app_pages/training.py", "app_pages/corpus_senses.py"
 TEXTS = ["the man is pouring tea", "a biker, big", 'the "glass" bottle', "about to close the restaurant"]
 LABELS = ["positive", "negative", "positive", "negative"]

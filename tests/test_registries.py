@@ -22,6 +22,8 @@ from disan.training.config import TrainConfig
 from disan.training.evaluate import examples_table
 from disan.training.train import train
 
+pytestmark = pytest.mark.quick
+
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [*(ROOT / "disan").rglob("*.py"), ROOT / "app.py", *(ROOT / "app_pages").glob("*.py"),
            *(ROOT / "scripts").glob("*.py")]

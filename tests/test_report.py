@@ -14,6 +14,8 @@ from disan.__main__ import run
 from disan.explore import views
 from disan.explore.analyses import casestudy
 
+pytestmark = pytest.mark.quick
+
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = '<script>alert(1)</script> the <img src=x onerror=alert(2)> glass </script><b>big</b>'
 
@@ -123,3 +125,21 @@ def test_viz_analyses_return_their_panels(sst5, tmp_path):
     assert set(table["holds?"]) == {casestudy.TOO_FEW}  # two texts: measures, no verdict
     path = viz.report(sst5, text, tmp_path / "r.html")
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_report_html_escapes_every_token_and_names_the_model(make_checkpoint):
+    from disan.explore.analyses.report import report_html
+    html = report_html(disan.load(make_checkpoint()), HOSTILE, steps=4)
+    assert "<script>alert" not in html and "<img src=x" not in html and "<b>big</b>" not in html
+    assert "&lt;script&gt;" in html and "tiny-classify" in html
+    with pytest.raises(ValueError):
+        report_html(disan.load(make_checkpoint()), "   ")
+
+
+def test_the_report_command_writes_the_file_or_says_why_in_one_line(make_checkpoint, tmp_path, capsys):
+    from disan.tools.report import main as report
+    out = tmp_path / "r.html"
+    assert report([str(make_checkpoint()), "the glass is big", "--out", str(out), "--steps", "4"]) == 0
+    assert "glass" in out.read_text(encoding="utf-8") and capsys.readouterr().out.strip() == f"wrote {out}"
+    assert report([str(tmp_path / "none"), "the glass", "--out", str(tmp_path / "x.html")]) == 1
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "x.html").exists()

@@ -65,6 +65,7 @@ def test_runs_without_weights_are_collected_and_vectors_make_separate_rows(tmp_p
     assert "82.00 ± 2.83" in row
 
 
+@pytest.mark.quick
 def test_a_command_shows_the_same_wherever_its_run_was_made():
     made = "python -m disan train --task sst5 --out /home/me/runs/item4 --logdir '/tmp/tb x/item4' --dropout 0.2"
     assert portable(made) == "python -m disan train --task sst5 --out runs/item4 --dropout 0.2"

@@ -41,6 +41,7 @@ def test_the_world_comes_from_torchruns_environment():
         World.from_env("cpu", {"RANK": "2", "WORLD_SIZE": "2"})
 
 
+@pytest.mark.quick
 def test_every_process_gets_a_disjoint_share_of_the_same_global_batches():
     vocab = Vocab.build([["a", "b", "c"]])
     data = encode(vocab, [[["a"] * (1 + i % 7)] for i in range(203)], [0] * 203)

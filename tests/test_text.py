@@ -22,6 +22,8 @@ from disan.data.text import (
 )
 from disan.data.vectors import OOV_RANGE, embedding_matrix, load_glove
 
+pytestmark = pytest.mark.quick
+
 # ---------------------------------------------------------------- tokenize
 
 def test_tokens_keep_their_spelling():

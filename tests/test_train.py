@@ -6,6 +6,7 @@ import math
 import os
 import signal
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -178,6 +179,7 @@ def test_a_run_whose_every_dev_pearson_is_nan_ends_with_a_message(tmp_path, monk
     assert "error: no checkpoint was written: the dev pearson was not a number" in capsys.readouterr().err
 
 
+@pytest.mark.quick
 def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     model, vocab = make_model()
     model.train()
@@ -193,6 +195,7 @@ def test_the_probe_snapshot_traces_the_model_and_restores_its_mode():
     assert snapshot(bilstm, vocab, "The glass", 1) is None  # no DiSA blocks
 
 
+@pytest.mark.quick
 def test_a_child_that_dies_without_a_word_fails_the_job_with_its_exit_code(tmp_path):
     job = Registry().start("doomed", TrainConfig(task="trec", out=str(tmp_path / "doomed"), epochs=200))
     os.kill(job._process.pid, signal.SIGKILL)  # at once: the child is still starting and has reported nothing
@@ -269,3 +272,33 @@ def test_the_state_file_is_loaded_without_unpickling_code(tmp_path):
     torch.save({"config": Payload()}, path)
     with pytest.raises(ValueError, match="cannot resume"):
         train_module.resume(tiny_trec(tmp_path / "run", resume=True), None, None, None, None, {})
+
+
+@pytest.mark.quick
+def test_the_metrics_of_a_hand_worked_example():
+    import numpy as np
+
+    from disan.training.metrics import classification_metrics, confusion, relatedness_metrics
+    pred, gold = np.array([0, 2, 1, 1]), np.array([0, 1, 1, 2])
+    assert classification_metrics(pred, gold) == {"accuracy": 0.5, "n": 4}
+    assert confusion(pred, gold, 3).tolist() == [[1, 0, 0], [0, 1, 1], [0, 1, 0]]  # rows gold, columns predicted
+    # scores 1, 2, 3 against 1, 3, 2: r = 0.5 (centred -1, 0, 1 and -1, 1, 0), the same on ranks, mse 2/3
+    got = relatedness_metrics(np.array([1.0, 2.0, 3.0]), np.array([1.0, 3.0, 2.0]))
+    assert got["pearson"] == pytest.approx(0.5) and got["spearman"] == pytest.approx(0.5)
+    assert got["mse"] == pytest.approx(2 / 3) and got["n"] == 3
+    assert math.isnan(relatedness_metrics(np.ones(3), np.array([1.0, 2.0, 3.0]))["pearson"])  # constant: undefined
+
+
+@pytest.mark.quick
+def test_the_probe_image_scales_to_the_largest_weight_and_repeats_each_cell(monkeypatch, tmp_path):
+    import numpy as np
+
+    from disan.training import board
+    monkeypatch.setattr(board, "IMAGE_SIZE", 4)
+    image = board.attention_image(np.array([[0.0, 0.5], [0.25, 0.0]]))
+    # 2 tokens on at least 4 pixels: each weight a 2 x 2 square, the largest weight white
+    assert image.tolist() == [[[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0],
+                               [0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0]]]
+    monkeypatch.setenv(board.LOGDIR_ENV, str(tmp_path))
+    assert board.logdir(TrainConfig(task="trec", out="runs/trec-1")) == tmp_path / "trec-1"
+    assert board.logdir(TrainConfig(task="trec", out="runs/trec-1", logdir="elsewhere")) == Path("elsewhere")

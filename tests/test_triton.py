@@ -17,6 +17,8 @@ from disan.nn.kernels.triton import (
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder
 
+pytestmark = pytest.mark.quick
+
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 # The interpreter's first configuration, or the smallest a GPU may pick: lengths and feature
 # counts on both sides of a tile, so that partial tiles are covered.

@@ -9,6 +9,8 @@ import pytest
 from disan.data import uploads
 from disan.data.files import DataError
 
+pytestmark = pytest.mark.quick
+
 CSV = b"text,label\nfine,positive\nbad,negative\n"
 
 

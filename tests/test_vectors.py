@@ -18,6 +18,8 @@ from disan.data.vectors import OOV_RANGE, default_source, embedding_matrix, load
 from disan.training.config import TrainConfig
 from disan.training.train import prepare_data
 
+pytestmark = pytest.mark.quick
+
 # Words in frequency order, like the package; "a" is missing from it, as in the real one.
 WORDS = ["the", ",", "what", "is", "zyzzyva"]
 

@@ -17,6 +17,8 @@ from disan.tools import latency
 
 from .conftest import make_model
 
+pytestmark = pytest.mark.quick
+
 TEXT = "the glass bottle is big"
 
 
