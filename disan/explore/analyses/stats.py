@@ -11,8 +11,9 @@ that no drawn sentence has), nor shares one set of resamples among the statistic
 a tenth of its time on the case study's ratios.
 
 Arguments and results are numpy arrays. scikit-learn and scipy are imported on first use: on top of what
-the app has loaded, scikit-learn's modules took 0.3-0.5 s to import and scipy.stats' 1.2-2 s, which a page
-that needs neither should not wait for. scikit-learn runs on one thread, as the app runs torch.
+the app has loaded, scikit-learn took 1.1-3.1 s to import and scipy.stats 1.6-2.3 s (three fresh
+processes each, while tests ran), which a page that needs neither should not wait for. scikit-learn runs
+on one thread, as the app runs torch.
 """
 from __future__ import annotations
 
