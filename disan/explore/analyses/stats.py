@@ -3,16 +3,17 @@ restarts, and the silhouette score (scikit-learn's); Kendall's tau-b, the Gini c
 bootstrap of ratio statistics (our own) and McNemar's exact test of two classifiers on the same examples
 (scipy's binomial test).
 
-Our own are kept where the libraries do not serve. scipy's kendalltau took 3x as long as ours on the case
-study's per-sentence rankings (2,000 sentences of 20 tokens: 2.8 s against 0.9 s; the page computes two
-per sentence), its cost being the checks and p-value around each call, which the analyses do not use.
+Our own are kept where the libraries do not serve. scipy's kendalltau took 2.3x as long as ours on the
+case study's per-sentence rankings (2,000 sentences of 20 tokens: 0.89 s against 0.38 s; the page computes
+two per sentence), its cost being the checks and p-value around each call, which the analyses do not use.
 scipy's bootstrap neither counts nor leaves out the resamples where a ratio is undefined (a word class
 that no drawn sentence has), nor shares one set of resamples among the statistics of a corpus; ours took
-a quarter of its time on the case study's ratios.
+a tenth of its time on the case study's ratios.
 
 Arguments and results are numpy arrays. scikit-learn and scipy are imported on first use: on top of what
-the app has loaded, scikit-learn's modules took 0.3-0.5 s to import and scipy.stats' 1.2-2 s, which a page
-that needs neither should not wait for. scikit-learn runs on one thread, as the app runs torch.
+the app has loaded, scikit-learn took 1.1-3.1 s to import and scipy.stats 1.6-2.3 s (three fresh
+processes each, while tests ran), which a page that needs neither should not wait for. scikit-learn runs
+on one thread, as the app runs torch.
 """
 from __future__ import annotations
 
@@ -37,9 +38,10 @@ def _threads():
 
 
 def _one_thread():
-    """A context in which the libraries' numerics run on one thread. With a thread per core, PCA of 1,884
-    vectors of 600 took 7.3 s against 0.9 s on one thread on this shared 2-core machine (threads that
-    wait for a busy core spin), and the app runs torch on one thread so that sessions get a core each."""
+    """A context in which the libraries' numerics run on one thread. With a thread per core, PCA of 287
+    vectors of 600 took 0.42 s against 0.03 s on one thread on this shared 2-core machine, and the
+    silhouette search over 1,884 of them 4.8-10.5 s against 3.7-4.1 s; the app runs torch on one thread
+    too, so that sessions get a core each."""
     return _threads().limit(limits=1)
 
 
