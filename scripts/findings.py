@@ -132,11 +132,17 @@ def compare_models() -> None:
     print()
 
 
-def case_study() -> None:
-    print("## Case study (the checkpoint's test split, a seeded sample of up to 2,000 sentences)\n")
+def shipped_samples():
+    """(name, pipeline, its test split's seeded sample) of each shipped checkpoint, as the analysis pages
+    sample it."""
     for name in ("sst5", "trec", "sick-e", "sick"):
         pipe = pipeline(name)
-        sampled = test_sample(pipe, corpus.SAMPLE_SENTENCES)
+        yield name, pipe, test_sample(pipe, corpus.SAMPLE_SENTENCES)
+
+
+def case_study() -> None:
+    print("## Case study (the checkpoint's test split, a seeded sample of up to 2,000 sentences)\n")
+    for name, pipe, sampled in shipped_samples():
         study = casestudy.measure(pipe, sampled.tokens, sampled.name)
         print(f"### {name}: {len(study.sentences)} sentences of {sampled.name}, measured in {study.seconds:.1f} s\n")
         print(markdown(casestudy.claims(study)) + "\n")
@@ -152,9 +158,7 @@ def case_study() -> None:
 
 def feature_atlas() -> None:
     print("## Feature atlas (the checkpoint's test split, a seeded sample of up to 2,000 sentences, k by silhouette)\n")
-    for name in ("sst5", "trec", "sick-e", "sick"):
-        pipe = pipeline(name)
-        sampled = test_sample(pipe, corpus.SAMPLE_SENTENCES)
+    for name, pipe, sampled in shipped_samples():
         result = atlas.profile(pipe, sampled.tokens, sampled.name)
         silhouettes = ", ".join(f"{k}: {v:.3f}" for k, v in result.silhouettes.items())
         print(f"### {name}: {len(sampled)} sentences of {sampled.name}, {int(result.lengths.sum())} tokens, "
