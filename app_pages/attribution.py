@@ -25,11 +25,13 @@ if missing is not None:
     st.stop()
 n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
 try:
-    frame = glue.with_status(f"Attributing {n} test inputs of {entry.task}…", f"{n} test inputs of {entry.task}",
-                             glue.attribution_corpus, *args, glue.data_stamp(entry), entry.config, n)
+    items = glue.test_items(*args, glue.data_stamp(entry), entry.config, n)
 except glue.DataError as e:  # the file the model was trained on is gone or has changed
     st.error(f"The test split of {entry.task} cannot be read: {e}")
     st.stop()
+frame = glue.refined(f"Attributing test inputs of {entry.task}", len(items),
+                     lambda size: glue.agreement_job(*args, glue.stage_items(items, size)),
+                     lambda part, stage: draw(attribution.corpus_drawing(part), prefix=f"stage-{stage.number}-"))
 if len(frame):
     draw(attribution.corpus_drawing(frame))
 else:

@@ -28,8 +28,9 @@ if chosen is None:
 n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, corpus.SAMPLE_SENTENCES,
                         min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100, key="case-n"))
 sampled = corpus.sample(chosen, n)
-study = glue.with_status(f"Tracing {len(sampled)} sentences of {chosen.name}…",
-                         f"{len(sampled)} sentences of {chosen.name}",
-                         glue.case_study, *args, glue.corpus_key(sampled), sampled.tokens, sampled.name)
-st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint and corpus, then cached).")
+study = glue.refined(f"Tracing and measuring sentences of {chosen.name}", len(sampled),
+                     lambda size: glue.case_job(*args, glue.stage_sample(sampled, size)),
+                     lambda part, stage: draw(casestudy.drawing(part), prefix=f"stage-{stage.number}-"))
+st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint, corpus and version of the code, "
+           "then kept on disk).")
 draw(casestudy.drawing(study, paper))

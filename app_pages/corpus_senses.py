@@ -31,9 +31,11 @@ k = int(c2.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" 
 if not word:
     st.stop()
 args = checkpoint_args(entry)
+found = len(corpus.occurrences(chosen, word))
 try:
-    result = glue.with_status(f"Collecting “{word}” in {chosen.name}…", f"“{word}” in {chosen.name}",
-                              glue.senses, *args, glue.corpus_key(chosen), chosen, word, kind, k)
+    result = glue.refined(f"Collecting “{word}” in {chosen.name}", found,
+                          lambda size: glue.senses_job(*args, chosen, word, kind, k, size),
+                          lambda part, stage: draw(corpus.drawing(part), prefix=f"stage-{stage.number}-"))
 except ValueError as e:
     st.info(str(e))
     st.stop()

@@ -7,6 +7,8 @@ from disan.app.common import checkpoint_args, current_pipeline, draw
 from disan.explore import atlas
 from disan.explore.analyses import corpus
 
+TYPES = 4  # the chosen k's default, and the types of a stage's sample when k is by silhouette
+
 st.header("Feature atlas")
 st.caption("Every feature k of a DiSA block has its own attention distribution. Do different features capture "
            "different kinds of dependency? Each feature is measured over every query of a corpus, against what "
@@ -23,14 +25,17 @@ c1, c2, c3 = st.columns(3)
 size = int(c1.number_input("Sentences", 10, corpus.MAX_UPLOAD, corpus.SAMPLE_SENTENCES, step=100, key="atlas-n",
                            help="a seeded random sample of the corpus when it is larger"))
 picked = c2.radio("Types", ["k by silhouette", "chosen k"], horizontal=True, key="atlas-k-mode")
-k = int(c3.number_input("k", 2, 12, 4, key="atlas-k")) if picked == "chosen k" else None
+k = int(c3.number_input("k", 2, 12, TYPES, key="atlas-k")) if picked == "chosen k" else None
 sample = corpus.sample(chosen, size)
 if not len(sample):
     st.info(f"{chosen.name} has no sentence to measure.")
     st.stop()
 args = checkpoint_args(entry)
-result = glue.with_status(f"Measuring every feature over {sample.name}…", f"Features measured over {sample.name}",
-                          glue.feature_atlas, *args, glue.corpus_key(sample), sample.tokens, sample.name)
+# the types of a stage's sample are of a chosen k (the search for k by silhouette waits for the whole corpus)
+result = glue.refined(f"Measuring every feature over {sample.name}", len(sample),
+                      lambda size: glue.atlas_job(*args, glue.stage_sample(sample, size),
+                                                  None if size == len(sample) else k or TYPES),
+                      lambda part, stage: draw(atlas.drawing(part), prefix=f"stage-{stage.number}-"))
 if k is not None:
     result = atlas.assign_types(result, k)
 st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(result.table)} features "

@@ -5,6 +5,7 @@ import torch
 
 from disan.data import download, glove100, loaders
 from disan.data.text import Vocab
+from disan.explore import diskcache, progressive
 from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
@@ -77,3 +78,29 @@ def no_fetched_vectors(tmp_path_factory):
         del os.environ[glove100.VECTORS_ENV]
     else:
         os.environ[glove100.VECTORS_ENV] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_cache_in_tmp(tmp_path_factory):
+    """The analyses' on-disk result cache ($DISAN_CACHE_DIR, by default ~/.cache/disan) in a temporary
+    folder: tests never read what the app or another session stored."""
+    before = os.environ.get(diskcache.DIR_ENV)
+    os.environ[diskcache.DIR_ENV] = str(tmp_path_factory.mktemp("results-cache"))
+    yield
+    if before is None:
+        del os.environ[diskcache.DIR_ENV]
+    else:
+        os.environ[diskcache.DIR_ENV] = before
+
+
+@pytest.fixture(scope="session", autouse=True)
+def whole_corpus_at_once():
+    """The analysis pages compute over the whole corpus at once ($DISAN_FIRST_SAMPLE = 0), so that page tests
+    pay for no partial stages; the tests of the stages set their own first sample."""
+    before = os.environ.get(progressive.FIRST_ENV)
+    os.environ[progressive.FIRST_ENV] = "0"
+    yield
+    if before is None:
+        del os.environ[progressive.FIRST_ENV]
+    else:
+        os.environ[progressive.FIRST_ENV] = before

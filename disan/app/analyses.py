@@ -1,15 +1,16 @@
 """Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
 checkpoint offers them (a test split to sample, DiSA blocks), the feature atlas's table as its page lists it.
 
-Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`);
-this module caches it per checkpoint (path and modification stamp, as :mod:`disan.app.common` does) and
-corpus, and draws widgets. Arguments with a leading underscore are left out of the cache keys: a corpus
-is keyed by its name. :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or
-has changed.
+Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`).
+A corpus analysis is a job, (result key, computation), from a ``*_job`` function: :func:`kept` keeps its
+result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content, the corpus, the
+settings and the code) and in memory, and :func:`refined` computes it over growing samples
+(:mod:`disan.explore.progressive`), drawing each, so that a page shows something within seconds and a
+restart costs nothing. Arguments with a leading underscore are left out of Streamlit's cache keys.
+:class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has changed.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 import pandas as pd
@@ -19,7 +20,7 @@ from disan.app.common import benchmark_label, checkpoint_args, load_pipeline, up
 from disan.data.files import FORMATS, DataError
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS
-from disan.explore import atlas
+from disan.explore import atlas, diskcache, progressive
 from disan.explore.analyses import attribution, casestudy, corpus
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -122,21 +123,84 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
 
 
 def corpus_key(c: corpus.Corpus) -> str:
-    """What names a corpus in the cache keys: its name and a digest of its sentences."""
-    digest = hashlib.sha256("\n".join(c.texts).encode("utf-8")).hexdigest()[:16]
-    return f"{c.name}:{digest}"
+    """What names a corpus in the cache keys, in memory and on disk: its name and a digest of its sentences,
+    labels, pairs and ordinal scale."""
+    return f"{c.name}:{diskcache.corpus_digest(c.texts, c.labels, c.pairs, c.scale or [])}"
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def senses(path: str, mtime: float, key: str, _corpus: corpus.Corpus, word: str, kind: str, k: int | None):
-    """The corpus-senses analysis of one word, cached per checkpoint, corpus (``key``), word, vector and k."""
-    return corpus.analyse(load_pipeline(path, mtime), _corpus, word, kind, k)
+# ---------------------------------------------------------------- results kept, and computed in stages
+
+@st.cache_data(max_entries=12, show_spinner=False)
+def kept(key: str, _compute):
+    """A corpus analysis's result under its :func:`disan.explore.diskcache.result_key`: computed once per
+    machine (kept on disk across restarts), read once per server (kept here, copied to each caller)."""
+    return diskcache.cached(key, _compute)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def case_study(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> casestudy.CaseStudy:
-    """The case-study measures over a corpus, cached per checkpoint and corpus (``key``)."""
-    return casestudy.measure(load_pipeline(path, mtime), _tokens, name)
+def partial(key: str, _compute):
+    """A result on a stage's sample, kept in memory only: a rerun during the refinement skips the stages done."""
+    return _compute()
+
+
+def refined(what: str, total: int, job_of, show):
+    """The result of an analysis over ``total`` items, computed in the stages of
+    :func:`disan.explore.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
+    its sample is drawn by ``show(result, stage)`` under a progress bar naming ``what`` is computed, until
+    the whole corpus is done; then the partial drawing and the bar go, and the final result is returned for
+    the page to draw with its widgets.
+
+    ``job_of(size)``: (result key, computation) of a sample of ``size`` items, as the ``*_job`` functions
+    below give them; for ``total`` it must be the direct computation. ``show`` must give its figures keys of
+    their own (the stage's number in them): the page draws the final result under the usual ones.
+    """
+    stages = progressive.plan(total)
+    final = stages[-1]
+    if len(stages) == 1 or diskcache.known(job_of(total)[0]):
+        with st.spinner(f"{what}…"):
+            return kept(*job_of(total))
+    bar, holder = st.progress(0.0), st.empty()
+    for stage in stages[:-1]:
+        bar.progress((stage.number - 1) / stage.count,
+                     f"{what}: stage {stage.number} of {stage.count}, {stage.size:,} of {total:,}…")
+        result = partial(*job_of(stage.size))
+        with holder.container(border=True):
+            st.caption(f"A first look at {stage.size:,} of {total:,} (a seeded sample: intervals are wider than "
+                       "over all of them); refining…")
+            show(result, stage)
+    bar.progress((final.number - 1) / final.count, f"{what}: all {total:,}…")
+    result = kept(*job_of(total))
+    bar.empty()
+    holder.empty()
+    return result
+
+
+def stage_sample(c: corpus.Corpus, size: int) -> corpus.Corpus:
+    """A stage's sample of a corpus (:func:`disan.explore.progressive.nested`); the corpus itself at its size."""
+    if size == len(c):
+        return c
+    return corpus.subset(c, progressive.nested(len(c), size), f"{c.name} [{size:,} of {len(c):,}]")
+
+
+def stage_items(items: list, size: int) -> list:
+    """A stage's sample of a list of inputs (:func:`disan.explore.progressive.nested`), in their order."""
+    return [items[i] for i in progressive.nested(len(items), size)]
+
+
+def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: str, k: int | None,
+               limit: int = corpus.MAX_OCCURRENCES):
+    """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word."""
+    pipe = load_pipeline(path, mtime)
+    key = diskcache.result_key("corpus senses", pipe, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
+                               limit=limit)
+    return key, lambda: corpus.analyse(pipe, chosen, word, kind, k, limit)
+
+
+def case_job(path: str, mtime: float, sampled: corpus.Corpus):
+    """(key, computation) of the case-study measures over a corpus."""
+    pipe = load_pipeline(path, mtime)
+    key = diskcache.result_key("case study", pipe, corpus=corpus_key(sampled))
+    return key, lambda: casestudy.measure(pipe, sampled.tokens, sampled.name)
 
 
 def has_blocks(pipe) -> bool:
@@ -144,10 +208,11 @@ def has_blocks(pipe) -> bool:
     return bool(getattr(pipe.model.encoder, "blocks", None))
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
-def feature_atlas(path: str, mtime: float, key: str, _tokens: list[list[str]], name: str) -> atlas.Atlas:
-    """The feature atlas of a corpus (k by silhouette), cached per checkpoint and corpus (``key``)."""
-    return atlas.profile(load_pipeline(path, mtime), _tokens, name)
+def atlas_job(path: str, mtime: float, sample: corpus.Corpus, k: int | None = None):
+    """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette)."""
+    pipe = load_pipeline(path, mtime)
+    key = diskcache.result_key("feature atlas", pipe, corpus=corpus_key(sample), k=k)
+    return key, lambda: atlas.profile(pipe, sample.tokens, sample.name, k)
 
 
 def atlas_measures(result: atlas.Atlas) -> list[str]:
@@ -160,12 +225,10 @@ def block_features(result: atlas.Atlas, block: str, order_by: str) -> pd.DataFra
     return result.table[result.table["block"] == block].sort_values(order_by, kind="stable")
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
-    """The case-study measures of the paper's two example sentences."""
-    pipe = load_pipeline(path, mtime)
-    return casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
-                             "the paper's sentences")
+    """The case-study measures of the paper's two example sentences (:func:`kept`)."""
+    paper = corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES)
+    return kept(*case_job(path, mtime, paper))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -175,17 +238,15 @@ def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribut
     return attribution.attribute(load_pipeline(path, mtime), _sentences)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def attribution_corpus(path: str, mtime: float, files: tuple, _config: dict, n: int):
-    """Kendall's tau between attribution and attention over n test inputs of the data the checkpoint was
-    trained on, keyed by the checkpoint and its data files (:func:`data_stamp`)."""
+@st.cache_data(max_entries=8, show_spinner="Reading the test split…")
+def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> list:
+    """A seeded sample of n test inputs of the data a checkpoint was trained on, keyed by the checkpoint and
+    its data files (:func:`data_stamp`)."""
+    return corpus.trained_items(_config, "test", n)
+
+
+def agreement_job(path: str, mtime: float, items: list):
+    """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
     pipe = load_pipeline(path, mtime)
-    return attribution.corpus_agreement(pipe, corpus.trained_items(_config, "test", n))
-
-
-def with_status(running: str, done: str, compute, *args):
-    """Run a long computation inside an ``st.status`` box: ``running`` while it runs, then ``done``."""
-    with st.status(running, expanded=False) as box:
-        value = compute(*args)
-        box.update(label=done, state="complete")
-    return value
+    key = diskcache.result_key("attribution agreement", pipe, corpus=diskcache.corpus_digest(items))
+    return key, lambda: attribution.corpus_agreement(pipe, items)

@@ -303,6 +303,12 @@ def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
 VOCABULARIES = ("open", "stored")
 
 
+def vectors_source(config: dict) -> str | None:
+    """The word vectors a checkpoint was trained with, as its config names them (``vectors.source``, else
+    the training's ``embeddings``), or None."""
+    return (config.get("vectors") or {}).get("source") or (config.get("train_config") or {}).get("embeddings")
+
+
 def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab, str]:
     """Grow a loaded model to every word of the vectors it was trained with, as frozen rows; returns the
     grown vocabulary and a line saying what was done.
@@ -314,7 +320,7 @@ def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab
     words (training's, and the most frequent GloVe words stored with them).
     """
     recorded = config.get("vectors") or {}
-    source = recorded.get("source") or (config.get("train_config") or {}).get("embeddings")
+    source = vectors_source(config)
     if not source:
         return vocab, "stored words only: the checkpoint does not name its word vectors"
     if not recorded.get("sha256") and source not in ("glove-100d", "glove-50d"):

@@ -102,8 +102,13 @@ def sample(corpus: Corpus, n: int, seed: int = 0) -> Corpus:
     """A seeded random sample of ``n`` sentences in corpus order (the whole corpus when it is not larger)."""
     if len(corpus) <= n:
         return corpus
-    keep = np.sort(np.random.default_rng(seed).choice(len(corpus), n, replace=False))
-    return Corpus(f"{corpus.name} (sample of {n})", [corpus.texts[i] for i in keep], [corpus.tokens[i] for i in keep],
+    return subset(corpus, np.sort(np.random.default_rng(seed).choice(len(corpus), n, replace=False)),
+                  f"{corpus.name} (sample of {n})")
+
+
+def subset(corpus: Corpus, keep, name: str) -> Corpus:
+    """The sentences of a corpus at the indices ``keep`` (in that order), named ``name``."""
+    return Corpus(name, [corpus.texts[i] for i in keep], [corpus.tokens[i] for i in keep],
                   [corpus.labels[i] for i in keep], [corpus.pairs[i] for i in keep], corpus.skipped, corpus.scale)
 
 

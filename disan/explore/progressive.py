@@ -1,0 +1,82 @@
+"""Computing over a corpus in growing samples: a first result within seconds, then better ones, then the
+whole corpus.
+
+An analysis over ``total`` items (sentences, inputs, occurrences) runs on samples of :func:`sizes`:
+:data:`FIRST` items, then :data:`GROWTH` times as many at each stage, then all of them. Each sample is
+:func:`nested` in the next one: the first ``size`` items of one seeded shuffle of the corpus, put back in
+corpus order, so a stage's result is a deterministic function of the corpus and the size, and the items
+of a stage stay in every later one (intervals narrow as items are added, rather than jumping between
+unrelated samples).
+
+The last stage is the analysis of the whole corpus, computed exactly as a direct call computes it: the
+schedule never changes the final result, only what is shown before it. The stages cost at most
+1 / (GROWTH - 1) more than the final one alone (a third with the default), and the final result is kept on
+disk (:mod:`disan.explore.diskcache`), so it is paid once per machine.
+
+:func:`plan` lists the stages, for a page to compute and draw one after the other
+(:func:`disan.app.analyses.refined` draws them with a progress bar); nothing here imports Streamlit.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+FIRST_ENV = "DISAN_FIRST_SAMPLE"
+FIRST = 50    # items in the first sample: a first figure within seconds on the shipped models
+GROWTH = 4    # each sample this many times the size of the one before
+
+
+def first_size() -> int:
+    """The first sample's size: ``$DISAN_FIRST_SAMPLE`` (0: no partial stages), else :data:`FIRST`."""
+    text = os.environ.get(FIRST_ENV, "").strip()
+    try:
+        first = int(text) if text else FIRST
+    except ValueError:
+        raise ValueError(f"{FIRST_ENV} must be a whole number of items, not {text!r}") from None
+    if first < 0:
+        raise ValueError(f"{FIRST_ENV} must not be negative")
+    return first
+
+
+def sizes(total: int, first: int | None = None, growth: int = GROWTH) -> list[int]:
+    """The sample sizes of the stages, ending with ``total``: ``first``, ``first * growth``, ... while below
+    ``total`` (``first`` None: :func:`first_size`; 0: the whole corpus at once)."""
+    first = first_size() if first is None else first
+    if growth < 2:
+        raise ValueError(f"samples must grow: growth {growth} < 2")
+    out, size = [], first
+    while 0 < size < total:
+        out.append(size)
+        size *= growth
+    return out + [total]
+
+
+def nested(total: int, size: int, seed: int = 0) -> np.ndarray:
+    """(size,) the items of a stage's sample, in corpus order: the first ``size`` of one seeded shuffle of
+    ``range(total)``, so that a smaller sample is part of every larger one."""
+    if not 0 <= size <= total:
+        raise ValueError(f"a sample of {size} of {total} items")
+    return np.sort(np.random.default_rng(seed).permutation(total)[:size])
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a progressive computation: a sample of ``size`` of the ``total`` items."""
+    number: int   # from 1
+    count: int    # stages in all
+    size: int
+    total: int
+
+    @property
+    def final(self) -> bool:
+        """Whether this stage is the whole corpus."""
+        return self.size == self.total
+
+
+def plan(total: int, first: int | None = None, growth: int = GROWTH) -> list[Stage]:
+    """The stages of a computation over ``total`` items, one per :func:`sizes`; the last is the whole corpus,
+    which a page computes directly, so that the last result is the one a direct call gives."""
+    planned = sizes(total, first, growth)
+    return [Stage(number, len(planned), size, total) for number, size in enumerate(planned, 1)]

@@ -1,0 +1,178 @@
+"""The on-disk result cache (disan.explore.diskcache): exact round trips of every analysis's result, keys
+that change with whatever the result depends on, the size bound, and corrupt entries computed again."""
+import copy
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import disan
+from disan.explore import atlas, diskcache
+from disan.explore.analyses import attribution, casestudy, corpus
+
+from .conftest import LABELS, make_model
+
+SENTENCES = ["the glass bottle is big", "a man pouring tea", "the restaurant is about to close",
+             "the man is big", "a glass of tea", "the biker is about to close the fountain"]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty cache folder of its own."""
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def assert_same(a, b, where="value"):
+    """Equal to the bit: tables with their dtypes and index, arrays with their dtype, dataclasses field by field."""
+    assert type(a) is type(b), where
+    if isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    elif isinstance(a, (np.ndarray, np.generic)):
+        assert a.dtype == b.dtype and a.shape == b.shape, where
+        np.testing.assert_array_equal(a, b, err_msg=where)
+    elif dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            assert_same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            assert_same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) and np.isnan(a):
+        assert np.isnan(b), where
+    else:
+        assert a == b, where
+
+
+def results(pipe):
+    """One result of each corpus analysis, on a tiny corpus."""
+    chosen = corpus.make_corpus("tiny", SENTENCES, ["a", "b", "a", "b", "a", "b"])
+    return {"senses": corpus.analyse(pipe, chosen, "the", "source2token"),
+            "case": casestudy.measure(pipe, chosen.tokens, "tiny"),
+            "atlas": atlas.profile(pipe, chosen.tokens, "tiny", min_count=1),
+            "agreement": attribution.corpus_agreement(pipe, SENTENCES[:3], steps=4)}
+
+
+@pytest.mark.quick
+def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
+    pipe = disan.load(make_checkpoint())
+    for name, value in results(pipe).items():
+        key = diskcache.result_key(name, pipe)
+        assert diskcache.fetch(key) is None
+        diskcache.store(key, value)
+        assert_same(value, diskcache.fetch(key), name)
+    mixed = {1: np.float32(2.5), "s": pd.DataFrame({"x": ["a", None], "y": [np.nan, 1.0]}, index=["p", "q"]),
+             "t": (1, "two", None, float("inf")), "o": np.array(["a", "bc"], dtype=object)}
+    diskcache.store("mixed", mixed)
+    assert_same(mixed, diskcache.fetch("mixed"))
+
+
+def test_nothing_but_data_is_stored(cache):
+    with pytest.raises(TypeError, match="cannot be stored"):
+        diskcache.store("code", {"f": print})
+    diskcache.store("data", [1.0])
+    entry = next((cache / "results").glob("*.npz"))
+    with np.load(entry, allow_pickle=False) as held:  # readable without unpickling
+        assert json.loads(held["manifest"].tobytes()) == {"list": [1.0]}
+    # a manifest that names a class outside the package is refused, and the entry dropped
+    arrays = {"manifest": np.frombuffer(json.dumps({"dataclass": "os:DirEntry", "fields": {}}).encode(), np.uint8)}
+    np.savez(entry, **arrays)
+    assert diskcache.fetch("data") is None and not entry.exists()
+
+
+def loaded_with(pipe, **config):
+    """The pipeline as if its checkpoint had been loaded with other config entries (vocabulary, vectors)."""
+    other = copy.copy(pipe)
+    other.config = {**pipe.config, **config}
+    return other
+
+
+def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(cache, make_checkpoint, tmp_path):
+    path = make_checkpoint()
+    pipe = disan.load(path)
+    key = diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=0)
+    diskcache.store(key, "old")
+    assert diskcache.result_key("case study", disan.load(path), corpus=diskcache.corpus_digest(SENTENCES),
+                                seed=0) == key
+    others = [diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES[1:]), seed=0),
+              diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=1),
+              diskcache.result_key("feature atlas", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=0),
+              diskcache.result_key("case study", loaded_with(pipe, vocabulary="open: 3 words of v.txt added"),
+                                   corpus=diskcache.corpus_digest(SENTENCES), seed=0)]
+    # the word vectors an open vocabulary reads: their content counts
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("tea 0.1 0.2\n")
+    others.append(diskcache.result_key("case study", loaded_with(pipe, vectors={"source": str(vectors)}),
+                                       corpus=diskcache.corpus_digest(SENTENCES), seed=0))
+    vectors.write_text("tea 0.1 0.3\n")
+    others.append(diskcache.result_key("case study", loaded_with(pipe, vectors={"source": str(vectors)}),
+                                       corpus=diskcache.corpus_digest(SENTENCES), seed=0))
+    # the same weights in another folder give the same key: the content counts, not the path
+    model, vocab = make_model("classify")
+    other = tmp_path / "elsewhere"
+    disan.nn.checkpoint.save(other, model, vocab, {"task": "tiny-classify", "kind": "classify",
+                                                   "labels": LABELS["classify"]}, {"test": {"accuracy": 0.5}}, "#\n")
+    assert diskcache.result_key("case study", disan.load(other), corpus=diskcache.corpus_digest(SENTENCES),
+                                seed=0) == key
+    # a retrained model: other weights under the same path, whatever its time stamp says
+    weights = path / disan.nn.checkpoint.WEIGHTS
+    stamp = weights.stat()
+    model, vocab = make_model("classify", seed=1)
+    disan.nn.checkpoint.save(path, model, vocab, {"task": "tiny-classify", "kind": "classify",
+                                                  "labels": LABELS["classify"]}, {"test": {"accuracy": 0.5}}, "#\n")
+    os.utime(weights, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1))
+    others.append(diskcache.result_key("case study", disan.load(path), corpus=diskcache.corpus_digest(SENTENCES),
+                                       seed=0))
+    assert len(set(others)) == len(others) and key not in others
+    assert all(diskcache.fetch(k) is None for k in others)
+
+
+def test_file_digests_are_remembered_until_the_file_changes(cache, tmp_path):
+    f = tmp_path / "f.bin"
+    f.write_bytes(b"one")
+    first = diskcache.file_digest(f)
+    index = json.loads((cache / "digests.json").read_text())
+    index[str(f.resolve())][2] = "remembered"
+    (cache / "digests.json").write_text(json.dumps(index))
+    assert diskcache.file_digest(f) == "remembered"  # not read again
+    f.write_bytes(b"two!")
+    assert diskcache.file_digest(f) not in (first, "remembered")
+
+
+def test_the_cache_stays_within_its_bound_dropping_the_least_recently_read(cache, monkeypatch):
+    monkeypatch.setenv(diskcache.BOUND_ENV, str(2.5 * 80_000 / 2**20))  # room for two entries of 80 kB
+    for name in ("a", "b"):
+        diskcache.store(name, np.zeros(10_000))
+    os.utime(diskcache.entry_path("a"), ns=(1, 1))
+    os.utime(diskcache.entry_path("b"), ns=(2, 2))
+    assert diskcache.fetch("a") is not None  # read: now the most recent
+    diskcache.store("c", np.zeros(10_000))
+    kept = {p.stem for p in diskcache.entries()}
+    assert kept == {"a", "c"}
+    assert sum(p.stat().st_size for p in diskcache.entries()) <= diskcache.bound_bytes()
+    monkeypatch.setenv(diskcache.BOUND_ENV, "lots")
+    with pytest.raises(ValueError, match=diskcache.BOUND_ENV):
+        diskcache.bound_bytes()
+
+
+@pytest.mark.parametrize("damage", [lambda b: b[: len(b) // 2], lambda b: b"not a zip file", lambda b: b""])
+def test_a_corrupt_entry_is_computed_again(cache, damage):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"x": np.arange(5)}
+    first = diskcache.cached("k", compute)
+    entry = diskcache.entry_path("k")
+    entry.write_bytes(damage(entry.read_bytes()))
+    again = diskcache.cached("k", compute)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(first["x"], again["x"])
+    assert diskcache.fetch("k") is not None  # stored anew

@@ -1,0 +1,94 @@
+"""Analyses over growing samples (disan.explore.progressive, disan.app.analyses.refined): the schedule, the
+nested samples, and pages whose final figures are those of the direct computation over the whole corpus,
+drawn again from disk after a restart without computing anything."""
+import json
+
+import numpy as np
+import pytest
+import streamlit as st
+
+import disan
+from disan.explore import atlas, progressive
+from disan.explore.analyses import attribution, casestudy, corpus
+
+from .test_analysis_pages import PAGES, models  # noqa: F401 (a fixture: tiny checkpoints named for benchmarks)
+from .test_app import app, assert_page_draws, assert_same_json, charts, decoded, visit
+
+
+@pytest.mark.quick
+def test_samples_grow_from_the_first_to_the_whole_corpus(monkeypatch):
+    assert progressive.sizes(2000, 50, 4) == [50, 200, 800, 2000]
+    assert progressive.sizes(200, 50, 4) == [50, 200]
+    assert progressive.sizes(30, 50, 4) == [30]
+    assert progressive.sizes(500, 0) == [500]
+    monkeypatch.setenv(progressive.FIRST_ENV, "10")
+    assert [(s.number, s.count, s.size, s.final) for s in progressive.plan(100, growth=3)] == [
+        (1, 4, 10, False), (2, 4, 30, False), (3, 4, 90, False), (4, 4, 100, True)]
+    monkeypatch.setenv(progressive.FIRST_ENV, "many")
+    with pytest.raises(ValueError, match=progressive.FIRST_ENV):
+        progressive.sizes(100)
+    with pytest.raises(ValueError, match="grow"):
+        progressive.sizes(100, 10, 1)
+
+
+@pytest.mark.quick
+def test_each_sample_is_in_corpus_order_and_inside_every_larger_one():
+    samples = [progressive.nested(500, size) for size in (50, 200, 500)]
+    for small, large in zip(samples, samples[1:]):
+        assert set(small) <= set(large)
+    for sample in samples:
+        assert list(sample) == sorted(set(sample))
+    assert list(samples[-1]) == list(range(500))  # the last stage is the corpus itself
+    assert list(progressive.nested(500, 50)) == list(samples[0])  # a function of the corpus and the size only
+    assert set(progressive.nested(500, 50, seed=1)) != set(samples[0])
+    with pytest.raises(ValueError, match="a sample of 600 of 500"):
+        progressive.nested(500, 600)
+
+
+def figures_of(at, keys) -> dict:
+    return {k: decoded(json.loads(v.proto.spec)) for k, v in charts(at).items() if k in keys}
+
+
+@pytest.mark.usefixtures("data_root")
+def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart(models, tmp_path, monkeypatch):
+    monkeypatch.setenv(progressive.FIRST_ENV, "20")
+    pipe = disan.load(tmp_path / "a-trec")
+    trec = corpus.benchmark_corpus("trec", "test")
+    at = visit(app(), PAGES["case"])
+    sampled = corpus.sample(trec, corpus.SAMPLE_SENTENCES)
+    paper = casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
+                              "the paper's sentences")
+    assert_page_draws(at, casestudy.drawing(casestudy.measure(pipe, sampled.tokens, sampled.name), paper))
+    assert not at.get("progress")  # the bar and the stages' figures are gone
+
+    visit(at, PAGES["corpus"])
+    word = at.selectbox(key="corpus-word").value
+    assert_page_draws(at, corpus.drawing(corpus.analyse(pipe, trec, word, "source2token"), "cluster", 0))
+
+    visit(at, "app_pages/feature_atlas.py")
+    direct = atlas.profile(pipe, sampled.tokens, sampled.name)
+    selected = direct.position(at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value)
+    for key, fig in atlas.drawing(direct, "type", selected).figures.items():
+        assert_same_json(figures_of(at, {key})[key], decoded(json.loads(fig.to_json())), key)
+
+    visit(at, PAGES["attribution"])
+    items = corpus.benchmark_items("trec", "test", 200)
+    expected = attribution.corpus_drawing(attribution.corpus_agreement(pipe, items)).figures
+    drawn = figures_of(at, set(expected))
+    assert set(drawn) == set(expected)
+    for key, fig in expected.items():
+        assert_same_json(drawn[key], decoded(json.loads(fig.to_json())), key)
+
+    # a restart: nothing in memory, nothing computed again; every page draws what it drew, from disk
+    st.cache_data.clear()
+    for name in ("measure", "analyse", "profile", "corpus_agreement"):
+        for module in (casestudy, corpus, atlas, attribution):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))
+    again = app()
+    for page in (PAGES["case"], PAGES["corpus"], "app_pages/feature_atlas.py", PAGES["attribution"]):
+        before = figures_of(visit(at, page), set(charts(at)))
+        after = figures_of(visit(again, page), set(charts(again)))
+        assert list(before) == list(after)
+        for key in before:
+            assert_same_json(before[key], after[key], key)
