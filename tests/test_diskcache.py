@@ -176,3 +176,14 @@ def test_a_corrupt_entry_is_computed_again(cache, damage):
     assert len(calls) == 2
     np.testing.assert_array_equal(first["x"], again["x"])
     assert diskcache.fetch("k") is not None  # stored anew
+
+
+def test_a_cache_folder_that_cannot_be_written_only_costs_the_computation(tmp_path, monkeypatch):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv(diskcache.DIR_ENV, str(blocked / "cache"))
+    calls = []
+    for _ in range(2):
+        assert diskcache.cached("k", lambda: calls.append(1) or [1.5]) == [1.5]
+    assert len(calls) == 2 and not diskcache.known("k")
+    assert len(diskcache.file_digest(blocked)) == 64

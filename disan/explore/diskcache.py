@@ -101,7 +101,10 @@ def file_digest(path) -> str:
         digest = sha256_file(path)
         index = index if isinstance(index, dict) else {}
         index[str(path)] = stamp + [digest]
-        _atomic_write(index_path, json.dumps(index).encode("utf-8"))
+        try:
+            _atomic_write(index_path, json.dumps(index).encode("utf-8"))
+        except OSError:
+            pass  # a folder that cannot be written costs reading the file again, nothing more
     return digest
 
 
@@ -263,14 +266,17 @@ def fetch(key: str):
     """The result stored under ``key``, or None when there is none or it cannot be read (then it is
     deleted). A read marks the entry as recently used."""
     path = entry_path(key)
+    if not path.is_file():
+        return None
     try:
         with np.load(path, allow_pickle=False) as held:
             arrays = {name: held[name] for name in held.files}
         value = decode(json.loads(arrays.pop("manifest").tobytes().decode("utf-8")), arrays)
-    except FileNotFoundError:
-        return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, ImportError, zipfile.BadZipFile, EOFError):
-        path.unlink(missing_ok=True)  # corrupt or of another layout: computed again, and stored anew
+        try:
+            path.unlink(missing_ok=True)  # corrupt or of another layout: computed again, and stored anew
+        except OSError:
+            pass
         return None
     try:
         os.utime(path)  # its time stamp is its last use, whatever the file system does with access times
@@ -319,9 +325,12 @@ def trim(bound: int) -> None:
 
 
 def cached(key: str, compute: Callable[[], object]):
-    """The result stored under ``key``, else ``compute()``, stored."""
+    """The result stored under ``key``, else ``compute()``, stored where the disk allows."""
     value = fetch(key)
     if value is None:
         value = compute()
-        store(key, value)
+        try:
+            store(key, value)
+        except OSError:
+            pass  # a full or read-only disk: the result is still good, only not kept
     return value
