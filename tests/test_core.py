@@ -163,6 +163,26 @@ def test_faster_kernels_equal_dense_in_values_and_gradients(kernel, structure):
     assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, kernel=kernel)[0], args)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_trace_makes_the_reference_probabilities_in_place_to_the_bit(dtype):
+    torch.manual_seed(4)
+    key, query, values = (torch.randn(3, 9, 5, dtype=dtype) * 4 for _ in range(3))
+    pad = torch.ones(3, 9, dtype=torch.bool)
+    pad[1, 6:] = False
+    for direction in ("forward", "backward", "diag"):
+        mask = attention_mask(pad, direction)
+        # the reference, written out as the paper states it: c·tanh(·/c), softmax over the keys, masked
+        logits = 5.0 * torch.tanh((key[:, None, :, :] + query[:, :, None, :]) / 5.0)
+        expected = torch.softmax(logits.masked_fill(~mask[..., None], torch.finfo(dtype).min), dim=2) * mask[..., None]
+        with torch.no_grad():
+            s, probs = token2token_dense(key, query, values, mask)
+        assert torch.equal(probs, expected)
+        assert torch.equal(s, torch.einsum("bjid,bid->bjd", expected, values))
+        grad_key = key.clone().requires_grad_()  # with a gradient wanted: the reference itself, differentiable
+        s_grad, probs_grad = token2token_dense(grad_key, query, values, mask)
+        assert torch.equal(probs_grad.detach(), expected) and s_grad.requires_grad
+
+
 @pytest.mark.parametrize("kernel", [CPP, "eager"])
 def test_faster_kernels_in_float32_within_1e5_of_float64_reference(kernel):
     torch.manual_seed(2)
