@@ -19,6 +19,8 @@ st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline
 draw(attribution.drawing(attr, result.sentences))
 
 st.subheader("Agreement over a corpus")
+st.caption(f"Integrated gradients over {attribution.CORPUS_STEPS} steps for each input (their completeness gap is "
+           "shown with the histograms).")
 missing = glue.no_split(entry)
 if missing is not None:
     st.info(missing)

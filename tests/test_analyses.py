@@ -440,10 +440,14 @@ def test_attention_measures_of_a_trace():
 
 
 def test_corpus_agreement_has_a_row_per_sentence():
-    frame = attribution.corpus_agreement(pipeline("pair"), [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
+    pipe = pipeline("pair")
+    frame = attribution.corpus_agreement(pipe, [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
     assert len(frame) == 4  # the pair with an empty hypothesis cannot be traced
     assert list(frame.sentence[:2]) == list(PAIR)
     assert {f"{m} | source2token" for m in attribution.METHODS} <= set(frame.columns)
+    # both sentences of an input share its integrated gradients' completeness gap
+    gap = abs(attribution.attribute(pipe, pipe.trace(PAIR).sentences, 8).completeness_gap)
+    assert list(frame[attribution.GAP][:2]) == [gap, gap]
 
 
 # ---------------------------------------------------------------- comparison
@@ -577,7 +581,7 @@ def test_the_word_senses_page_offers_the_attention_outputs_too():
 
 
 def test_the_corpus_summary_counts_the_sentences_with_a_tau():
-    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
+    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1], attribution.GAP: [0.001, 0.003, 0.002],
                           "integrated gradients | source2token": [0.5, -0.2, np.nan],
                           "gradient × input | source2token": [0.1, 0.3, np.nan]})
     drawing = attribution.corpus_drawing(frame)
@@ -586,6 +590,7 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
     assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2
     assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
     assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure
+    assert "within 0.20% (median; largest 0.30%)" in drawing.rows[0].caption
 
 
 @pytest.mark.quick

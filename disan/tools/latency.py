@@ -2,6 +2,7 @@
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
+    python -m disan latency --browser --pages analyses [--models sst5,sick-e]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
 the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
@@ -15,6 +16,11 @@ change is drawn: typing a new sentence, then changing the feature mode, the colo
 query token, and switching pages. With ``--sentences N`` it then types N different sentences and
 reports the server's resident memory after each, against the trace cache's bound
 (``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
+
+``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
+study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
+a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
+whole corpus); then a second server, which finds the results on disk, and the same again.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -241,6 +248,60 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
     return {"model_mb": base, "bound_mb": bound, "after_mb": after, "high_mb": high}
 
 
+# ---------------------------------------------------------------- the analysis pages
+
+# Each analysis page by its link, and the key of its corpus figure: drawn under "stage-N-" + key for a
+# stage's sample (disan.app.analyses.refined), under the key itself for the whole corpus.
+ANALYSIS_PAGES = {"Corpus senses": ("corpus_senses", "corpus-scatter"),
+                  "Attribution": ("attribution", "attr-corpus-0"),
+                  "Case study": ("case_study", "case-received"),
+                  "Feature atlas": ("feature_atlas", "atlas-map")}
+ANALYSIS_MODELS = ("sst5", "sick-e")
+# Streamlit gives an element drawn with a key the class st-key-<key>; plotly's .main-svg is there once drawn.
+_FIGURE = """k => [...document.querySelectorAll(`[class*="st-key-"][class*="${k}"] .main-svg`)].length > 0"""
+_FINAL = f"""k => ({_IDLE})() && !!document.querySelector(`.st-key-${{k}} .main-svg`)
+  && !document.querySelector('[data-testid="stProgress"]')"""
+
+
+def cpu_model() -> str:
+    """The machine's CPU as /proc/cpuinfo names it (Linux), with the number of cores."""
+    try:
+        names = [line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                 if line.startswith("model name")]
+    except OSError:
+        names = []
+    return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
+
+
+def analysis_visits(models, cache_dir: str, timeout_s: float = 600) -> list[tuple[str, str, float, float]]:
+    """(model, page, seconds to its first corpus figure, seconds to its final figure) for the first visit of
+    each analysis page (its link, in a new browser session) on a server just started, results kept in
+    ``cache_dir`` (DISAN_CACHE_DIR)."""
+    rows = []
+    with server({"DISAN_CACHE_DIR": cache_dir}) as (_, url), chromium() as browser:
+        for model in models:
+            for name, (path, key) in ANALYSIS_PAGES.items():
+                page = browser.new_page(viewport=VIEWPORT)
+                t0 = time.perf_counter()
+                page.goto(f"{url}/{path}?model={model}")
+                page.wait_for_function(_FIGURE, arg=key, timeout=timeout_s * 1000, polling=50)
+                first = time.perf_counter() - t0
+                page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+                rows.append((model, name, first, time.perf_counter() - t0))
+                page.close()
+    return rows
+
+
+def analysis_latency(models=ANALYSIS_MODELS) -> list[tuple[str, str, float, float, float, float]]:
+    """(model, page, first figure, final figure, then the same after a restart) in seconds: every analysis
+    page's first visit on a fresh server with an empty result cache, then on a second server that finds
+    the first one's results on disk."""
+    with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir:
+        cold = analysis_visits(models, cache_dir)
+        warm = analysis_visits(models, cache_dir)
+    return [(m, p, f, t, f2, t2) for (m, p, f, t), (_, _, f2, t2) in zip(cold, warm)]
+
+
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
@@ -253,7 +314,22 @@ def main(argv=None) -> None:
                                                                   "report the server's memory")
     parser.add_argument("--cache-mb", type=float, default=None, help=f"--browser: the trace cache's bound "
                                                                       f"({CACHE_ENV}; default 1024)")
+    parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
+                                                               "page instead, on a fresh server and after a restart")
+    parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
+                        help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
     args = parser.parse_args(argv)
+    if args.pages:
+        models = [m for m in args.models.split(",") if m]
+        print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
+              f"{VIEWPORT['width']}x{VIEWPORT['height']}; first visit of each page by its link (seconds to the "
+              "first drawn corpus figure, and to the final one)")
+        print("| model | page | first figure | final figure | after a restart: first | final |\n"
+              "|---|---|---:|---:|---:|---:|")
+        for model, page, first, final, first2, final2 in analysis_latency(models):
+            print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {first2:.1f} | {final2:.1f} |")
+        print(f"load average after {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return
     if args.checkpoint is None:
         parser.error("no checkpoint found; name one")
     if not args.browser:

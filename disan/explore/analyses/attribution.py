@@ -29,7 +29,13 @@ from disan.explore.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.pipeline import SentenceTrace
 
-STEPS = 50
+STEPS = 50         # integrated-gradients steps for one input
+# ... and for each input of a corpus, where they are most of the cost: on 60 sst5 test sentences, 16 steps
+# took 2.4 s of CPU against 5.9 s for 50, their completeness gap 0.14% (median; 90th percentile 0.23%,
+# largest 1.5%) against 0.014%; Kendall's tau ranks |attribution|, which so small an error rarely reorders.
+# Every input's gap is kept with its taus, and the corpus summary shows it.
+CORPUS_STEPS = 16
+GAP = "completeness gap"  # the column of each input's |completeness gap| in the corpus table
 METHODS = ("integrated gradients", "gradient × input")
 
 
@@ -109,10 +115,10 @@ def agreement(attributions: dict[str, np.ndarray], measures: pd.DataFrame) -> pd
                         index=pd.Index(list(attributions), name="attribution"))
 
 
-def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
-    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, and
-    the tau of each (method, measure) as a column "method | measure". Items that cannot be traced are
-    left out."""
+def corpus_agreement(pipe, items: Sequence, steps: int = CORPUS_STEPS) -> pd.DataFrame:
+    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, the
+    |completeness gap| of its input's integrated gradients (:data:`GAP`), and the tau of each (method,
+    measure) as a column "method | measure". Items that cannot be traced are left out."""
     rows = []
     for item in items:
         try:
@@ -123,7 +129,7 @@ def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
         attr = attribute(pipe, sentences, steps)
         for k, sentence in enumerate(sentences):
             table = agreement({m: attr.method(m)[k] for m in METHODS}, attention_measures(sentence))
-            row = {"sentence": sentence.text, "tokens": len(sentence.tokens)}
+            row = {"sentence": sentence.text, "tokens": len(sentence.tokens), GAP: abs(attr.completeness_gap)}
             row.update({f"{m} | {measure}": table.loc[m, measure] for m in METHODS for measure in table.columns})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -159,4 +165,7 @@ def corpus_drawing(frame: pd.DataFrame) -> Drawing:
     summary = pd.DataFrame({"attribution | attention": pairs, "mean τ": values.mean().to_numpy(),
                             "share with τ > 0": (values > 0).sum().to_numpy() / counted.clip(min=1),
                             "sentences": counted})
-    return Drawing([Row(panels, f"Over {len(frame)} sentences"), Row({"attr-corpus-summary": summary})])
+    gaps = frame[GAP].to_numpy(dtype=float) if GAP in frame else np.array([])
+    caption = (f"The integrated gradients of each input sum to within {np.nanmedian(gaps):.2%} (median; largest "
+               f"{np.nanmax(gaps):.2%}) of f(x) − f(x′)." if np.isfinite(gaps).any() else None)
+    return Drawing([Row(panels, f"Over {len(frame)} sentences", caption), Row({"attr-corpus-summary": summary})])
