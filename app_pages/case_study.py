@@ -33,4 +33,5 @@ study = glue.refined(f"Tracing and measuring sentences of {chosen.name}", len(sa
                      lambda part, stage: draw(casestudy.drawing(part), prefix=f"stage-{stage.number}-"))
 st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint, corpus and version of the code, "
            "then kept on disk).")
-draw(casestudy.drawing(study, paper))
+# the claims' bootstrap intervals and null shuffles take seconds: the drawing is kept with the measures
+draw(glue.kept_drawing(glue.case_job(*args, sampled), lambda: casestudy.drawing(study, paper)))

@@ -68,6 +68,17 @@ def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
         assert diskcache.fetch(key) is None
         diskcache.store(key, value)
         assert_same(value, diskcache.fetch(key), name)
+    # a drawing: its tables as they were, its figures as the same plotly JSON
+    drawing = casestudy.drawing(results(pipe)["case"])
+    diskcache.store("drawing", drawing)
+    again = diskcache.fetch("drawing")
+    assert [(r.title, r.caption, list(r.panels)) for r in again.rows] == [(r.title, r.caption, list(r.panels))
+                                                                          for r in drawing.rows]
+    for key, panel in drawing.items():
+        if isinstance(panel, pd.DataFrame):
+            assert_same(panel, again[key], key)
+        else:
+            assert json.loads(again[key].to_json()) == json.loads(panel.to_json()), key
     mixed = {1: np.float32(2.5), "s": pd.DataFrame({"x": ["a", None], "y": [np.nan, 1.0]}, index=["p", "q"]),
              "t": (1, "two", None, float("inf")), "o": np.array(["a", "bc"], dtype=object)}
     diskcache.store("mixed", mixed)

@@ -79,9 +79,9 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     for key, fig in expected.items():
         assert_same_json(drawn[key], decoded(json.loads(fig.to_json())), key)
 
-    # a restart: nothing in memory, nothing computed again; every page draws what it drew, from disk
+    # a restart: nothing in memory, nothing computed or read again; every page draws what it drew, from disk
     st.cache_data.clear()
-    for name in ("measure", "analyse", "profile", "corpus_agreement"):
+    for name in ("measure", "analyse", "profile", "corpus_agreement", "trained_corpus", "trained_items"):
         for module in (casestudy, corpus, atlas, attribution):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))

@@ -19,8 +19,8 @@ import streamlit as st
 from disan.app.common import benchmark_label, checkpoint_args, load_pipeline, upload
 from disan.data.files import FORMATS, DataError
 from disan.data.loaders import SPLITS, data_dir
-from disan.data.registry import BENCHMARKS
-from disan.explore import atlas, diskcache, progressive
+from disan.data.registry import BENCHMARKS, task_checksums
+from disan.explore import atlas, diskcache, progressive, views
 from disan.explore.analyses import attribution, casestudy, corpus
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -36,10 +36,27 @@ def has_data() -> bool:
     return True
 
 
+def benchmark_key(task: str, split: str, **options) -> str | None:
+    """The on-disk key of a benchmark split read with ``options``: its data folder and files' SHA-256 (from
+    the folder's SHA256SUMS); None where they cannot be told (then the split is read, not kept)."""
+    try:
+        root = data_dir(options.get("data_dir"))
+    except FileNotFoundError:
+        return None
+    checksums = task_checksums(task, root)
+    return diskcache.key_of("benchmark", task=task, split=split, root=str(root.resolve()), files=checksums,
+                            **options) if checksums else None
+
+
+def read_kept(key: str | None, read):
+    """``read()`` kept on disk under ``key`` (tokenising a benchmark takes seconds); read afresh without a key."""
+    return read() if key is None else diskcache.cached(key, read)
+
+
 @st.cache_data(max_entries=8, show_spinner="Reading the benchmark…")
 def benchmark(task: str, split: str) -> corpus.Corpus:
-    """A benchmark split as a corpus, read once per task and split."""
-    return corpus.benchmark_corpus(task, split)
+    """A benchmark split as a corpus, read once per task and split (and kept on disk)."""
+    return read_kept(benchmark_key(task, split), lambda: corpus.benchmark_corpus(task, split))
 
 
 def own_split(entry) -> str | None:
@@ -78,8 +95,19 @@ def data_stamp(entry) -> tuple:
 
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
 def trained(path: str, mtime: float, files: tuple, _config: dict, split: str) -> corpus.Corpus:
-    """A split of the data a checkpoint was trained on, read once per checkpoint, data files and split."""
-    return corpus.trained_corpus(_config, split)
+    """A split of the data a checkpoint was trained on, read once per checkpoint, data files and split; a
+    benchmark's kept on disk, a file of one's own read (and checked against its recorded SHA-256) afresh."""
+    return read_kept(trained_key(_config, split), lambda: corpus.trained_corpus(_config, split))
+
+
+def trained_key(config: dict, split: str, **more) -> str | None:
+    """The on-disk key of the benchmark split a checkpoint was trained on (:func:`benchmark_key`, with its
+    recorded fold and seed); None for a file of one's own."""
+    if "data" in config:
+        return None
+    tc = config.get("train_config") or {}
+    return benchmark_key(config["task"], split, data_dir=tc.get("data_dir"), fold=tc.get("fold", 0),
+                         seed=tc.get("seed", 0), **more)
 
 
 @st.cache_data(max_entries=4, show_spinner="Reading the file…")
@@ -141,6 +169,11 @@ def kept(key: str, _compute):
 def partial(key: str, _compute):
     """A result on a stage's sample, kept in memory only: a rerun during the refinement skips the stages done."""
     return _compute()
+
+
+def kept_drawing(job, drawing_of) -> views.Drawing:
+    """``drawing_of()``, the drawing of a job's result, kept as :func:`kept` keeps the result itself."""
+    return kept(f"{job[0]}.drawing", drawing_of)
 
 
 def refined(what: str, total: int, job_of, show):
@@ -242,7 +275,7 @@ def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribut
 def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> list:
     """A seeded sample of n test inputs of the data a checkpoint was trained on, keyed by the checkpoint and
     its data files (:func:`data_stamp`)."""
-    return corpus.trained_items(_config, "test", n)
+    return read_kept(trained_key(_config, "test", items=n), lambda: corpus.trained_items(_config, "test", n))
 
 
 def agreement_job(path: str, mtime: float, items: list):

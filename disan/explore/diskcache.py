@@ -18,8 +18,8 @@ A changed checkpoint, corpus, setting or code names another entry, so an old res
 stays until the bound needs its room.
 
 Entries are stored without pickling: one ``.npz`` file per result, holding the result's arrays and table
-columns, plus a JSON ``manifest`` of its structure (this package's dataclasses, pandas tables, dicts,
-lists, tuples, numbers, strings; see :func:`encode`). Reading runs no stored code: arrays are read with
+columns, plus a JSON ``manifest`` of its structure (this package's dataclasses, pandas tables, plotly
+figures as plotly's JSON, a view's drawing, dicts, lists, tuples, numbers, strings; see :func:`encode`). Reading runs no stored code: arrays are read with
 ``allow_pickle=False`` and the only classes built are dataclasses of ``disan`` named in the manifest. An
 entry that cannot be read (truncated, corrupt, of another layout) is deleted and its result computed again.
 
@@ -43,9 +43,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import plotly.io
 
 from disan.data.loaders import sha256_file
 from disan.data.vectors import source_files
+from disan.explore.views import Drawing
 from disan.nn.checkpoint import CONFIG, VOCAB, WEIGHTS, vectors_source
 
 DIR_ENV, BOUND_ENV = "DISAN_CACHE_DIR", "DISAN_CACHE_MB"
@@ -142,12 +145,16 @@ def corpus_digest(*columns: Iterable) -> str:
     return digest.hexdigest()
 
 
+def key_of(what: str, **parts) -> str:
+    """The key of a result that depends on the package's sources and ``parts`` (JSON values) alone."""
+    named = {"layout": LAYOUT, "what": what, "sources": sources_digest(), "parts": parts}
+    return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def result_key(analysis: str, pipe, **settings) -> str:
     """The key of an analysis's result: a digest of the model (:func:`model_digest`), the package's sources,
     the analysis and its settings (JSON values; the corpus given as :func:`corpus_digest`)."""
-    named = {"layout": LAYOUT, "analysis": analysis, "model": model_digest(pipe), "sources": sources_digest(),
-             "settings": settings}
-    return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8")).hexdigest()
+    return key_of(analysis, model=model_digest(pipe), settings=settings)
 
 
 # ---------------------------------------------------------------- results as arrays and JSON
@@ -163,6 +170,10 @@ def encode(value, arrays: list[np.ndarray]):
             return {"objects": [encode(v, arrays) for v in array.ravel().tolist()], "shape": list(array.shape)}
         arrays.append(array)
         return {"array": len(arrays) - 1, "scalar": isinstance(value, np.generic)}
+    if isinstance(value, go.Figure):
+        return {"figure": value.to_json()}  # plotly's own JSON, as Streamlit sends it
+    if isinstance(value, Drawing):
+        return {"drawing": [encode(row, arrays) for row in value.rows]}
     if isinstance(value, pd.DataFrame):
         return {"frame": {"columns": [encode(c, arrays) for c in value.columns],
                           "data": [_encode_values(value.iloc[:, i], arrays) for i in range(value.shape[1])],
@@ -206,6 +217,10 @@ def decode(tree, arrays: Mapping[str, np.ndarray]):
         out = np.empty(len(tree["objects"]), dtype=object)
         out[:] = [decode(v, arrays) for v in tree["objects"]]
         return out.reshape(tree["shape"])
+    if "figure" in tree:
+        return plotly.io.from_json(tree["figure"])
+    if "drawing" in tree:
+        return Drawing([decode(row, arrays) for row in tree["drawing"]])
     if "frame" in tree:
         spec = tree["frame"]
         index = _decode_index(spec["index"], arrays)
