@@ -273,10 +273,11 @@ def cpu_model() -> str:
     return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
-def analysis_visits(models, cache_dir: str, timeout_s: float = 600) -> list[tuple[str, str, float, float]]:
+def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tuple[str, str, float, float]]:
     """(model, page, seconds to its first corpus figure, seconds to its final figure) for the first visit of
     each analysis page (its link, in a new browser session) on a server just started, results kept in
     ``cache_dir`` (DISAN_CACHE_DIR)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     rows = []
     with server({"DISAN_CACHE_DIR": cache_dir}) as (_, url), chromium() as browser:
         for model in models:
@@ -284,10 +285,15 @@ def analysis_visits(models, cache_dir: str, timeout_s: float = 600) -> list[tupl
                 page = browser.new_page(viewport=VIEWPORT)
                 t0 = time.perf_counter()
                 page.goto(f"{url}/{path}?model={model}")
-                page.wait_for_function(_FIGURE, arg=key, timeout=timeout_s * 1000, polling=50)
-                first = time.perf_counter() - t0
-                page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
-                rows.append((model, name, first, time.perf_counter() - t0))
+                first = final = float("nan")  # NaN: not drawn within timeout_s (an error on the page, say)
+                try:
+                    page.wait_for_function(_FIGURE, arg=key, timeout=timeout_s * 1000, polling=50)
+                    first = time.perf_counter() - t0
+                    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+                    final = time.perf_counter() - t0
+                except PlaywrightTimeout:
+                    pass
+                rows.append((model, name, first, final))
                 page.close()
     return rows
 
