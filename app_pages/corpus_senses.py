@@ -6,6 +6,8 @@ from disan.app.common import checkpoint_args, current_pipeline, draw, open_in_at
 from disan.explore.analyses import corpus, stats
 from disan.inspect import senses
 
+CLUSTERS = 3  # the chosen k's default, and the clusters of a stage's first occurrences when k is by silhouette
+
 st.header("Corpus senses")
 st.caption("Does DiSAN separate a word's senses across a corpus, beyond the paper's two sentences (Fig. 6)? "
            "Each point is one occurrence of the word; hover to read its context.")
@@ -27,14 +29,16 @@ word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
 kind = c2.radio("Vector", kinds, format_func=senses.VECTORS.get, key="corpus-kind")
 c1, c2 = st.columns(2)
 picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
-k = int(c2.number_input("k", 2, 10, 3, key="corpus-k")) if picked == "chosen k" else None
+k = int(c2.number_input("k", 2, 10, CLUSTERS, key="corpus-k")) if picked == "chosen k" else None
 if not word:
     st.stop()
 args = checkpoint_args(entry)
 found = len(corpus.occurrences(chosen, word))
+# a stage takes the word's first occurrences in corpus order; the search for k by silhouette waits for all
 try:
     result = glue.refined(f"Collecting “{word}” in {chosen.name}", found,
-                          lambda size: glue.senses_job(*args, chosen, word, kind, k, size),
+                          lambda size: glue.senses_job(*args, chosen, word, kind,
+                                                       k if size == found else k or CLUSTERS, size),
                           lambda part, stage: draw(corpus.drawing(part), prefix=f"stage-{stage.number}-"))
 except ValueError as e:
     st.info(str(e))

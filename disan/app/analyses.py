@@ -222,7 +222,8 @@ def stage_items(items: list, size: int) -> list:
 
 def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: str, k: int | None,
                limit: int = corpus.MAX_OCCURRENCES):
-    """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word."""
+    """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word (a
+    stage's sample: the first occurrences in corpus order, nested as :mod:`disan.explore.progressive` needs)."""
     pipe = load_pipeline(path, mtime)
     key = diskcache.result_key("corpus senses", pipe, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
                                limit=limit)

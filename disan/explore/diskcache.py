@@ -14,8 +14,8 @@ An analysis stores its result under :func:`result_key`, a digest of everything t
 * a digest of the ``disan`` package's source files (its version never changes when its code does);
 * the analysis's name and its settings, the corpus among them (:func:`corpus_digest`).
 
-A changed checkpoint, corpus, setting or code names another entry, so an old result is never read; it
-stays until the bound needs its room.
+A changed checkpoint, corpus, setting or code (this module's layout of the entries among it) names another
+entry, so an old result is never read; it stays until the bound needs its room.
 
 Entries are stored without pickling: one ``.npz`` file per result, holding the result's arrays and table
 columns, plus a JSON ``manifest`` of its structure (this package's dataclasses, pandas tables, plotly
@@ -53,7 +53,6 @@ from disan.nn.checkpoint import CONFIG, VOCAB, WEIGHTS, vectors_source
 
 DIR_ENV, BOUND_ENV = "DISAN_CACHE_DIR", "DISAN_CACHE_MB"
 DEFAULT_MB = 512
-LAYOUT = 1               # the manifest's layout: a change makes every older entry another key
 SUFFIX = ".npz"
 _lock = threading.Lock()  # the app computes in several threads (one per session)
 
@@ -147,7 +146,7 @@ def corpus_digest(*columns: Iterable) -> str:
 
 def key_of(what: str, **parts) -> str:
     """The key of a result that depends on the package's sources and ``parts`` (JSON values) alone."""
-    named = {"layout": LAYOUT, "what": what, "sources": sources_digest(), "parts": parts}
+    named = {"what": what, "sources": sources_digest(), "parts": parts}
     return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8")).hexdigest()
 
 
