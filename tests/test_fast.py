@@ -297,8 +297,9 @@ def test_a_process_killed_in_the_build_step_does_not_block_the_next_one():
     holder.kill()
     holder.wait()
     assert lock.exists()  # what the killed process left
-    done = subprocess.run([sys.executable, "-c", "from disan.nn.kernels import cpp; cpp.load(); import torch; "
-                                                 "print(torch.ops.disan.token2token_forward.default)"],
+    # cpp.build(): load() would take the built library without entering the build step
+    done = subprocess.run([sys.executable, "-c", "from disan.nn.kernels import cpp; cpp.build(); cpp.load(); "
+                                                 "import torch; print(torch.ops.disan.token2token_forward.default)"],
                           cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "token2token_forward" in done.stdout and not lock.exists()
@@ -315,6 +316,7 @@ def test_with_probs_takes_the_dense_path_whatever_the_kernel():
 
 @has_compiler
 def test_disan_kernel_overrides_auto_only(monkeypatch):
+    cpp.load()  # built, so that "auto" takes it at once
     args = inputs(2, 5, 3)
     mask = padded_mask(2, 5, "forward")
     assert type(token2token(*args, mask)[0].grad_fn).__name__ == NODE["cpp"]
@@ -331,9 +333,10 @@ def failing_build(monkeypatch):
     def fail():
         raise RuntimeError("no compiler")
     monkeypatch.setattr(cpp, "load", fail)
-    kernels.cpp_builds.cache_clear()
+    monkeypatch.setattr(cpp, "ready", fail)
+    kernels.warn_cpp_unavailable.cache_clear()
     yield
-    kernels.cpp_builds.cache_clear()
+    kernels.warn_cpp_unavailable.cache_clear()
 
 
 def test_auto_falls_back_to_eager_with_one_warning(failing_build):
