@@ -305,6 +305,20 @@ def test_a_process_killed_in_the_build_step_does_not_block_the_next_one():
     assert "token2token_forward" in done.stdout and not lock.exists()
 
 
+def test_the_build_folder_is_named_by_the_source_contents_not_its_place(tmp_path, monkeypatch):
+    """A checkout and an installed package (the same source elsewhere) share one build folder and library
+    name; a changed source gets a new one, beside it."""
+    folder, library = cpp.build_directory(), cpp.installed_library().name
+    copy = tmp_path / "site-packages" / "token2token.cpp"
+    copy.parent.mkdir()
+    copy.write_bytes(cpp.SOURCE.read_bytes())
+    monkeypatch.setattr(cpp, "SOURCE", copy)
+    assert cpp.build_directory() == folder and cpp.installed_library().name == library
+    copy.write_bytes(copy.read_bytes() + b"\n// changed\n")
+    assert cpp.build_directory() != folder and cpp.build_directory().parent == folder.parent
+    assert cpp.installed_library().name != library
+
+
 def test_with_probs_takes_the_dense_path_whatever_the_kernel():
     args = inputs(2, 5, 3, seed=13)
     mask = padded_mask(2, 5, "forward")

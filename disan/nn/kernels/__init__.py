@@ -43,10 +43,13 @@ from disan.nn.kernels.eager import token2token_eager
 KERNELS = ("auto", "cpp", "triton", "eager", "dense")
 
 
-def cpp_ready() -> bool:
+def cpp_ready(wait: bool = False) -> bool:
     """Whether the C++ ops serve now (:func:`disan.nn.kernels.cpp.ready`: False while they build in the
-    background); False with one warning where they cannot be built (no compiler, no ninja, a build error)."""
+    background, unless ``wait``: then once built); False with one warning where they cannot be built (no
+    compiler, no ninja, a build error)."""
     try:
+        if wait:
+            cpp.load()
         return cpp.ready()
     except Exception as err:
         warn_cpp_unavailable(str(err))
@@ -76,11 +79,12 @@ def _check(name: str, where: str) -> str:
     return name
 
 
-def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
+def resolve(kernel: str = "auto", like: torch.Tensor | None = None, wait: bool = False) -> str:
     """The path ("cpp", "triton", "eager" or "dense") that ``kernel`` takes for tensors like ``like``
     (default: CPU float32).
 
-    Starts building the C++ ops (in the background) the first time ``"auto"`` may use them.
+    Starts building the C++ ops (in the background) the first time ``"auto"`` may use them; ``wait``
+    waits for that build, for work whose every step should take one path (training, benchmarks).
     """
     like = torch.empty(0) if like is None else like
     name = _check(kernel, "kernel")
@@ -88,7 +92,7 @@ def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
         name = _check(os.environ.get("DISAN_KERNEL", "auto"), "DISAN_KERNEL")
     if name == "auto":
         if cpp.supports(like):
-            return "cpp" if cpp_ready() else "eager"
+            return "cpp" if cpp_ready(wait) else "eager"
         triton = _triton() if like.device.type == "cuda" else None
         return "triton" if triton is not None and triton.supports(like) else "eager"
     if name == "cpp" and not cpp.supports(like):
