@@ -3,7 +3,7 @@
 One library, for the instruction set PyTorch dispatches to on the building machine (AVX512, AVX2 or
 neither), named by :func:`disan.nn.kernels.cpp.library_name`; where that name differs at run time
 (another instruction set, another torch build), the package builds at run time as a checkout does.
-Everything else is in pyproject.toml. The build needs torch (pinned in its [build-system]); to build
+The rest of the metadata is in pyproject.toml. The build needs torch (pinned in its [build-system]); to build
 against the torch already installed instead of downloading it into an isolated environment:
 ``pip install --no-build-isolation .``.
 
