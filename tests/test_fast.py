@@ -297,11 +297,26 @@ def test_a_process_killed_in_the_build_step_does_not_block_the_next_one():
     holder.kill()
     holder.wait()
     assert lock.exists()  # what the killed process left
-    done = subprocess.run([sys.executable, "-c", "from disan.nn.kernels import cpp; cpp.load(); import torch; "
-                                                 "print(torch.ops.disan.token2token_forward.default)"],
+    # cpp.build(): load() would take the built library without entering the build step
+    done = subprocess.run([sys.executable, "-c", "from disan.nn.kernels import cpp; cpp.build(); cpp.load(); "
+                                                 "import torch; print(torch.ops.disan.token2token_forward.default)"],
                           cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "token2token_forward" in done.stdout and not lock.exists()
+
+
+def test_the_build_folder_is_named_by_the_source_contents_not_its_place(tmp_path, monkeypatch):
+    """A checkout and an installed package (the same source elsewhere) share one build folder and library
+    name; a changed source gets a new one, beside it."""
+    folder, library = cpp.build_directory(), cpp.installed_library().name
+    copy = tmp_path / "site-packages" / "token2token.cpp"
+    copy.parent.mkdir()
+    copy.write_bytes(cpp.SOURCE.read_bytes())
+    monkeypatch.setattr(cpp, "SOURCE", copy)
+    assert cpp.build_directory() == folder and cpp.installed_library().name == library
+    copy.write_bytes(copy.read_bytes() + b"\n// changed\n")
+    assert cpp.build_directory() != folder and cpp.build_directory().parent == folder.parent
+    assert cpp.installed_library().name != library
 
 
 def test_with_probs_takes_the_dense_path_whatever_the_kernel():
@@ -315,6 +330,7 @@ def test_with_probs_takes_the_dense_path_whatever_the_kernel():
 
 @has_compiler
 def test_disan_kernel_overrides_auto_only(monkeypatch):
+    cpp.load()  # built, so that "auto" takes it at once
     args = inputs(2, 5, 3)
     mask = padded_mask(2, 5, "forward")
     assert type(token2token(*args, mask)[0].grad_fn).__name__ == NODE["cpp"]
@@ -331,9 +347,10 @@ def failing_build(monkeypatch):
     def fail():
         raise RuntimeError("no compiler")
     monkeypatch.setattr(cpp, "load", fail)
-    kernels.cpp_builds.cache_clear()
+    monkeypatch.setattr(cpp, "ready", fail)
+    kernels.warn_cpp_unavailable.cache_clear()
     yield
-    kernels.cpp_builds.cache_clear()
+    kernels.warn_cpp_unavailable.cache_clear()
 
 
 def test_auto_falls_back_to_eager_with_one_warning(failing_build):

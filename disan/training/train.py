@@ -42,7 +42,7 @@ from disan.data.vectors import (
     fingerprint,
     load_glove,
 )
-from disan.nn import checkpoint
+from disan.nn import checkpoint, kernels
 from disan.nn.device import describe
 from disan.nn.heads import ModelConfig, TextModel, count_parameters, param_groups
 from disan.nn.model import DiSANConfig
@@ -105,6 +105,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
         prep = prepare_data(cfg, rng)
         # Model and optimiser: the word vectors go into the embedding; L2 on weight matrices only.
         model = build_model(cfg, prep).to(world.device)
+        kernels.resolve("auto", next(model.parameters()), wait=True)  # one path for every step, not a switch midway
         opt = make_optimizer(cfg, model)
         net = world.wrap(model)  # what the steps train: the model, or the model in DistributedDataParallel
         if world.distributed:

@@ -9,8 +9,8 @@ kernel is a name, ``DiSANConfig.kernel``:
     every other path is tested against, and the only one that returns P.
 ``"cpp"``
     The C++ custom ops (:mod:`disan.nn.kernels.cpp`, CPU float32/float64): one exp per valid
-    element, nothing n^2 d kept for the backward pass. Built at first use; an error if it cannot
-    be built or does not take the tensors.
+    element, nothing n^2 d kept for the backward pass. Built by ``pip install .``, or from a
+    checkout at first use (waited for); an error if it cannot be built or does not take the tensors.
 ``"triton"``
     The Triton kernels (:mod:`disan.nn.kernels.triton`, CUDA tensors of any floating dtype; CPU
     tensors too when ``TRITON_INTERPRET=1`` runs them in Triton's interpreter, as the tests do):
@@ -19,9 +19,10 @@ kernel is a name, ``DiSANConfig.kernel``:
     Plain PyTorch chunked over queries (:mod:`disan.nn.kernels.eager`); any device and dtype.
 ``"auto"`` (the default)
     The environment variable ``DISAN_KERNEL``, if set (to any of these names), read at every
-    call; otherwise ``"cpp"`` for CPU float32/float64 tensors where the C++ ops build (else
-    ``"eager"``, with one warning), ``"triton"`` for CUDA tensors where Triton is installed,
-    and ``"eager"`` for everything else.
+    call; otherwise ``"cpp"`` for CPU float32/float64 tensors where the C++ ops are built
+    (``"eager"`` while a checkout builds them in the background, and where they cannot be built,
+    with one warning), ``"triton"`` for CUDA tensors where Triton is installed, and ``"eager"``
+    for everything else. The two give equal values (to rounding), so a model may switch midway.
 
 ``DISAN_KERNEL`` overrides ``"auto"`` only: a model configured with an explicit kernel keeps it.
 Asking for the probabilities (``with_probs=True``, which is what tracing does) takes the dense
@@ -42,16 +43,24 @@ from disan.nn.kernels.eager import token2token_eager
 KERNELS = ("auto", "cpp", "triton", "eager", "dense")
 
 
-@functools.lru_cache(maxsize=None)
-def cpp_builds() -> bool:
-    """Whether the C++ ops build here; warns once where they do not (no compiler, no ninja, a build error)."""
+def cpp_ready(wait: bool = False) -> bool:
+    """Whether the C++ ops serve now (:func:`disan.nn.kernels.cpp.ready`: False while they build in the
+    background, unless ``wait``: then once built); False with one warning where they cannot be built (no
+    compiler, no ninja, a build error)."""
     try:
-        cpp.load()
+        if wait:
+            cpp.load()
+        return cpp.ready()
     except Exception as err:
-        warnings.warn(f"disan.nn.kernels: the C++ token2token kernel is unavailable, using the eager path ({err})",
-                      RuntimeWarning)
+        warn_cpp_unavailable(str(err))
         return False
-    return True
+
+
+@functools.lru_cache(maxsize=None)
+def warn_cpp_unavailable(reason: str) -> None:
+    """The warning that the C++ ops cannot be built, once per reason and process."""
+    warnings.warn(f"disan.nn.kernels: the C++ token2token kernel is unavailable, using the eager path ({reason})",
+                  RuntimeWarning)
 
 
 @functools.lru_cache(maxsize=None)
@@ -70,11 +79,12 @@ def _check(name: str, where: str) -> str:
     return name
 
 
-def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
+def resolve(kernel: str = "auto", like: torch.Tensor | None = None, wait: bool = False) -> str:
     """The path ("cpp", "triton", "eager" or "dense") that ``kernel`` takes for tensors like ``like``
     (default: CPU float32).
 
-    Builds the C++ ops the first time ``"auto"`` may use them.
+    Starts building the C++ ops (in the background) the first time ``"auto"`` may use them; ``wait``
+    waits for that build, for work whose every step should take one path (training, benchmarks).
     """
     like = torch.empty(0) if like is None else like
     name = _check(kernel, "kernel")
@@ -82,7 +92,7 @@ def resolve(kernel: str = "auto", like: torch.Tensor | None = None) -> str:
         name = _check(os.environ.get("DISAN_KERNEL", "auto"), "DISAN_KERNEL")
     if name == "auto":
         if cpp.supports(like):
-            return "cpp" if cpp_builds() else "eager"
+            return "cpp" if cpp_ready(wait) else "eager"
         triton = _triton() if like.device.type == "cuda" else None
         return "triton" if triton is not None and triton.supports(like) else "eager"
     if name == "cpp" and not cpp.supports(like):

@@ -6,14 +6,29 @@
     disan::token2token_backward(grad_s, key_factor, query_factor, direct, values, mask, s, inv_z, c)
         -> (d_key, d_query, d_values)
 
-This module compiles it at first use with ``torch.utils.cpp_extension.load`` (needs ninja and a
-C++ compiler) into PyTorch's extension cache (:func:`build_directory`), one build per CPU
-capability, and registers in Python what the dispatcher needs beyond the CPU kernels: fake (meta)
+Where the library comes from (:func:`load`, :func:`ready`), so that no user waits for a compiler:
+
+* ``pip install .`` builds it (``setup.py``) for the instruction set of the building machine, into the
+  package beside this file, named by :func:`library_name`; an installed package loads it with
+  ``torch.ops.load_library`` and never compiles at run time. Where the name differs at run time (another
+  instruction set, e.g. the package moved to another machine or ``ATEN_CPU_CAPABILITY`` set, or another
+  torch build), the package builds at run time as a checkout does.
+* Otherwise (a checkout) it is built with ``torch.utils.cpp_extension.load`` (needs ninja and a C++
+  compiler) into :func:`build_directory`, a folder named by a hash of the source's contents, the
+  instruction set and its flags, the torch build and the Python tag, from a copy of the source kept in
+  that folder: ``build.ninja`` records the source's path, so a checkout and an installed package (same
+  source, same folder) never rebuild each other, and a changed source builds into a new folder.
+  :func:`ready`, which ``"auto"`` asks, starts that build in a background process and answers False
+  until it is done, so the eager path serves meanwhile; :func:`load`, which ``"cpp"`` asks, waits for it.
+
+Once loaded, this module registers in Python what the dispatcher needs beyond the CPU kernels: fake (meta)
 implementations, so that ``torch.compile`` and ``torch.library.opcheck`` can trace the ops, and the
 forward op's autograd formula, which calls the backward op. Every output but ``s`` is auxiliary, for
 the backward op, and not differentiable: ``inv_z`` (1 / z per query and feature), and what the
 kernels read for key and query (A and Q below, or copies of key and query in the direct variant)
 with a 0-dim bool tensor ``direct`` saying which.
+
+This file imports nothing of ``disan``: ``setup.py`` loads it alone to name and build the library.
 
 Design
 ------
@@ -66,10 +81,13 @@ pairs only, and storing nothing n^2:
 from __future__ import annotations
 
 import contextlib
-import functools
+import hashlib
 import os
 import shutil
+import subprocess
 import sys
+import sysconfig
+import threading
 from pathlib import Path
 
 import torch
@@ -82,6 +100,47 @@ _CAPABILITY_FLAGS = {
                "-DCPU_CAPABILITY=AVX512", "-DCPU_CAPABILITY_AVX512"],
     "AVX2": ["-mavx2", "-mfma", "-DCPU_CAPABILITY=AVX2", "-DCPU_CAPABILITY_AVX2"],
 }
+LINK_FLAGS = ("-fopenmp",)
+
+
+def compile_flags() -> list[str]:
+    """The compiler's flags for the instruction set PyTorch dispatches to here (``ATEN_CPU_CAPABILITY`` included)."""
+    return ["-O3", "-fopenmp", *_CAPABILITY_FLAGS.get(torch.backends.cpu.get_cpu_capability(), [])]
+
+
+def library_name() -> str:
+    """``disan_token2token_<instruction set>_<hash>``: the hash of what the library depends on (the source's
+    contents, the flags, the torch build, the Python tag), so that a library of that name is always current."""
+    parts = [SOURCE.read_bytes(), " ".join(compile_flags() + list(LINK_FLAGS)).encode(), torch.__version__.encode(),
+             str(torch.version.git_version).encode(), sys.implementation.cache_tag.encode()]
+    digest = hashlib.sha256(b"".join(hashlib.sha256(part).digest() for part in parts)).hexdigest()
+    return f"disan_token2token_{torch.backends.cpu.get_cpu_capability().lower()}_{digest[:16]}"
+
+
+def installed_library() -> Path:
+    """Where ``pip install .`` puts the library (``setup.py``): beside this file."""
+    return Path(__file__).with_name(library_name() + sysconfig.get_config_var("EXT_SUFFIX"))
+
+
+def build_directory() -> Path:
+    """Where a checkout builds the library: under $TORCH_EXTENSIONS_DIR, else PyTorch's default extension
+    root (~/.cache/torch_extensions), the folder :func:`library_name` names."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
+    return Path(root) / library_name()
+
+
+def _built_library() -> Path:
+    return build_directory() / f"{library_name()}.so"
+
+
+def _library_at_hand() -> Path | None:
+    """The library to load without building: the installed one, else the checkout's build if it is done."""
+    if installed_library().is_file():
+        return installed_library()
+    built = _built_library()
+    return built if built.is_file() and not _building_elsewhere(build_directory()) else None
 
 
 def _ninja_on_path() -> None:
@@ -96,22 +155,10 @@ def _ninja_on_path() -> None:
     os.environ["PATH"] = ninja.BIN_DIR + os.pathsep + os.environ.get("PATH", "")
 
 
-def _name() -> str:
-    return f"disan_token2token_ops_{torch.backends.cpu.get_cpu_capability().lower()}"  # one build per instruction set
-
-
-def build_directory() -> Path:
-    """Where the library is built and cached: under $TORCH_EXTENSIONS_DIR, else PyTorch's default extension
-    root, one folder per instruction set, Python and PyTorch build (the library links against both)."""
-    from torch.utils.cpp_extension import get_default_build_root
-
-    root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
-    return Path(root) / f"{_name()}-{sys.implementation.cache_tag}-torch{torch.__version__}"
-
-
 # The file PyTorch's build step creates in the build directory while it runs, and that every other process
 # waits on until it is gone (torch.utils.file_baton.FileBaton).
 TORCH_BUILD_LOCK = "lock"
+_FLOCK = "build.flock"
 
 
 @contextlib.contextmanager
@@ -123,34 +170,99 @@ def _build_step(directory: Path):
     this ``flock`` first: the kernel drops it when its holder dies, so whoever holds it knows that no
     live process is inside the step, and that a PyTorch lock file there is stale.
     """
-    import fcntl  # POSIX; elsewhere the ImportError reaches kernels.cpp_builds, which falls back to eager
+    import fcntl  # POSIX; elsewhere the ImportError reaches kernels.cpp_ready, which falls back to eager
 
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "build.flock", "a") as held:
+    with open(directory / _FLOCK, "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         (directory / TORCH_BUILD_LOCK).unlink(missing_ok=True)
         yield
 
 
-@functools.lru_cache(maxsize=None)
-def load() -> None:
-    """Build (or load from the cache) the C++ library and register the ``disan::`` ops; raises if it cannot be built."""
+def _building_elsewhere(directory: Path) -> bool:
+    """Whether a process is inside the build step of ``directory`` now (it holds the ``flock``)."""
+    import fcntl
+
+    try:
+        with open(directory / _FLOCK, "a") as probe:
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    return False
+
+
+def build() -> Path:
+    """Compile the library into :func:`build_directory` (a no-op when it is current; waits for another
+    process building it) and return its path; raises if it cannot be built."""
     from torch.utils.cpp_extension import load as load_extension
 
     _ninja_on_path()
     directory = build_directory()
     with _build_step(directory):
-        load_extension(
-            name=_name(),
-            sources=[str(SOURCE)],
-            extra_cflags=["-O3", "-fopenmp"] + _CAPABILITY_FLAGS.get(torch.backends.cpu.get_cpu_capability(), []),
-            extra_ldflags=["-fopenmp"],
-            build_directory=str(directory),
-            is_python_module=False,  # the library registers its ops with the dispatcher when loaded
-        )
-    torch.library.register_fake("disan::token2token_forward", _forward_fake)
-    torch.library.register_fake("disan::token2token_backward", _backward_fake)
-    torch.library.register_autograd("disan::token2token_forward", _backward, setup_context=_setup_context)
+        source = directory / SOURCE.name  # the copy build.ninja names; rewritten only if it differs (its time)
+        if not source.is_file() or source.read_bytes() != SOURCE.read_bytes():
+            shutil.copyfile(SOURCE, directory / f"{SOURCE.name}.tmp")
+            os.replace(directory / f"{SOURCE.name}.tmp", source)
+        load_extension(name=library_name(), sources=[str(source)], extra_cflags=compile_flags(),
+                       extra_ldflags=list(LINK_FLAGS), build_directory=str(directory),
+                       is_python_module=False)  # the library registers its ops with the dispatcher when loaded
+    return _built_library()
+
+
+# Loading (once) and starting the background build (once) happen under this lock: the app calls from several threads.
+_lock = threading.Lock()
+_loaded = False
+# This process's background build (ready()), and its failure.
+_background: subprocess.Popen | None = None
+_failure: RuntimeError | None = None
+
+
+def load() -> None:
+    """Load the library and register the ``disan::`` ops: the installed one, else the checkout's build,
+    built first (or waited for) where needed; raises if it cannot be built."""
+    global _loaded
+    with _lock:
+        if _loaded:
+            return
+        torch.ops.load_library(str(_library_at_hand() or build()))
+        torch.library.register_fake("disan::token2token_forward", _forward_fake)
+        torch.library.register_fake("disan::token2token_backward", _backward_fake)
+        torch.library.register_autograd("disan::token2token_forward", _backward, setup_context=_setup_context)
+        _loaded = True
+
+
+def ready() -> bool:
+    """Whether the ops can serve now, without waiting: True once loaded, or loadable (installed, or built);
+    otherwise starts the build in a background process (once per process; it goes on if this one ends) and
+    returns False until it is done. Raises if that build failed."""
+    global _background, _failure
+    if _loaded:
+        return True
+    with _lock:
+        if _background is None:
+            if _library_at_hand() is None:
+                _background = _start_build()
+                return False
+        elif _background.poll() is None:
+            return False
+        elif _background.returncode != 0:
+            if _failure is None:
+                log = build_directory() / "build.log"
+                _failure = RuntimeError(f"the build failed (see {log}): {log.read_text(errors='replace')[-2000:]}")
+            raise _failure
+    load()
+    return True
+
+
+def _start_build() -> subprocess.Popen:
+    """:func:`build` in another process, at low priority (behind the work it serves), logging to build.log."""
+    build_directory().mkdir(parents=True, exist_ok=True)
+    root = str(Path(__file__).resolve().parents[3])  # the folder that holds disan/
+    with open(build_directory() / "build.log", "w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-c", f"import os, sys; os.nice(10); sys.path.insert(0, {root!r}); "
+                                   "from disan.nn.kernels import cpp; cpp.build()"],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def _forward_fake(key, query, values, mask, c):
@@ -188,6 +300,7 @@ def supports(t: torch.Tensor) -> bool:
 
 
 def token2token_cpp(key, query, values, mask, c: float) -> torch.Tensor:
-    """s (B, n, d) from the C++ op (built at first use); arguments as :func:`disan.nn.kernels.token2token`."""
+    """s (B, n, d) from the C++ op (waiting for its build where needed); arguments as
+    :func:`disan.nn.kernels.token2token`."""
     load()
     return torch.ops.disan.token2token_forward(key, query, values, mask, float(c))[0]
