@@ -367,3 +367,306 @@ def _row(name: str, estimates, n: int) -> dict:
             row[f"{m} − random"] = _interval(diff)
             row[f"{m}: verdict"] = verdict(diff, n, higher)
     return row
+
+
+def refine_erasure(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
+                   ) -> Iterator[tuple[int, ErasureSummary, list[SentenceErasure]]]:
+    """(inputs done, summary so far, records so far) over a sample that doubles from ``first`` inputs:
+    the page's first numbers come from ``first`` inputs, and every later summary is that of a longer prefix."""
+    records: list[SentenceErasure] = []
+    for start, stop in _growing(len(items), first):
+        records += erasure_records(pipe, items[start:stop], settings, start)
+        yield stop, erasure_summary(records, settings), records
+
+
+def _growing(n: int, first: int) -> list[tuple[int, int]]:
+    """(start, stop) of chunks whose prefixes double from ``first``: 20, 40, 80, ... up to n."""
+    bounds, stop = [0], max(1, first)
+    while bounds[-1] < n:
+        bounds.append(min(n, stop))
+        stop *= 2
+    return list(zip(bounds, bounds[1:]))
+
+
+# ---------------------------------------------------------------- attention interventions
+
+INTERVENTIONS = ("uniform", "permuted")
+
+
+def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The encodings (B, D) of a batched dense trace with one block's attention replaced by ``probs``, and
+    that block's new output: a DiSA block's s = P′h (B, n, d), or source2token's encoding. Only s and what
+    follows it (the block's fusion gate and u, source2token, for a DiSA block) is computed again."""
+    pad_mask = torch.arange(trace.blocks[0].h.shape[1] if trace.blocks else probs.shape[1])[None, :] \
+        < trace.lengths[:, None]                                                        # (B, n)
+    us = [t.u for t in trace.blocks]
+    if block == SOURCE2TOKEN:
+        out = (probs * torch.cat(us, dim=-1)).sum(dim=1)                                 # (B, D)
+        return out, out
+    i = [t.name for t in trace.blocks].index(block)
+    t, module = trace.blocks[i], encoder.blocks[i]
+    s = torch.einsum("bjik,bik->bjk", probs, t.h)                                       # (B, n, d)
+    gate = torch.sigmoid(module.fuse_s(s) + module.fuse_h(t.h) + module.b_f)
+    us[i] = torch.lerp(s, t.h, gate) * pad_mask[..., None]
+    out, _ = encoder.s2t(torch.cat(us, dim=-1), pad_mask)
+    return out, s
+
+
+def block_attention(trace, block: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A block's attention (B, n, n, d) [j, i, k] and mask (B, n, n) [j, i]; source2token's is one query row
+    over the tokens: (B, 1, n, D) and (B, 1, n)."""
+    if block == SOURCE2TOKEN:
+        probs = trace.source2token.probs                                                # (B, n, D)
+        n = probs.shape[1]
+        return probs[:, None], (torch.arange(n)[None, :] < trace.lengths[:, None])[:, None]
+    t = trace.blocks[[b.name for b in trace.blocks].index(block)]
+    return t.probs, t.mask
+
+
+def uniform_like(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Uniform attention over each query's valid keys (:func:`disan.inspect.measures.uniform_attention`),
+    the same for every feature: (B, m, n, d)."""
+    return measures.uniform_attention(mask, probs.dtype)[..., None].expand_as(probs)
+
+
+def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """Each query row's attention permuted among its valid keys (one permutation per row, for every feature:
+    :func:`disan.explore.analyses.stats.row_shuffle_index`); masked cells stay 0."""
+    index = torch.as_tensor(stats.row_shuffle_index(mask.numpy(), rng))                # (B, m, n)
+    return torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)
+
+
+def _unflatten(trace, block: str, probs: torch.Tensor) -> torch.Tensor:
+    return probs[:, 0] if block == SOURCE2TOKEN else probs
+
+
+def _change(pipe, before: torch.Tensor, after: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Per input: how far the output moved (total variation distance of the class distributions, |Δ score|
+    for relatedness) and whether the decision flipped (the class; the rounded score)."""
+    kind = pipe.model.kind
+    if kind.scored:
+        a, b = kind.read(before), kind.read(after)
+        return (a - b).abs().double().numpy(), (a.round() != b.round()).numpy()
+    p, q = before.softmax(dim=-1), after.softmax(dim=-1)
+    return 0.5 * (p - q).abs().sum(dim=-1).double().numpy(), (kind.read(before) != kind.read(after)).numpy()
+
+
+@torch.no_grad()
+def _noisy_outputs(pipe, ids: torch.Tensor, block: str, distance: torch.Tensor, rng: torch.Generator
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encodings (B, D) of ``ids`` with Gaussian noise on the word vectors, scaled per sentence so that the
+    block's output moves by ``distance`` (B,) in L2, and the distance reached. The scale starts at 1% of
+    the word vectors' RMS and is rescaled :data:`NOISE_ROUNDS` times by distance wanted / distance reached
+    (the output is near linear in a small noise)."""
+    model = pipe.model
+    pad_mask = ids != PAD_ID
+    x = model.embed(ids)                                                                 # (B, n, d_e)
+    noise = torch.randn(x.shape, generator=rng, dtype=x.dtype) * pad_mask[..., None]
+    _, base = model.encoder(x, pad_mask, "tokens")
+    scale = 0.01 * x.pow(2).mean(dim=(1, 2), keepdim=True).sqrt()                       # (B, 1, 1)
+
+    def run(scale):
+        out, tr = model.encoder(x + scale * noise, pad_mask, "tokens")
+        moved = (out - base.encoding) if block == SOURCE2TOKEN else \
+            (tr.blocks[[b.name for b in tr.blocks].index(block)].s - base.blocks[
+                [b.name for b in base.blocks].index(block)].s).flatten(1)
+        return out, moved.norm(dim=-1)
+
+    for _ in range(NOISE_ROUNDS):
+        _, reached = run(scale)
+        scale = scale * torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))[:, None, None]
+    return run(scale)
+
+
+@dataclass
+class InterventionSummary:
+    """Per block and intervention: the output change and flips, against noise of the same size."""
+    sentences: int
+    table: pd.DataFrame
+    changes: dict[tuple[str, str], np.ndarray]   # (block, intervention) -> (N,) change per input
+    noise: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) change under matched noise
+    flips: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) share of flips per input
+    noise_flips: dict[tuple[str, str], np.ndarray]
+
+
+def blocks_of(pipe) -> list[str]:
+    """The blocks whose attention can be replaced: each DiSA block, then source2token."""
+    return [b.name for b in getattr(pipe.model.encoder, "blocks", [])] + [SOURCE2TOKEN]
+
+
+@torch.no_grad()
+def intervention_records(pipe, items: Sequence, settings: Settings = Settings(), start: int = 0) -> dict:
+    """Per (block, intervention): the change and flip share per input (mean over the permutation draws),
+    and the same under matched noise. ``start`` seeds the draws of a prefix as in the whole sample."""
+    model = pipe.model
+    was = model.training
+    model.eval()
+    try:
+        prepared = prepare(pipe, items, settings)
+        flat = [(i, s) for i, it in enumerate(prepared) for s in range(len(it.tokens))]
+        sentences = [prepared[i].ids[s] for i, s in flat]
+        original = torch.zeros(len(flat), model.encoder.out_dim)
+        after: dict = {}
+        noisy: dict = {}
+        for batch, trace in traces(pipe, [prepared[i].tokens[s] for i, s in flat]):
+            original[batch] = trace.encoding
+            ids = pad([sentences[k] for k in batch])
+            for block in blocks_of(pipe):
+                probs, mask = block_attention(trace, block)
+                for how in INTERVENTIONS:
+                    draws = 1 if how == "uniform" else settings.permutation_draws
+                    outs, moved = [], []
+                    for d in range(draws):
+                        rng = np.random.default_rng([settings.seed, start, batch[0], d])
+                        new = uniform_like(probs, mask) if how == "uniform" else permuted(probs, mask, rng)
+                        out, s = intervened_encoding(model.encoder, trace, block, _unflatten(trace, block, new))
+                        ref = trace.encoding if block == SOURCE2TOKEN else \
+                            trace.blocks[[b.name for b in trace.blocks].index(block)].s
+                        outs.append(out)
+                        moved.append((s - ref).flatten(1).norm(dim=-1))
+                    after.setdefault((block, how), [None] * len(flat))
+                    noisy.setdefault((block, how), [None] * len(flat))
+                    gen = torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0])
+                    noise_out, _ = _noisy_outputs(pipe, ids, block, torch.stack(moved).mean(dim=0), gen)
+                    for b, k in enumerate(batch):
+                        after[block, how][k] = torch.stack([o[b] for o in outs])          # (draws, D)
+                        noisy[block, how][k] = noise_out[b][None]                         # (1, D)
+        per_item, k = [], 0  # the rows of flat of each input: they follow one another
+        for it in prepared:
+            per_item.append(list(range(k, k + len(it.tokens))))
+            k += len(it.tokens)
+        base = model.head(*(original[[ks[s] for ks in per_item]] for s in range(len(prepared[0].tokens))))
+        result = {}
+        for key in after:
+            for name, table in (("intervention", after[key]), ("noise", noisy[key])):
+                draws = table[0].shape[0]
+                changes, flips = [], []
+                for d in range(draws):
+                    logits = model.head(*(torch.stack([table[ks[s]][d] for ks in per_item])
+                                          for s in range(len(prepared[0].tokens))))
+                    c, f = _change(pipe, base, logits)
+                    changes.append(c)
+                    flips.append(f)
+                result[key, name] = np.mean(changes, axis=0), np.mean(flips, axis=0)
+        return result
+    finally:
+        model.train(was)
+
+
+def intervention_summary(records: dict, n: int, settings: Settings = Settings()) -> InterventionSummary:
+    """The corpus table of :func:`intervention_records`: mean change and flip share with intervals, the
+    same under matched noise, and their difference with its verdict."""
+    rows, changes, noise, flips, noise_flips = [], {}, {}, {}, {}
+    for (key, name), (c, f) in records.items():
+        (changes if name == "intervention" else noise)[key] = c
+        (flips if name == "intervention" else noise_flips)[key] = f
+    for key in changes:
+        diff = stats.sentence_mean(changes[key] - noise[key], settings.resamples, settings.seed)
+        rows.append({"block": key[0], "intervention": key[1],
+                     "output change": _interval(stats.sentence_mean(changes[key], settings.resamples, settings.seed)),
+                     "flips": f"{float(np.mean(flips[key])):.1%}",
+                     "noise of that size": _interval(stats.sentence_mean(noise[key], settings.resamples,
+                                                                         settings.seed)),
+                     "noise flips": f"{float(np.mean(noise_flips[key])):.1%}",
+                     "− noise": _interval(diff),
+                     "verdict": (TOO_FEW if n < MIN_SENTENCES else "n/a" if not np.isfinite(diff.low) else
+                                 "moves it more than noise" if diff.low > 0 else
+                                 "moves it less than noise" if diff.high < 0 else "like noise")})
+    return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips)
+
+
+def refine_interventions(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
+                         ) -> Iterator[tuple[int, InterventionSummary]]:
+    """(inputs done, summary so far) over a sample that doubles from ``first`` inputs."""
+    merged: dict = {}
+    for start, stop in _growing(len(items), first):
+        for key, (c, f) in intervention_records(pipe, items[start:stop], settings, start).items():
+            old = merged.get(key, (np.zeros(0), np.zeros(0)))
+            merged[key] = np.concatenate([old[0], c]), np.concatenate([old[1], f])
+        yield stop, intervention_summary(merged, stop, settings)
+
+
+# ---------------------------------------------------------------- randomisation checks
+
+def groups(model) -> dict[str, list[tuple[nn.Module | nn.Parameter, str]]]:
+    """The parameter groups of :data:`CASCADE`, top down: each a list of modules (re-initialised by
+    :func:`disan.nn.heads.init_weights`) and loose parameters (zeroed, as that initialiser does)."""
+    disa = [m for m in model.encoder.modules() if isinstance(m, DiSA)]
+    s2t = getattr(model.encoder, "s2t", None)
+    rest = [m for m in model.encoder.children() if m is not s2t and not isinstance(m, DiSA)]
+    return {"head": [model.fc, model.out],
+            "source2token": [s2t] if s2t is not None else [],
+            "fusion gates": [x for m in disa for x in (m.fuse_s, m.fuse_h, m.b_f)],
+            "DiSA blocks": [x for m in disa for x in (m.fc_h, m.w1, m.w2, m.b1)] + rest,
+            "word vectors": [model.embed]}
+
+
+@torch.no_grad()
+def randomise(model, group: str, generator: torch.Generator) -> None:
+    """Re-initialise one group of :func:`groups` in place with the training's initialiser: Glorot-uniform
+    matrices and zero biases, word vectors U(−0.05, 0.05)."""
+    for part in groups(model)[group]:
+        if group == "word vectors":
+            for p in part.parameters(recurse=True):
+                p.copy_(torch.empty(p.shape, dtype=torch.float32).uniform_(
+                    -WORD_VECTOR_RANGE, WORD_VECTOR_RANGE, generator=generator).to(p.dtype))
+            for name, buf in part.named_buffers():
+                buf.copy_(torch.empty(buf.shape).uniform_(-WORD_VECTOR_RANGE, WORD_VECTOR_RANGE,
+                                                          generator=generator).to(buf.dtype))
+        elif isinstance(part, nn.Parameter):
+            part.zero_()
+        else:
+            for p in part.parameters():
+                if p.dim() >= 2:
+                    nn.init.xavier_uniform_(p, generator=generator)
+                else:
+                    p.zero_()
+
+
+def _same_model(pipe, model):
+    """The pipeline with another model of the same vocabulary."""
+    return type(pipe)(model, pipe.vocab, pipe.config, pipe.metrics, pipe.path)
+
+
+@dataclass
+class Agreement:
+    """Per stage (or per compared model), each explanation's Spearman correlation with the trained model's."""
+    sentences: int
+    table: pd.DataFrame                          # stage x explanation: mean ρ [interval]
+    rho: dict[tuple[str, str], np.ndarray]       # (stage, explanation) -> (N,) ρ per input
+
+
+def _agreement(stages: dict[str, list[dict[str, np.ndarray]]], trained: list[dict[str, np.ndarray]],
+               settings: Settings) -> Agreement:
+    rho, rows = {}, []
+    for stage, scores in stages.items():
+        row = {"stage": stage}
+        for name in trained[0]:
+            r = np.array([stats.spearman(a[name], b[name]) for a, b in zip(trained, scores)])
+            rho[stage, name] = r
+            row[name] = _interval(stats.sentence_mean(r, settings.resamples, settings.seed))
+        rows.append(row)
+    return Agreement(len(trained), pd.DataFrame(rows), rho)
+
+
+def cascade(pipe, items: Sequence, settings: Settings = Settings()) -> Agreement:
+    """Cascading model randomisation: after each stage of :data:`CASCADE` (that group re-initialised on top of
+    the ones before), each explanation's Spearman correlation with its trained value, per input."""
+    prepared = prepare(pipe, items, settings)
+    trained = explain(pipe, prepared, settings)
+    model = copy.deepcopy(pipe.model)
+    generator = torch.Generator().manual_seed(settings.seed)
+    stages = {}
+    for group in CASCADE:
+        randomise(model, group, generator)
+        broken = _same_model(pipe, model)
+        stages[group] = explain(broken, prepare(broken, items, settings), settings)  # its own prediction explained
+    return _agreement(stages, trained, settings)
+
+
+def data_randomisation(pipe, shuffled, items: Sequence, settings: Settings = Settings()) -> Agreement:
+    """Each explanation's Spearman correlation, per input, between the trained model and ``shuffled``, a
+    pipeline of the same settings trained on shuffled labels (``python -m disan train --shuffle-labels``).
+    Each model explains its own prediction."""
+    return _agreement({"shuffled labels": explain(shuffled, prepare(shuffled, items, settings), settings)},
+                      explain(pipe, prepare(pipe, items, settings), settings), settings)
