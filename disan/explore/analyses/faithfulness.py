@@ -221,7 +221,7 @@ def explanation_names(pipe) -> list[str]:
 
 def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> list[dict[str, np.ndarray]]:
     """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order)."""
-    out = []
+    out, names = [], explanation_names(pipe)
     loo_inputs, loo_targets = [], []
     for item, sentences in zip(items, _sentence_traces(pipe, items)):
         per: dict[str, list[np.ndarray]] = {}
@@ -235,7 +235,8 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> lis
         attr = integrated_gradients(pipe, sentences)
         per["gradient × input"] = attr.gradient_input
         per["integrated gradients"] = attr.integrated
-        out.append({name: np.array([v[s][p] for s, p in item.places], dtype=float) for name, v in per.items()})
+        out.append({name: np.array([per[name][s][p] for s, p in item.places], dtype=float)
+                    for name in names if name in per})
         for c in range(len(item.places)):
             loo_inputs.append(edited(item, [c], False, settings.removal))
             loo_targets.append(item.target)
@@ -271,32 +272,37 @@ class SentenceErasure:
     random_only: np.ndarray            # (draws, K)
 
 
+def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings()
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """f after removing each ranking's top-k tokens and f keeping only them: (N, K) each, one row per
+    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first)."""
+    inputs, targets = [], []
+    for item, order in zip(items, orders):
+        for k in settings.ks:
+            top = list(order[:top_count(k, len(item.places))])
+            inputs += [edited(item, top, False, settings.removal), edited(item, top, True, settings.removal)]
+            targets += [item.target, item.target]
+    got = values(pipe, inputs, targets).reshape(len(orders), len(settings.ks), 2)
+    return got[..., 0], got[..., 1]
+
+
 def erasure_records(pipe, items: Sequence, settings: Settings = Settings(), start: int = 0) -> list[SentenceErasure]:
     """The erasure curves of every input; ``start`` is the index of the first in the whole sample (it
     seeds the random rankings)."""
     prepared = prepare(pipe, items, settings)
-    scores = explain(pipe, prepared, settings)
-    jobs, inputs, targets = [], [], []
-    for r, (item, per) in enumerate(zip(prepared, scores)):
-        ranked = {name: ranking(v) for name, v in per.items()}
-        draws = random_rankings(start + r, len(item.places), settings)
-        for name, order in [*ranked.items(), *((d, o) for d, o in enumerate(draws))]:
-            for k in settings.ks:
-                top = order[:top_count(k, len(item.places))]
-                for keep in (False, True):
-                    jobs.append((r, name, keep))
-                    inputs.append(edited(item, top, keep, settings.removal))
-                    targets.append(item.target)
-        scores[r] = ranked, draws
-    got = values(pipe, inputs, targets).reshape(-1, len(settings.ks), 2)
+    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings)]
+    draws = [random_rankings(start + r, len(item.places), settings) for r, item in enumerate(prepared)]
+    pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
+             for order in [*named.values(), *drawn]]
+    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings)
     out, row = [], 0
-    for item, (ranked, draws) in zip(prepared, scores):
-        curves = got[row:row + len(ranked) + len(draws)]
-        row += len(ranked) + len(draws)
-        out.append(SentenceErasure(item.tokens, item.places, item.value, ranked,
-                                   {name: curves[e, :, 0] for e, name in enumerate(ranked)},
-                                   {name: curves[e, :, 1] for e, name in enumerate(ranked)},
-                                   draws, curves[len(ranked):, :, 0], curves[len(ranked):, :, 1]))
+    for item, named, drawn in zip(prepared, ranked, draws):
+        e = len(named)
+        out.append(SentenceErasure(item.tokens, item.places, item.value, named,
+                                   {name: removed[row + j] for j, name in enumerate(named)},
+                                   {name: only[row + j] for j, name in enumerate(named)},
+                                   drawn, removed[row + e:row + e + len(drawn)], only[row + e:row + e + len(drawn)]))
+        row += e + len(drawn)
     return out
 
 
