@@ -197,3 +197,31 @@ def test_every_kind_gets_its_erasure_interventions_and_cascade(kind):
     assert all((c >= 0).all() for c in inter.changes.values())
     agreement = F.cascade(pipe, items, settings)
     assert list(agreement.table["stage"]) == list(F.CASCADE)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_command_writes_records_that_recompute_outside_the_tool(tmp_path):
+    import json
+
+    from disan.inspect.pipeline import load
+    from disan.tools import faithfulness as command
+
+    out = tmp_path / "f.jsonl"
+    assert command.main(["checkpoints/trec", "--sentences", "2", "--seed", "3", "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    pipe = load("checkpoints/trec")
+    names = F.explanation_names(pipe) + [f"random {d + 1}" for d in range(F.RANDOM_DRAWS)]
+    assert len(records) == 2 * len(names) and [r["explanation"] for r in records[:len(names)]] == names
+    for r in records[::7]:
+        tokens = r["tokens"][0]
+        assert sorted(r["ranking"]) == list(range(len(tokens)))
+        probs = pipe.logits([[tokens]]).softmax(dim=-1)[0]
+        assert r["f"] == pytest.approx(probs.max().item(), abs=1e-5)
+        target = int(probs.argmax())
+        for step in r["k"]:
+            top = set(r["ranking"][:step["tokens"]])
+            for kept, key in ((False, "f_removed"), (True, "f_only")):
+                edited = [t for p, t in enumerate(tokens) if (p in top) == kept]
+                want = pipe.logits([[edited]]).softmax(dim=-1)[0, target].item() if edited else None
+                if want is not None:
+                    assert step[key] == pytest.approx(want, abs=1e-5)
