@@ -45,10 +45,11 @@ from torch import nn
 
 from disan.data.batching import length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
-from disan.explore.analyses import stats
+from disan.explore.analyses import charts, stats
 from disan.explore.analyses.attribution import attribute
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
 from disan.explore.kinds import look_of
+from disan.explore.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import SentenceTrace
@@ -676,3 +677,42 @@ def data_randomisation(pipe, shuffled, items: Sequence, settings: Settings = Set
     Each model explains its own prediction."""
     return _agreement({"shuffled labels": explain(shuffled, prepare(shuffled, items, settings), settings)},
                       explain(pipe, prepare(pipe, items, settings), settings), settings)
+
+
+# ---------------------------------------------------------------- what the page and the notebook draw
+
+def erasure_drawing(summary: ErasureSummary, pipe=None) -> Drawing:
+    """Comprehensiveness and sufficiency (AOPC) of every explanation with intervals, random's among them,
+    and the table of differences from random with their verdicts."""
+    bars = {m: {name: summary.estimates[name, m][0] for name in summary.table["explanation"]} for m in MEASURES}
+    spread = "; ".join(f"{m} {summary.random_spread[m]}" for m in MEASURES)
+    followed = f"f = {look_of(pipe.kind).followed}" if pipe is not None else "f = the followed output"
+    return Drawing([
+        Row({"faith-erasure-bars": charts.estimate_bars(bars, f"Erasure over {summary.sentences} inputs (AOPC)",
+                                                        "f(x) − f(edited)")},
+            "Erasure: remove the top-k tokens (comprehensiveness, higher is better) or keep only them "
+            "(sufficiency, lower is better)",
+            f"{followed}; k = {', '.join(f'{k:.0%}' for k in K_FRACTIONS)} of the tokens, at least one. Random's "
+            f"corpus AOPC over its {RANDOM_DRAWS} draws (mean [5th, 95th percentile]): {spread}."),
+        Row({"faith-erasure-table": summary.table})])
+
+
+def intervention_drawing(summary: InterventionSummary) -> Drawing:
+    """The interventions' table: output change and flips per block and intervention, against matched noise."""
+    return Drawing([Row({"faith-interventions": summary.table},
+                        f"Attention interventions over {summary.sentences} inputs",
+                        "P replaced by uniform attention over the same keys, or permuted among them "
+                        f"({PERMUTATION_DRAWS} draws); the output change is the total variation distance of the "
+                        "class distributions (|Δ score| for relatedness). Noise: Gaussian noise on the word vectors "
+                        "that moves the block's output by the same L2 distance.")])
+
+
+def agreement_drawing(result: Agreement, title: str) -> Drawing:
+    """Mean Spearman ρ of each explanation with its value on the trained model, per stage, with intervals."""
+    bars = {stage: {name: stats.sentence_mean(result.rho[stage, name]) for name in result.table.columns[1:]}
+            for stage in result.table["stage"]}
+    return Drawing([Row({"faith-agreement-bars": charts.estimate_bars(bars, title, "Spearman ρ with the trained "
+                                                                                   "model", reference=0.0)},
+                        title, "An explanation that keeps its ranking when the model it explains is destroyed "
+                               "does not explain that model: ρ near 1 is the failure."),
+                    Row({"faith-agreement-table": result.table})])
