@@ -225,3 +225,24 @@ def test_the_command_writes_records_that_recompute_outside_the_tool(tmp_path):
                 want = pipe.logits([[edited]]).softmax(dim=-1)[0, target].item() if edited else None
                 if want is not None:
                     assert step[key] == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_path, monkeypatch):
+    from disan.nn import checkpoint
+
+    from .conftest import LABELS
+    from .test_app import app, charts, visit
+
+    model, vocab = make_model("classify")
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    at = app(**{"faith-n": 24})
+    visit(at, "app_pages/faithfulness.py")
+    assert "faith-erasure-bars" in charts(at)
+    table = at.dataframe[0].value
+    assert list(table["explanation"])[-1] == F.RANDOM and len(table) == 9
+    assert set(table["comprehensiveness: verdict"].dropna()) <= {"better than random", "no better", "worse"}
+    at.button(key="faith-cascade").click().run()
+    assert not at.exception and "faith-agreement-bars" in charts(at)

@@ -69,6 +69,7 @@ CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors"
 WORD_VECTOR_RANGE = 0.05  # the training's rows for words GloVe lacks: U(-0.05, 0.05)
 NOISE_ROUNDS = 3  # rescalings of the noise towards the intervention's distance
 FIRST = 20        # the refine_* generators' first sample: as many sentences as a verdict needs
+CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
 
 
 @dataclass(frozen=True)
