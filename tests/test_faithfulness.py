@@ -246,3 +246,18 @@ def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_
     assert set(table["comprehensiveness: verdict"].dropna()) <= {"better than random", "no better", "worse"}
     at.button(key="faith-cascade").click().run()
     assert not at.exception and "faith-agreement-bars" in charts(at)
+
+
+@pytest.mark.quick
+def test_the_commands_records_are_one_per_explanation_and_random_draw():
+    from disan.tools import faithfulness as command
+
+    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
+                               {"x": np.array([0.8, 0.9])}, [[0, 1], [1, 0]], np.array([[0.5, 0.1], [0.6, 0.1]]),
+                               np.array([[0.7, 0.9], [0.4, 0.9]]))
+    lines = command.lines([record], (0.5, 1.0))
+    assert [line["explanation"] for line in lines] == ["x", "random 1", "random 2"]
+    assert lines[2]["ranking"] == [1, 0] and lines[2]["k"][0] == {"fraction": 0.5, "tokens": 1, "f_removed": 0.6,
+                                                                  "f_only": 0.4}
+    assert lines[0]["k"][1]["tokens"] == 2 and lines[0]["f"] == 0.9
+    assert command.main(["nowhere", "--sentences", "0", "--out", "x.jsonl"]) == 1
