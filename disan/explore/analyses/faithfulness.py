@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,7 @@ from torch import nn
 
 from disan.data.batching import length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
+from disan.data.vectors import OOV_RANGE
 from disan.explore.analyses import charts, stats
 from disan.explore.analyses.attribution import attribute
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
@@ -66,7 +67,6 @@ BOTH = "both"
 RANDOM = "random"
 SOURCE2TOKEN = "source2token"
 CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors")
-WORD_VECTOR_RANGE = 0.05  # the training's rows for words GloVe lacks: U(-0.05, 0.05)
 NOISE_ROUNDS = 3  # rescalings of the noise towards the intervention's distance
 FIRST = 20        # the refine_* generators' first sample: as many sentences as a verdict needs
 CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
@@ -167,10 +167,15 @@ def _logits(pipe, inputs: Sequence[tuple[Sequence[int], ...]]) -> torch.Tensor:
 def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None]) -> np.ndarray:
     """(N,) f of each edited input for its target; each distinct (input, target) runs once."""
     keys = list(dict.fromkeys(zip(inputs, targets)))
+    if not keys:
+        return np.zeros(0)
     index = {key: r for r, key in enumerate(keys)}
     logits = _logits(pipe, [key[0] for key in keys])
-    got = np.array([_followed(pipe, logits[r:r + 1], key[1])[0] for r, key in enumerate(keys)])
-    return got[[index[key] for key in zip(inputs, targets)]] if keys else np.zeros(0)
+    if pipe.model.kind.scored:
+        got = _followed(pipe, logits, None)
+    else:  # each row's own target class
+        got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
+    return got[[index[key] for key in zip(inputs, targets)]]
 
 
 def edited(item: Item, chosen: Sequence[int], keep: bool, removal: str) -> tuple[tuple[int, ...], ...]:
@@ -405,8 +410,7 @@ def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tupl
     """The encodings (B, D) of a batched dense trace with one block's attention replaced by ``probs``, and
     that block's new output: a DiSA block's s = P′h (B, n, d), or source2token's encoding. Only s and what
     follows it (the block's fusion gate and u, source2token, for a DiSA block) is computed again."""
-    pad_mask = torch.arange(trace.blocks[0].h.shape[1] if trace.blocks else probs.shape[1])[None, :] \
-        < trace.lengths[:, None]                                                        # (B, n)
+    pad_mask = torch.arange(probs.shape[1])[None, :] < trace.lengths[:, None]          # (B, n)
     us = [t.u for t in trace.blocks]
     if block == SOURCE2TOKEN:
         out = (probs * torch.cat(us, dim=-1)).sum(dim=1)                                 # (B, D)
@@ -418,6 +422,13 @@ def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tupl
     us[i] = torch.lerp(s, t.h, gate) * pad_mask[..., None]
     out, _ = encoder.s2t(torch.cat(us, dim=-1), pad_mask)
     return out, s
+
+
+def block_output(trace, block: str) -> torch.Tensor:
+    """What a block's attention makes: a DiSA block's s (B, n, d), source2token's encoding (B, D)."""
+    if block == SOURCE2TOKEN:
+        return trace.encoding
+    return trace.blocks[[b.name for b in trace.blocks].index(block)].s
 
 
 def block_attention(trace, block: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -444,7 +455,8 @@ def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) 
     return torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)
 
 
-def _unflatten(trace, block: str, probs: torch.Tensor) -> torch.Tensor:
+def _unflatten(block: str, probs: torch.Tensor) -> torch.Tensor:
+    """:func:`block_attention`'s form back to the block's own: source2token's one query row dropped."""
     return probs[:, 0] if block == SOURCE2TOKEN else probs
 
 
@@ -475,14 +487,12 @@ def _noisy_outputs(pipe, ids: torch.Tensor, block: str, distance: torch.Tensor, 
 
     def run(scale):
         out, tr = model.encoder(x + scale * noise, pad_mask, "tokens")
-        moved = (out - base.encoding) if block == SOURCE2TOKEN else \
-            (tr.blocks[[b.name for b in tr.blocks].index(block)].s - base.blocks[
-                [b.name for b in base.blocks].index(block)].s).flatten(1)
-        return out, moved.norm(dim=-1)
+        return out, (block_output(tr, block) - block_output(base, block)).flatten(1).norm(dim=-1)
 
     for _ in range(NOISE_ROUNDS):
         _, reached = run(scale)
-        scale = scale * torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))[:, None, None]
+        ratio = torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))
+        scale = scale * ratio[:, None, None]
     return run(scale)
 
 
@@ -527,11 +537,9 @@ def intervention_records(pipe, items: Sequence, settings: Settings = Settings(),
                     for d in range(draws):
                         rng = np.random.default_rng([settings.seed, start, batch[0], d])
                         new = uniform_like(probs, mask) if how == "uniform" else permuted(probs, mask, rng)
-                        out, s = intervened_encoding(model.encoder, trace, block, _unflatten(trace, block, new))
-                        ref = trace.encoding if block == SOURCE2TOKEN else \
-                            trace.blocks[[b.name for b in trace.blocks].index(block)].s
+                        out, s = intervened_encoding(model.encoder, trace, block, _unflatten(block, new))
                         outs.append(out)
-                        moved.append((s - ref).flatten(1).norm(dim=-1))
+                        moved.append((s - block_output(trace, block)).flatten(1).norm(dim=-1))
                     after.setdefault((block, how), [None] * len(flat))
                     noisy.setdefault((block, how), [None] * len(flat))
                     gen = torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0])
@@ -610,25 +618,20 @@ def groups(model) -> dict[str, list[tuple[nn.Module | nn.Parameter, str]]]:
 
 
 @torch.no_grad()
-def randomise(model, group: str, generator: torch.Generator) -> None:
-    """Re-initialise one group of :func:`groups` in place with the training's initialiser: Glorot-uniform
-    matrices and zero biases, word vectors U(−0.05, 0.05)."""
-    for part in groups(model)[group]:
-        if group == "word vectors":
-            for p in part.parameters(recurse=True):
-                p.copy_(torch.empty(p.shape, dtype=torch.float32).uniform_(
-                    -WORD_VECTOR_RANGE, WORD_VECTOR_RANGE, generator=generator).to(p.dtype))
-            for name, buf in part.named_buffers():
-                buf.copy_(torch.empty(buf.shape).uniform_(-WORD_VECTOR_RANGE, WORD_VECTOR_RANGE,
-                                                          generator=generator).to(buf.dtype))
-        elif isinstance(part, nn.Parameter):
-            part.zero_()
-        else:
-            for p in part.parameters():
-                if p.dim() >= 2:
-                    nn.init.xavier_uniform_(p, generator=generator)
-                else:
-                    p.zero_()
+def randomise(model, group: str, seed: int) -> None:
+    """Re-initialise one group of :func:`groups` in place, seeded, with the training's initialiser
+    (:func:`disan.nn.heads.init_weights`: Glorot-uniform matrices, zero biases); word vectors, frozen rows
+    included, from U(−0.05, 0.05), the training's rows for words GloVe lacks."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for part in groups(model)[group]:
+            if group == "word vectors":
+                for t in [*part.parameters(), *part.buffers()]:
+                    t.copy_(torch.empty(t.shape).uniform_(-OOV_RANGE, OOV_RANGE).to(t.dtype))
+            elif isinstance(part, nn.Parameter):
+                part.zero_()
+            else:
+                init_weights(part)
 
 
 def _same_model(pipe, model):
@@ -663,10 +666,9 @@ def cascade(pipe, items: Sequence, settings: Settings = Settings()) -> Agreement
     prepared = prepare(pipe, items, settings)
     trained = explain(pipe, prepared, settings)
     model = copy.deepcopy(pipe.model)
-    generator = torch.Generator().manual_seed(settings.seed)
     stages = {}
-    for group in CASCADE:
-        randomise(model, group, generator)
+    for stage, group in enumerate(CASCADE):
+        randomise(model, group, settings.seed * len(CASCADE) + stage)
         broken = _same_model(pipe, model)
         stages[group] = explain(broken, prepare(broken, items, settings), settings)  # its own prediction explained
     return _agreement(stages, trained, settings)
