@@ -260,3 +260,24 @@ def test_the_commands_records_are_one_per_explanation_and_random_draw():
                                                                   "f_only": 0.4}
     assert lines[0]["k"][1]["tokens"] == 2 and lines[0]["f"] == 0.9
     assert command.main(["nowhere", "--sentences", "0", "--out", "x.jsonl"]) == 1
+
+
+@pytest.mark.usefixtures("data_root")
+def test_data_randomisation_against_a_tiny_model_trained_on_shuffled_labels(tmp_path):
+    from disan.data.registry import load_task
+    from disan.inspect.pipeline import load
+    from disan.training.train import TrainConfig, train
+
+    runs = {}
+    for shuffled in (False, True):
+        out = tmp_path / f"trec-{shuffled}"
+        train(TrainConfig(task="trec", out=str(out), epochs=1, patience=0, d_h=8, d_fc=8, max_train=64, batch_size=32,
+                          extra_vocab=50, shuffle_labels=shuffled, tensorboard=False), log=open(tmp_path / "log", "w"))
+        runs[shuffled] = load(out)
+    assert runs[True].config["train_config"]["shuffle_labels"] is True
+    items = [e.text for e in load_task("trec").test[:4]]
+    result = F.data_randomisation(runs[False], runs[True], items, F.Settings(resamples=50))
+    assert list(result.table["stage"]) == ["shuffled labels"]
+    assert set(result.table.columns[1:]) == set(F.explanation_names(runs[False]))
+    rho = np.concatenate([r for r in result.rho.values()])
+    assert np.nanmin(rho) >= -1 and np.nanmax(rho) <= 1
