@@ -376,9 +376,9 @@ def _row(name: str, estimates, n: int) -> dict:
     for m, higher in MEASURES.items():
         est, diff = estimates[name, m]
         row[f"{m} (AOPC)"] = _interval(est)
-        if name != RANDOM:
-            row[f"{m} − random"] = _interval(diff)
-            row[f"{m}: verdict"] = verdict(diff, n, higher)
+        # random against itself is no comparison: a dash, not an interval around 0
+        row[f"{m} − random"] = "—" if name == RANDOM else _interval(diff)
+        row[f"{m}: verdict"] = "—" if name == RANDOM else verdict(diff, n, higher)
     return row
 
 
