@@ -203,23 +203,29 @@ def trained_run(name: str) -> Path | None:
     return None
 
 
+def faithfulness_of(name: str) -> None:
+    """Erasure, interventions and the cascade of one shipped checkpoint."""
+    pipe = pipeline(name)
+    items = corpus.benchmark_items(pipe.task, "test", FAITH_SENTENCES)
+    erasure = faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items))
+    print(f"### {name}: erasure\n")
+    print(markdown(erasure.table) + "\n")
+    print("random's corpus AOPC over its draws: " + "; ".join(f"{m} {erasure.random_spread[m]}"
+                                                                for m in faithfulness.MEASURES) + "\n")
+    inter = faithfulness.intervention_summary(faithfulness.intervention_records(pipe, items), len(items))
+    print(f"### {name}: interventions\n")
+    print(markdown(inter.table) + "\n")
+    cascade = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES])
+    print(f"### {name}: cascading model randomisation (mean Spearman ρ with the trained model)\n")
+    print(markdown(cascade.table) + "\n")
+    sys.stdout.flush()
+
+
 def faithfulness_checks() -> None:
     print(f"## Is the attention an explanation? ({FAITH_SENTENCES} seeded test inputs; cascade on "
           f"{faithfulness.CASCADE_SENTENCES})\n")
     for name in ("sst5", "trec", "sick-e"):
-        pipe = pipeline(name)
-        items = corpus.benchmark_items(pipe.task, "test", FAITH_SENTENCES)
-        erasure = faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items))
-        print(f"### {name}: erasure\n")
-        print(markdown(erasure.table) + "\n")
-        print("random's corpus AOPC over its draws: " + "; ".join(f"{m} {erasure.random_spread[m]}"
-                                                                    for m in faithfulness.MEASURES) + "\n")
-        inter = faithfulness.intervention_summary(faithfulness.intervention_records(pipe, items), len(items))
-        print(f"### {name}: interventions\n")
-        print(markdown(inter.table) + "\n")
-        cascade = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES])
-        print(f"### {name}: cascading model randomisation (mean Spearman ρ with the trained model)\n")
-        print(markdown(cascade.table) + "\n")
+        faithfulness_of(name)
     shuffled = trained_run("trec-shuffled-labels")
     if shuffled is not None:
         pipe = pipeline("trec")
