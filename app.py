@@ -30,6 +30,7 @@ def pages() -> list:
         st.Page("app_pages/compare_models.py", title="Compare models", icon=":material/difference:"),
         st.Page("app_pages/case_study.py", title="Case study", icon=":material/fact_check:"),
         st.Page("app_pages/feature_atlas.py", title="Feature atlas", icon=":material/hub:"),
+        st.Page("app_pages/faithfulness.py", title="Faithfulness", icon=":material/verified:"),
     ]
 
 

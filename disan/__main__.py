@@ -1,5 +1,6 @@
 """Command line: ``python -m disan COMMAND``: train, evaluate, and the FORWARDED commands below
-(app, download, vectors, predict, compare, params, bench, latency, results, report, analysis-bench)."""
+(app, download, vectors, predict, compare, params, bench, latency, results, report, analysis-bench,
+faithfulness)."""
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,9 @@ FORWARDED = {
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
     "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
     "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
-    "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study and feature-atlas analyses"),
+    "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study, feature-atlas and "
+                                                      "faithfulness analyses"),
+    "faithfulness": ("disan.tools.faithfulness", "erasure curves of every explanation of a checkpoint, as JSON lines"),
 }
 
 

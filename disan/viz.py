@@ -16,6 +16,7 @@
     viz.compare(pipe, disan.load("checkpoints/trec"), "What is a carousel ?")
     viz.case_study(pipe, ["first sentence", ...])  # the claims against their nulls (pandas; 20+ texts)
     viz.feature_atlas(pipe, sentences)    # what each attention feature does: .table (pandas), .figures
+    viz.faithfulness(pipe, sentences)     # erasure and interventions against their nulls (20+ texts)
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
@@ -39,6 +40,7 @@ from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
 from disan.explore.analyses import compare as _compare
 from disan.explore.analyses import counterfactual as _counterfactual
+from disan.explore.analyses import faithfulness as _faithfulness
 from disan.explore.analyses import stats as _stats
 from disan.explore.analyses.report import report_html
 from disan.explore.views import AttentionOptions
@@ -180,6 +182,39 @@ def feature_atlas(pipe, texts, k: int | None = None) -> _atlas.FeatureAtlas:
     return _atlas.FeatureAtlas(result.table, _atlas.drawing(result).figures, result)
 
 
+class Faithfulness:
+    """What :func:`faithfulness` measured: ``.erasure`` and ``.interventions`` (summaries with ``.table``,
+    pandas), ``.cascade`` (or None), ``.drawing`` (their figures and tables); in Jupyter, all of them."""
+
+    def __init__(self, erasure, interventions, cascade, drawing: views.Drawing):
+        self.erasure, self.interventions, self.cascade, self.drawing = erasure, interventions, cascade, drawing
+
+    def _repr_html_(self) -> str:
+        parts = []
+        for row in self.drawing.rows:
+            parts.append(f"<h4>{html.escape(row.title)}</h4>" if row.title else "")
+            parts += [p.to_html(index=False) if hasattr(p, "to_html") and not isinstance(p, go.Figure) else _inline(p)
+                      for p in row.panels.values()]
+        return "<div>" + "".join(parts) + "</div>"
+
+
+def faithfulness(pipe, sentences, cascade: bool = False, settings=None) -> Faithfulness:
+    """Is the attention an explanation of the predictions on these inputs (texts, or (premise, hypothesis)
+    pairs)? Erasure curves of every explanation and attention interventions, each against its null, with
+    the cascading model randomisation too when ``cascade`` (see
+    :mod:`disan.explore.analyses.faithfulness`); ``settings``: a ``Settings`` of that module."""
+    settings = settings or _faithfulness.Settings()
+    sentences = list(sentences)
+    erasure = _faithfulness.erasure_summary(_faithfulness.erasure_records(pipe, sentences, settings), settings)
+    interventions = _faithfulness.intervention_summary(
+        _faithfulness.intervention_records(pipe, sentences, settings), len(sentences), settings)
+    rows = [*_faithfulness.erasure_drawing(erasure, pipe).rows, *_faithfulness.intervention_drawing(interventions).rows]
+    randomised = _faithfulness.cascade(pipe, sentences, settings) if cascade else None
+    if randomised is not None:
+        rows += _faithfulness.agreement_drawing(randomised, "Cascading model randomisation").rows
+    return Faithfulness(erasure, interventions, randomised, views.Drawing(rows))
+
+
 def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
@@ -187,7 +222,7 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     return path
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
-           "attribution", "knockout", "compare", "case_study", "feature_atlas", "report"]
+           "attribution", "knockout", "compare", "case_study", "feature_atlas", "faithfulness", "report"]
 
 
 # ---------------------------------------------------------------- how results show themselves in Jupyter

@@ -8,6 +8,7 @@ checked on the page. Two figures are not on a page: the τ of raw probabilities 
 (beside its null, to show why the page compares lifts) and the correlation of PC 1 with the position.
 """
 import functools
+import json
 import sys
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import shipped_checkpoints
 from disan.explore import atlas, views
-from disan.explore.analyses import attribution, casestudy, compare, corpus
+from disan.explore.analyses import attribution, casestudy, compare, corpus, faithfulness
 from disan.explore.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
@@ -190,7 +191,62 @@ def feature_atlas() -> None:
         print()
 
 
-SECTIONS = (corpus_senses, counterfactuals, attributions, compare_models, case_study, feature_atlas)
+FAITH_SENTENCES = 200  # test inputs of each checkpoint for erasure and interventions (the cascade: 100)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def trained_run(name: str) -> Path | None:
+    """A finished run of scripts/reproduce.sh's faithfulness queue: runs/NAME, else its record in results/."""
+    for folder in (ROOT / "runs" / name, ROOT / "results" / name):
+        if (folder / "metrics.json").is_file():
+            return folder
+    return None
+
+
+def faithfulness_of(name: str) -> None:
+    """Erasure, interventions and the cascade of one shipped checkpoint."""
+    pipe = pipeline(name)
+    items = corpus.benchmark_items(pipe.task, "test", FAITH_SENTENCES)
+    erasure = faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items))
+    print(f"### {name}: erasure\n")
+    print(markdown(erasure.table) + "\n")
+    print("random's corpus AOPC over its draws: " + "; ".join(f"{m} {erasure.random_spread[m]}"
+                                                                for m in faithfulness.MEASURES) + "\n")
+    inter = faithfulness.intervention_summary(faithfulness.intervention_records(pipe, items), len(items))
+    print(f"### {name}: interventions\n")
+    print(markdown(inter.table) + "\n")
+    cascade = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES])
+    print(f"### {name}: cascading model randomisation (mean Spearman ρ with the trained model)\n")
+    print(markdown(cascade.table) + "\n")
+    sys.stdout.flush()
+
+
+def faithfulness_checks() -> None:
+    print(f"## Is the attention an explanation? ({FAITH_SENTENCES} seeded test inputs; cascade on "
+          f"{faithfulness.CASCADE_SENTENCES})\n")
+    for name in ("sst5", "trec", "sick-e"):
+        faithfulness_of(name)
+    shuffled = trained_run("trec-shuffled-labels")
+    if shuffled is not None:
+        pipe = pipeline("trec")
+        items = corpus.benchmark_items(pipe.task, "test", faithfulness.CASCADE_SENTENCES)
+        result = faithfulness.data_randomisation(pipe, load(shuffled), items)
+        test = json.loads((shuffled / "metrics.json").read_text())["test"]["accuracy"]
+        print(f"### trec: data randomisation (a model trained on shuffled labels, test accuracy {test:.3f})\n")
+        print(markdown(result.table) + "\n")
+    print("### Uniform attention (Wiegreffe & Pinter's baseline): test accuracy\n")
+    for task in ("trec", "sst5"):
+        run = trained_run(f"{task}-disan-uniform")
+        learned = json.loads((CHECKPOINTS / task / "metrics.json").read_text())["test"]["accuracy"]
+        uniform = (json.loads((run / "metrics.json").read_text()).get("test", {}).get("accuracy")
+                   if run is not None else None)
+        print(f"- {task}: learned attention {learned:.3f}, uniform "
+              + (f"{uniform:.3f}" if uniform is not None else "not trained here yet (scripts/reproduce.sh faithfulness)"))
+    print()
+
+
+SECTIONS = (corpus_senses, counterfactuals, attributions, compare_models, case_study, feature_atlas,
+            faithfulness_checks)
 
 
 def main() -> None:

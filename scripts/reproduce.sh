@@ -17,6 +17,7 @@
 # `scripts/reproduce.sh recipe_combined` (items 4, 5 and 8 together, then 4 and 7),
 # `scripts/reproduce.sh recipe_tasks` (its word items on TREC, SICK and the CV tasks, its Adadelta constants on
 # TREC) or `scripts/reproduce.sh recipe_item3_tasks` (the Adadelta constants on SICK and MPQA).
+# `scripts/reproduce.sh faithfulness` trains the models the faithfulness checks compare with the shipped ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-runs}
@@ -176,6 +177,15 @@ recipe_l2_tasks() {
   train trec-item7-l2 --task trec --epochs 100 --patience 15 --dropout 0.4 --weight-decay 1e-4 --no-decay-attention
   folds cr-items4-7 cr --optimizer adam --lr 0.001 --dropout 0.3 --oov-init normal --eval-words \
     --weight-decay 1e-4 --no-decay-attention
+}
+
+# The faithfulness checks' models, on the shipped checkpoints' settings (TREC's trec-dropout0.4, our SST-5
+# recipe's sst5-100d): TREC on labels shuffled by the seed (the data-randomisation check), and DiSAN with its
+# token2token attention frozen to uniform (Wiegreffe & Pinter's baseline) on TREC and SST-5.
+faithfulness() {
+  train trec-shuffled-labels --task trec --epochs 100 --patience 15 --dropout 0.4 --shuffle-labels
+  train trec-disan-uniform --task trec --encoder disan-uniform --epochs 100 --patience 15 --dropout 0.4
+  train sst5-disan-uniform --task sst5 --encoder disan-uniform --epochs 12 --patience 3 --dropout 0.2
 }
 
 if [ $# -gt 0 ]; then

@@ -60,11 +60,13 @@ def same_run(a: Path, b: Path) -> bool:
     return (ma["dev"], ma["test"]) == (mb["dev"], mb["test"])
 
 
-def setting(folder: Path) -> tuple[str, str, int]:
+def setting(folder: Path) -> tuple[str, str, int, bool]:
     """What runs must share to compete on dev: task, encoder and seed (the seed draws TREC's dev split,
-    and dev scores compare only on one split)."""
+    and dev scores compare only on one split), and true labels (a run on shuffled ones is a null, never shipped)."""
     config = read(folder, "config.json")
-    return config["task"], config["model"]["encoder"], (config.get("train_config") or {}).get("seed", 0)
+    train_config = config.get("train_config") or {}
+    return (config["task"], config["model"]["encoder"], train_config.get("seed", 0),
+            train_config.get("shuffle_labels", False))
 
 
 def record_name(folder: Path) -> str:

@@ -22,7 +22,7 @@ VALUES = {"task": "sst2", "encoder": "bilstm", "out": "my runs/it's", "epochs": 
           "max_train": 100, "patience": 1, "data_dir": "/data", "threads": 2, "device": "cpu", "tensorboard": False,
           "logdir": "/tb/run 1", "sst_nodes": "every", "tokens": "leaves", "steps": 50, "eval_every": 10,
           "rho": 0.95, "eps": 1e-8, "oov_init": "normal", "eval_words": True, "head_bias": False,
-          "decay_attention": False, "batching": "random"}
+          "decay_attention": False, "batching": "random", "shuffle_labels": True}
 # The same for --data, which replaces --task, and the options that go with it.
 DATA_VALUES = {"data": "my data/reviews.csv", "text_column": "review", "text_b_column": "2", "label_column": "0",
                "kind": "relatedness", "dev": "dev set.tsv", "test": "t.jsonl", "dev_fraction": 0.2, "test_fraction": 0.05}

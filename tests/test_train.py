@@ -302,3 +302,17 @@ def test_the_probe_image_scales_to_the_largest_weight_and_repeats_each_cell(monk
     monkeypatch.setenv(board.LOGDIR_ENV, str(tmp_path))
     assert board.logdir(TrainConfig(task="trec", out="runs/trec-1")) == tmp_path / "trec-1"
     assert board.logdir(TrainConfig(task="trec", out="runs/trec-1", logdir="elsewhere")) == Path("elsewhere")
+
+
+@pytest.mark.quick
+def test_shuffled_labels_are_a_seeded_permutation_of_the_labels():
+    from disan.data.loaders import Example
+    examples = [Example(f"sentence {i}", i % 3) for i in range(30)]
+    one, again, other = (train_module.shuffled_labels(examples, seed) for seed in (4, 4, 5))
+    assert [e.text for e in one] == [e.text for e in examples]             # the texts stay where they were
+    assert sorted(e.label for e in one) == sorted(e.label for e in examples)  # the same labels, permuted
+    assert [e.label for e in one] == [e.label for e in again]              # seeded
+    assert [e.label for e in one] != [e.label for e in other]
+    assert [e.label for e in one] != [e.label for e in examples]
+    assert [e.label for e in examples] == [i % 3 for i in range(30)]        # the input is left as it was
+    assert TrainConfig(task="trec", out="x", shuffle_labels=True).command_line().count("--shuffle-labels") == 1

@@ -60,6 +60,19 @@ def probs_in_place(key, query, mask, c: float = C_SCALE) -> torch.Tensor:
     return probs.mul_(mask[..., None])
 
 
+def uniform_probs(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """mask (B, n, n) bool [j, i] -> (B, n, n): 1 / (valid keys of j) over each query's valid keys, 0 elsewhere
+    (a query without any key: a row of zeros, as :func:`masked_softmax` gives it)."""
+    weights = mask.to(dtype)
+    return weights / weights.sum(dim=-1, keepdim=True).clamp_min(1.0)
+
+
+def token2token_uniform(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """s_j = the mean of values_i over the keys i that query j may attend: token2token attention with P
+    frozen to :func:`uniform_probs`, the same for every feature. values (B, n, d), mask (B, n, n) -> (B, n, d)."""
+    return uniform_probs(mask, values.dtype) @ values
+
+
 def source2token_probs(logits: torch.Tensor, pad_mask: torch.Tensor) -> torch.Tensor:
     """logits (B, n, d), pad_mask (B, n) -> P (B, n, d): a softmax over tokens per feature."""
     return masked_softmax(logits, pad_mask[..., None], dim=1)

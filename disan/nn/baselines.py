@@ -121,6 +121,8 @@ class BiLSTMEncoder(_SentenceEncoder):
 ENCODERS = {
     "disan": DiSANEncoder,
     "disan-nodir": lambda cfg: DiSANEncoder(_nodir(cfg)),
+    # Wiegreffe & Pinter's baseline: DiSAN with P frozen to uniform over each block's valid keys
+    "disan-uniform": lambda cfg: DiSANEncoder(replace(cfg, t2t_attention="uniform")),
     "bilstm": BiLSTMEncoder,
     "multihead": MultiHeadEncoder,
     "s2t": Source2TokenEncoder,

@@ -19,11 +19,14 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from disan.nn.attention import C_SCALE, source2token_probs
+from disan.nn.attention import C_SCALE, source2token_probs, token2token_uniform, uniform_probs
 from disan.nn.kernels import KERNELS, token2token
 from disan.nn.masks import attention_mask
 
 ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+# What P of token2token attention is: learned (the paper's), or frozen to uniform over each query's valid keys
+# (Wiegreffe & Pinter's baseline: the same parameters, W1, W2 and b1 then unused).
+T2T_ATTENTION = ("learned", "uniform")
 
 
 @dataclass
@@ -36,11 +39,14 @@ class DiSANConfig:
     c: float = C_SCALE          # scale of the tanh in the token2token logits
     directions: tuple[str, str] = ("forward", "backward")  # ("diag", "diag"): DiSAN without directions
     kernel: str = "auto"        # token2token path: "auto", "cpp", "triton", "eager" or "dense" (see disan.nn.kernels)
+    t2t_attention: str = "learned"  # one of T2T_ATTENTION
 
     def __post_init__(self):
         self.directions = tuple(self.directions)
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, not {self.activation!r}")
+        if self.t2t_attention not in T2T_ATTENTION:
+            raise ValueError(f"t2t_attention must be one of {T2T_ATTENTION}, not {self.t2t_attention!r}")
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, not {self.kernel!r}")
         if not (isinstance(self.c, (int, float)) and math.isfinite(self.c) and self.c > 0):
@@ -150,6 +156,7 @@ class DiSA(nn.Module):
     def __init__(self, cfg: DiSANConfig, direction: str, name: str | None = None):
         super().__init__()
         self.direction, self.c, self.kernel = direction, cfg.c, cfg.kernel
+        self.uniform = cfg.t2t_attention == "uniform"
         d = cfg.d_h
         self.fc_h = Dense(cfg.d_e, d, cfg.activation, cfg.dropout)           # W_h, b_h
         self.drop = Dropout(cfg.dropout)
@@ -179,7 +186,11 @@ class DiSA(nn.Module):
         key, query = nn.functional.linear(h_dp, torch.cat([self.w1.weight, self.w2.weight])).split(self.b1.shape[0], dim=-1)
         query = query + self.b1                                      # key, query: (B, n, d)
         # §3.1 (token2token): P^j = softmax_i f(h_i, h_j) per feature, s_j = Σ_i P^j_i ⊙ h_i
-        s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace is True)  # (B, n, d), P|None
+        if self.uniform:  # P frozen to 1 / (valid keys of j): key and query reach nothing
+            s = token2token_uniform(h, mask)
+            probs = uniform_probs(mask, h.dtype)[..., None].expand(*mask.shape, h.shape[-1]) if trace is True else None
+        else:
+            s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace is True)  # (B, n, d), P|None
         # §3.3 fusion gate: F = sigmoid(W^(f1) s + W^(f2) h + b^(f))
         gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
         # §3.3: u = F ⊙ h + (1 − F) ⊙ s = s + F ⊙ (h − s); padded tokens output 0

@@ -1,7 +1,7 @@
 """Speed of the analysis pages' computations, once the model is loaded and the corpus read:
 
     python -m disan analysis-bench [--checkpoint DIR] [--occurrences 1000] [--sentences 2000]
-                                   [--only senses|case|atlas]
+                                   [--only senses|case|atlas|faithfulness]
 
 * Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
   word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
@@ -11,6 +11,10 @@
 * Feature atlas: :func:`disan.explore.atlas.profile` on the same sentences (every feature of every
   block measured, typed with k by silhouette, mapped), then the page's other steps. Target: 2,000 in
   30 s or less.
+* Faithfulness: :mod:`disan.explore.analyses.faithfulness` on ``--faith-sentences`` test inputs (default
+  500): the first summary of the page's refinement (its first 20 inputs), erasure with every explanation,
+  and the interventions; then the cascade on ``--cascade-sentences`` (default 100). Targets: the first
+  numbers within 5 s, erasure and interventions on 500 SST-5 sentences in 180 s, the cascade in 120 s.
 
 Torch runs on one thread, as in the app. The machine's load average is printed with the figures, since
 other work on the machine slows every figure.
@@ -25,7 +29,7 @@ import time
 import torch
 
 from disan.explore import atlas
-from disan.explore.analyses import casestudy, corpus, stats
+from disan.explore.analyses import casestudy, corpus, faithfulness, stats
 from disan.explore.catalog import default_entry, list_checkpoints
 from disan.inspect.pipeline import load
 from disan.nn import kernels
@@ -94,7 +98,21 @@ def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, flo
     return rows
 
 
-ANALYSES = ("senses", "case", "atlas")
+def faithfulness_rows(pipe, items: list, cascade_items: list) -> list[tuple[str, float, float]]:
+    """(step, seconds, CPU seconds) of the faithfulness checks, each run once (they take minutes)."""
+    settings = faithfulness.Settings()
+    rows = [(f"first numbers ({faithfulness.FIRST} inputs' erasure summary)",
+             *_median_times(lambda: next(faithfulness.refine_erasure(pipe, items, settings)), 1))]
+    rows.append((f"erasure, every explanation, {len(items)} inputs", *_median_times(
+        lambda: faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items, settings), settings), 1)))
+    rows.append((f"interventions, {len(items)} inputs", *_median_times(
+        lambda: faithfulness.intervention_records(pipe, items, settings), 1)))
+    rows.append((f"cascading randomisation, {len(cascade_items)} inputs",
+                 *_median_times(lambda: faithfulness.cascade(pipe, cascade_items, settings), 1)))
+    return rows
+
+
+ANALYSES = ("senses", "case", "atlas", "faithfulness")
 
 
 def main(argv=None) -> None:
@@ -108,6 +126,8 @@ def main(argv=None) -> None:
     parser.add_argument("--word", default="film")
     parser.add_argument("--occurrences", type=int, default=1000)
     parser.add_argument("--sentences", type=int, default=corpus.SAMPLE_SENTENCES)
+    parser.add_argument("--faith-sentences", type=int, default=500)
+    parser.add_argument("--cascade-sentences", type=int, default=faithfulness.CASCADE_SENTENCES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
     args = parser.parse_args(argv)
@@ -128,6 +148,16 @@ def main(argv=None) -> None:
         print("| vector | k | seconds |\n|---|---|---:|")
         for kind, how, seconds in senses_rows(pipe, train, args.word, args.occurrences, args.repeats):
             print(f"| {kind} | {how} | {seconds:.2f} |")
+    if "faithfulness" in wanted:
+        items = corpus.benchmark_items(args.task, "test", args.faith_sentences)
+        print(f"\nFaithfulness: {len(items)} test inputs of {args.task} (cascade: the first {args.cascade_sentences}); "
+              f"each step once\n")
+        print("| step | seconds | CPU seconds |\n|---|---:|---:|")
+        for step, seconds, cpu in faithfulness_rows(pipe, items, items[:args.cascade_sentences]):
+            print(f"| {step} | {seconds:.2f} | {cpu:.2f} |")
+    if not {"case", "atlas"} & set(wanted):
+        print(f"\nload average after {_load()}")
+        return
     test = corpus.sample(corpus.benchmark_corpus(args.task, "test"), args.sentences)
     tokens = sum(len(t) for t in test.tokens)
     if "case" in wanted:

@@ -83,6 +83,8 @@ class TrainConfig:
                                        "fast) or random (uniformly shuffled, every length mixed: the authors')",
                            choices=BATCHINGS)
     max_train: int | None = _field(None, "cap on the training examples, drawn at random, for quick runs")
+    shuffle_labels: bool = _field(False, "train on the training labels permuted at random (seeded by --seed; dev "
+                                         "and test keep theirs): the data-randomisation check's model")
     steps: int | None = _field(None, "training steps (batches) in all, whatever --epochs says (default: --epochs "
                                      "passes over the training set)")
     eval_every: int | None = _field(None, "steps between dev evaluations, each saving the state --resume continues "

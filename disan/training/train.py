@@ -32,7 +32,7 @@ import torch
 from disan.data.batching import Encoded, batch_indices, collate, encode, tokens_of
 from disan.data.files import FileTask, load_file_task
 from disan.data.kinds import Kind, kind_of
-from disan.data.loaders import TaskData, data_dir
+from disan.data.loaders import Example, TaskData, data_dir
 from disan.data.registry import BENCHMARKS, load_task, task_checksums
 from disan.data.text import Vocab, normalize
 from disan.data.vectors import (
@@ -328,6 +328,8 @@ def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
         raise ValueError(f"{cfg.task} has no training split here; it can only be evaluated")
     if cfg.max_train and len(data.train) > cfg.max_train:
         data.train = rng.sample(data.train, cfg.max_train)
+    if cfg.shuffle_labels:
+        data.train = shuffled_labels(data.train, cfg.seed)
     toks = tokens_of(data, tokenizer=cfg.tokens)
     train_tokens = [t for row in toks["train"] for t in row]
     wanted = {normalize(t) for tokens in train_tokens for t in tokens}
@@ -341,6 +343,15 @@ def prepare_data(cfg: TrainConfig, rng: random.Random) -> Prepared:
     emb, found = embedding_matrix(vocab, words, vectors, seed=cfg.seed, oov=cfg.oov_init)
     splits = {s: encode(vocab, toks[s], [e.label for e in getattr(data, s)]) for s in toks}
     return Prepared(data, vocab, splits, emb, found, frozen)
+
+
+def shuffled_labels(examples: list[Example], seed: int) -> list[Example]:
+    """The examples with their labels permuted at random by ``seed`` (Adebayo et al. 2018's data randomisation):
+    the same texts and the same labels, no longer belonging together. Its own generator, so that the rest
+    of the run draws what it would draw without it."""
+    labels = [e.label for e in examples]
+    random.Random(seed).shuffle(labels)
+    return [dataclasses.replace(e, label=y) for e, y in zip(examples, labels)]
 
 
 def build_vocab(cfg: TrainConfig, train_tokens: list, words: list[str],

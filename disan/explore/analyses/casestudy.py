@@ -193,14 +193,6 @@ def shuffled_classes(study: CaseStudy, columns: Sequence[str], draws: int = NULL
     return out
 
 
-def _sentence_mean(values: np.ndarray, resamples: int, seed: int) -> stats.Estimate:
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return stats.Estimate(np.nan, np.nan, np.nan)
-    sums = np.column_stack([values, np.ones_like(values)])
-    return stats.cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], resamples, seed=seed)
-
-
 def _verdict(effect: stats.Estimate, n: int, level: float | None = None, claim_is_beyond: bool = True) -> str:
     """The verdict on a claim from the interval of measure minus null. A claim of an effect holds when
     the interval lies above 0 ("yes, small" when the effect is under :data:`SMALL` of ``level``); a
@@ -267,10 +259,10 @@ def claims(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) ->
             model, null, uniform_kept = model[kept], null[kept], uniform[kept]
             rows.append({"paper claim": f"a few words receive large attention from all others ({name}, {how})",
                          "measured": f"Gini {np.mean(model):.3f}, uniform {np.mean(uniform_kept):.3f}; "
-                                     f"Δ {_interval(_sentence_mean(model - uniform_kept, resamples, seed))}",
+                                     f"Δ {_interval(stats.sentence_mean(model - uniform_kept, resamples, seed))}",
                          "null": f"each query's attention shuffled among its keys: Gini {np.mean(null):.3f}; "
-                                 f"Δ {_interval(_sentence_mean(null - uniform_kept, resamples, seed))}",
-                         "holds?": _verdict(_sentence_mean(model - null, resamples, seed), int(kept.sum()),
+                                 f"Δ {_interval(stats.sentence_mean(null - uniform_kept, resamples, seed))}",
+                         "holds?": _verdict(stats.sentence_mean(model - null, resamples, seed), int(kept.sum()),
                                             level=np.mean(uniform_kept)),
                          "n": int(kept.sum())})
     rows += [_class_claim(study, name, "gate", nulls[f"{name} gate"], resamples, seed) for name in study.blocks]
@@ -280,11 +272,11 @@ def claims(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) ->
         kept = np.isfinite(tau) & np.isfinite(null)
         tau, null = tau[kept], null[kept]
         rows.append({"paper claim": f"{study.blocks[0]} and {study.blocks[1]} attend to different words",
-                     "measured": f"mean τ {_interval(_sentence_mean(tau, resamples, seed))}",
+                     "measured": f"mean τ {_interval(stats.sentence_mean(tau, resamples, seed))}",
                      "null": f"unrelated directions (queries' attention shuffled among their keys): "
-                             f"τ {_interval(_sentence_mean(null, resamples, seed))}",
+                             f"τ {_interval(stats.sentence_mean(null, resamples, seed))}",
                      # the claim is that the directions differ: it fails when they agree beyond unrelated ones
-                     "holds?": _verdict(_sentence_mean(tau - null, resamples, seed), len(tau), claim_is_beyond=False),
+                     "holds?": _verdict(stats.sentence_mean(tau - null, resamples, seed), len(tau), claim_is_beyond=False),
                      "n": len(tau)})
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -318,6 +318,31 @@ def cluster_bootstrap(sums: np.ndarray, statistic: Callable[[np.ndarray], np.nda
     return Estimate(value, float(low), float(high), undefined)
 
 
+def sentence_mean(values: np.ndarray, resamples: int = RESAMPLES, seed: int = 0) -> Estimate:
+    """The mean of one value per sentence (NaN left out) with its cluster-bootstrap interval over sentences."""
+    values = np.asarray(values, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return Estimate(np.nan, np.nan, np.nan)
+    sums = np.column_stack([values, np.ones_like(values)])
+    return cluster_bootstrap(sums, lambda t: t[..., 0] / t[..., 1], resamples, seed=seed)
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation of two score vectors (average ranks for ties, NaN scores left out in
+    both); NaN when fewer than two scores remain or either side is constant."""
+    from scipy.stats import rankdata
+
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    kept = np.isfinite(x) & np.isfinite(y)
+    if kept.sum() < 2:
+        return float("nan")
+    rx, ry = rankdata(x[kept]), rankdata(y[kept])
+    if rx.std() == 0 or ry.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 def mcnemar_exact(only_a: int, only_b: int) -> float:
     """Two-sided exact McNemar p-value of two classifiers on the same examples: ``only_a`` examples only
     the first gets right, ``only_b`` only the second. Under the null each discordant example is a fair

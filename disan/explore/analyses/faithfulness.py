@@ -1,0 +1,721 @@
+"""Faithfulness: does DiSAN's attention explain its predictions? Each check against its null.
+
+* **Explanations** (a score per token; the ranking is the scores, highest first, NaN last):
+  source2token importance; per DiSA block the attention received as lift over uniform and the
+  gate-weighted attention received (:mod:`disan.inspect.measures`); gradient × input and integrated
+  gradients (:func:`disan.explore.analyses.attribution.attribute`, with the fewest of :data:`IG_STEPS`
+  whose completeness gap stays under :data:`COMPLETENESS`), signed: evidence for the followed output
+  first; leave-one-out, f(x) − f(x without token i); and :data:`RANDOM_DRAWS` random rankings per
+  sentence, the null.
+* **Erasure** (DeYoung et al. 2020, ERASER): f is the probability of the predicted class (the expected
+  score for relatedness); for k of each of :data:`K_FRACTIONS` of the tokens (``ceil``, so at least one),
+  comprehensiveness = f(x) − f(x without its top-k tokens), sufficiency = f(x) − f(only its top-k
+  tokens); AOPC is their mean over the k's. Tokens are deleted (or replaced by ``<unk>``); for a pair,
+  ranked and removed on the side named, both by default. Higher comprehensiveness and lower sufficiency
+  are better. Every edited input runs once, in length-bucketed batches on the fast path.
+* **Interventions** (Jain & Wallace 2019; Wiegreffe & Pinter 2019): per block (each DiSA block, and
+  source2token), P replaced by uniform attention over the same valid keys or permuted within each
+  query's valid keys (:data:`PERMUTATION_DRAWS` draws); only s = P′h and what follows it is computed
+  again. The output moves by the total variation distance of the class distributions (|Δ score| for
+  relatedness); against Gaussian noise on the word vectors scaled so that the block's output moves by
+  the same L2 distance.
+* **Randomisation** (Adebayo et al. 2018): the cascade re-initialises the groups of :data:`CASCADE`
+  from the top, one more at each stage, with the training's initialiser (word vectors U(−0.05, 0.05)),
+  and gives each explanation's Spearman correlation with its value on the trained model; the data
+  randomisation gives the same correlation against a model trained on shuffled labels.
+
+Corpus means come with 95% cluster-bootstrap intervals over sentences
+(:func:`disan.explore.analyses.stats.sentence_mean`); a verdict against random is given from
+:data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
+
+Every computation is a pure function ``(pipe, items, settings) -> result``; the ``refine_*`` generators
+give the same result over a growing prefix of the items, so that a page shows its first numbers at once.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from disan.data.batching import length_batches, pad
+from disan.data.text import PAD_ID, UNK_ID, check_text
+from disan.data.vectors import OOV_RANGE
+from disan.explore.analyses import charts, stats
+from disan.explore.analyses.attribution import attribute
+from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
+from disan.explore.kinds import look_of
+from disan.explore.views import Drawing, Row
+from disan.inspect import measures
+from disan.inspect.batched import traces
+from disan.inspect.pipeline import SentenceTrace
+from disan.nn.heads import init_weights
+from disan.nn.model import DiSA
+
+K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
+RANDOM_DRAWS = 10
+PERMUTATION_DRAWS = 20
+IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small
+COMPLETENESS = 0.01
+REMOVALS = ("delete", "unk")
+BOTH = "both"
+RANDOM = "random"
+SOURCE2TOKEN = "source2token"
+CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors")
+NOISE_ROUNDS = 3  # rescalings of the noise towards the intervention's distance
+FIRST = 20        # the refine_* generators' first sample: as many sentences as a verdict needs
+CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the checks depend on besides the model and the sentences."""
+    ks: tuple[float, ...] = K_FRACTIONS
+    removal: str = "delete"            # one of REMOVALS
+    side: str = BOTH                   # for a pair: "both" or a sentence name of the kind's look
+    random_draws: int = RANDOM_DRAWS
+    permutation_draws: int = PERMUTATION_DRAWS
+    seed: int = 0
+    resamples: int = stats.RESAMPLES
+
+    def __post_init__(self):
+        if self.removal not in REMOVALS:
+            raise ValueError(f"removal must be one of {REMOVALS}, not {self.removal!r}")
+        if not self.ks or not all(0 < k <= 1 for k in self.ks):
+            raise ValueError(f"every k must be a fraction in (0, 1], not {self.ks}")
+        if self.random_draws < 1 or self.permutation_draws < 1:
+            raise ValueError("random_draws and permutation_draws must be at least 1")
+
+
+def top_count(fraction: float, n: int) -> int:
+    """The tokens that k = ``fraction`` of ``n`` stands for: ceil(fraction n), at least one."""
+    return max(1, math.ceil(fraction * n - 1e-9))
+
+
+def ranking(scores: np.ndarray) -> list[int]:
+    """Positions by score, highest first; ties keep position order; NaN (no score) last."""
+    scores = np.asarray(scores, dtype=float)
+    return [int(i) for i in np.argsort(-np.where(np.isnan(scores), -np.inf, scores), kind="stable")]
+
+
+# ---------------------------------------------------------------- inputs and the followed output
+
+@dataclass
+class Item:
+    """One input: its sentences' tokens and ids, the followed target and f(x)."""
+    tokens: list[list[str]]    # per sentence of the input
+    ids: list[list[int]]
+    target: int | None         # the class whose probability is followed; None: the relatedness score
+    value: float               # f(x)
+    places: list[tuple[int, int]]  # (sentence, position) of the tokens ranked and removed, in order
+
+
+def sides_of(pipe, side: str) -> list[int]:
+    """The sentences of an input that are ranked and removed: all for "both", else the one named."""
+    names = look_of(pipe.kind).sentences
+    if side == BOTH:
+        return list(range(len(names)))
+    if side not in names:
+        raise ValueError(f"side must be {BOTH!r} or one of {names}, not {side!r}")
+    return [names.index(side)]
+
+
+def prepare(pipe, items: Sequence, settings: Settings = Settings()) -> list[Item]:
+    """The inputs (texts, or (premise, hypothesis) pairs for a pair model) tokenised, with their predicted
+    target and f(x). Bad input raises ValueError with the reason."""
+    chosen = sides_of(pipe, settings.side)
+    out = []
+    for item in items:
+        texts = pipe.texts(item)
+        tokens = [check_text(t) for t in texts]
+        out.append(Item(tokens, [pipe.vocab.encode(t) for t in tokens], None, float("nan"),
+                        [(s, p) for s in chosen for p in range(len(tokens[s]))]))
+    logits = _logits(pipe, [tuple(it.ids) for it in out])
+    for it, row in zip(out, logits):
+        it.target = None if pipe.model.kind.scored else int(pipe.model.kind.read(row))
+        it.value = float(_followed(pipe, row[None], it.target)[0])
+    return out
+
+
+def _followed(pipe, logits: torch.Tensor, target: int | None) -> np.ndarray:
+    """(B,) f of logits (B, K): class ``target``'s probability, or the relatedness score."""
+    if target is None:
+        return pipe.model.kind.read(logits).double().numpy()
+    return logits.softmax(dim=-1)[:, target].double().numpy()
+
+
+@torch.inference_mode()
+def _logits(pipe, inputs: Sequence[tuple[Sequence[int], ...]]) -> torch.Tensor:
+    """(N, K) logits on the CPU of inputs given as ids per sentence, in length-bucketed batches on the fast
+    path. An empty sentence is a row of padding (it encodes to zeros)."""
+    out = torch.empty(len(inputs), pipe.model.cfg.n_classes)
+    lengths = [max(max(len(s) for s in x), 1) for x in inputs]
+    for idx in length_batches(lengths):
+        columns = []
+        for k in range(len(inputs[idx[0]])):
+            ids = pad([list(inputs[i][k]) or [PAD_ID] for i in idx]).to(pipe.device)
+            columns.append(ids)
+        out[idx] = pipe.model(*columns).float().cpu()
+    return out
+
+
+def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None]) -> np.ndarray:
+    """(N,) f of each edited input for its target; each distinct (input, target) runs once."""
+    keys = list(dict.fromkeys(zip(inputs, targets)))
+    if not keys:
+        return np.zeros(0)
+    index = {key: r for r, key in enumerate(keys)}
+    logits = _logits(pipe, [key[0] for key in keys])
+    if pipe.model.kind.scored:
+        got = _followed(pipe, logits, None)
+    else:  # each row's own target class
+        got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
+    return got[[index[key] for key in zip(inputs, targets)]]
+
+
+def edited(item: Item, chosen: Sequence[int], keep: bool, removal: str) -> tuple[tuple[int, ...], ...]:
+    """The input with the ranked tokens at ``chosen`` (indices into ``item.places``) removed, or (``keep``)
+    with every other ranked token removed; removal is deletion or ``<unk>``."""
+    hit = {item.places[c] for c in chosen}
+    ranked = set(item.places)
+    out = []
+    for s, ids in enumerate(item.ids):
+        row = []
+        for p, token in enumerate(ids):
+            gone = (((s, p) not in hit) if keep else ((s, p) in hit)) and (s, p) in ranked
+            if not gone:
+                row.append(token)
+            elif removal == "unk":
+                row.append(UNK_ID)
+        out.append(tuple(row))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- explanations
+
+def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
+    """Every sentence of every item traced (every intermediate), in batches of similar length."""
+    flat = [(i, s) for i, it in enumerate(items) for s in range(len(it.tokens))]
+    out = [[None] * len(it.tokens) for it in items]
+    for batch, trace in traces(pipe, [items[i].tokens[s] for i, s in flat]):
+        for b, k in enumerate(batch):
+            i, s = flat[k]
+            out[i][s] = SentenceTrace(" ".join(items[i].tokens[s]), items[i].tokens[s], items[i].ids[s], trace[b])
+    return out
+
+
+def integrated_gradients(pipe, sentences: Sequence[SentenceTrace]):
+    """:func:`attribute` with the fewest of :data:`IG_STEPS` whose completeness gap is under
+    :data:`COMPLETENESS` (the last one tried when none is)."""
+    for steps in IG_STEPS:
+        attr = attribute(pipe, sentences, steps)
+        if abs(attr.completeness_gap) < COMPLETENESS or not math.isfinite(attr.completeness_gap):
+            break
+    return attr
+
+
+def explanation_names(pipe) -> list[str]:
+    """The explanations this encoder has, in the order the tables show them."""
+    blocks = [b.name for b in getattr(pipe.model.encoder, "blocks", [])]
+    return ([SOURCE2TOKEN] + [f"attention lift · {b}" for b in blocks] + [f"gate-weighted · {b}" for b in blocks]
+            + ["gradient × input", "integrated gradients", "leave-one-out"])
+
+
+def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> list[dict[str, np.ndarray]]:
+    """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order)."""
+    out, names = [], explanation_names(pipe)
+    loo_inputs, loo_targets = [], []
+    for item, sentences in zip(items, _sentence_traces(pipe, items)):
+        per: dict[str, list[np.ndarray]] = {}
+        for tr in (s.trace for s in sentences):
+            per.setdefault(SOURCE2TOKEN, []).append(measures.token_importance(tr.source2token.probs))
+            for block in tr.blocks:
+                per.setdefault(f"attention lift · {block.name}", []).append(
+                    measures.received_lift(block.probs, block.mask))
+                per.setdefault(f"gate-weighted · {block.name}", []).append(
+                    measures.gate_weighted_received(block.probs, block.gate).double().numpy())
+        attr = integrated_gradients(pipe, sentences)
+        per["gradient × input"] = attr.gradient_input
+        per["integrated gradients"] = attr.integrated
+        out.append({name: np.array([per[name][s][p] for s, p in item.places], dtype=float)
+                    for name in names if name in per})
+        for c in range(len(item.places)):
+            loo_inputs.append(edited(item, [c], False, settings.removal))
+            loo_targets.append(item.target)
+    without = values(pipe, loo_inputs, loo_targets)
+    start = 0
+    for item, scores in zip(items, out):
+        scores["leave-one-out"] = item.value - without[start:start + len(item.places)]
+        start += len(item.places)
+    return out
+
+
+def random_rankings(item_index: int, n: int, settings: Settings) -> list[list[int]]:
+    """The random rankings of the ``item_index``-th item: drawn from (seed, item index), so that a sample and
+    any prefix of it agree."""
+    rng = np.random.default_rng([settings.seed, item_index])
+    return [[int(i) for i in rng.permutation(n)] for _ in range(settings.random_draws)]
+
+
+# ---------------------------------------------------------------- erasure
+
+@dataclass
+class SentenceErasure:
+    """One input's erasure curves: per explanation (and per random draw) its ranking and, per k, f after
+    removing the top-k tokens and f keeping only them."""
+    tokens: list[list[str]]
+    places: list[tuple[int, int]]
+    value: float
+    rankings: dict[str, list[int]]     # explanation -> indices into places, most important first
+    removed: dict[str, np.ndarray]     # explanation -> (K,) f(x without top-k)
+    only: dict[str, np.ndarray]        # explanation -> (K,) f(only top-k)
+    random_rankings: list[list[int]]
+    random_removed: np.ndarray         # (draws, K)
+    random_only: np.ndarray            # (draws, K)
+
+
+def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings()
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """f after removing each ranking's top-k tokens and f keeping only them: (N, K) each, one row per
+    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first)."""
+    inputs, targets = [], []
+    for item, order in zip(items, orders):
+        for k in settings.ks:
+            top = list(order[:top_count(k, len(item.places))])
+            inputs += [edited(item, top, False, settings.removal), edited(item, top, True, settings.removal)]
+            targets += [item.target, item.target]
+    got = values(pipe, inputs, targets).reshape(len(orders), len(settings.ks), 2)
+    return got[..., 0], got[..., 1]
+
+
+def erasure_records(pipe, items: Sequence, settings: Settings = Settings(), start: int = 0) -> list[SentenceErasure]:
+    """The erasure curves of every input; ``start`` is the index of the first in the whole sample (it
+    seeds the random rankings)."""
+    prepared = prepare(pipe, items, settings)
+    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings)]
+    draws = [random_rankings(start + r, len(item.places), settings) for r, item in enumerate(prepared)]
+    pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
+             for order in [*named.values(), *drawn]]
+    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings)
+    out, row = [], 0
+    for item, named, drawn in zip(prepared, ranked, draws):
+        e = len(named)
+        out.append(SentenceErasure(item.tokens, item.places, item.value, named,
+                                   {name: removed[row + j] for j, name in enumerate(named)},
+                                   {name: only[row + j] for j, name in enumerate(named)},
+                                   drawn, removed[row + e:row + e + len(drawn)], only[row + e:row + e + len(drawn)]))
+        row += e + len(drawn)
+    return out
+
+
+def _interval(e: stats.Estimate) -> str:
+    return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
+
+
+def verdict(diff: stats.Estimate, n: int, higher_is_better: bool) -> str:
+    """"better than random", "no better" or "worse" from the interval of explanation minus random; too few
+    sentences below :data:`MIN_SENTENCES`, as the case study rules."""
+    if n < MIN_SENTENCES:
+        return TOO_FEW
+    if not np.isfinite(diff.low):
+        return "n/a"
+    low, high = (diff.low, diff.high) if higher_is_better else (-diff.high, -diff.low)
+    return "better than random" if low > 0 else "worse" if high < 0 else "no better"
+
+
+@dataclass
+class ErasureSummary:
+    """Corpus means over the sentences: per explanation and measure (comprehensiveness, sufficiency), its
+    AOPC with interval, its difference from random with interval and verdict, and the per-k curves."""
+    sentences: int
+    table: pd.DataFrame      # explanation x (measure AOPC, − random, verdict), intervals as text
+    estimates: dict[tuple[str, str], tuple[stats.Estimate, stats.Estimate]]  # (explanation, measure) -> (AOPC, − random)
+    curves: pd.DataFrame     # explanation, measure, k, mean
+    random_spread: dict[str, stats.NullRange]  # measure -> the spread of random's corpus AOPC over the draws
+
+
+MEASURES = {"comprehensiveness": True, "sufficiency": False}  # measure -> whether higher is better
+
+
+def erasure_summary(records: Sequence[SentenceErasure], settings: Settings = Settings()) -> ErasureSummary:
+    """The corpus summary of :func:`erasure_records`."""
+    n = len(records)
+    if not n:
+        raise ValueError("no sentences to summarise")
+    names = list(records[0].rankings)
+    per = {}  # (explanation, measure) -> (S, K) per sentence
+    for m in MEASURES:
+        field_ = "removed" if m == "comprehensiveness" else "only"
+        for name in names:
+            per[name, m] = np.array([r.value - getattr(r, field_)[name] for r in records])
+        draws = np.array([r.value - getattr(r, "random_" + field_) for r in records])  # (S, D, K)
+        per[RANDOM, m] = draws.mean(axis=1)
+        per["draws", m] = draws
+    estimates, curves = {}, []
+    for name in names + [RANDOM]:
+        for m in MEASURES:
+            aopc = per[name, m].mean(axis=1)
+            estimates[name, m] = (stats.sentence_mean(aopc, settings.resamples, settings.seed),
+                                  stats.sentence_mean(aopc - per[RANDOM, m].mean(axis=1), settings.resamples,
+                                                      settings.seed))
+            curves += [{"explanation": name, "measure": m, "k": k, "mean": float(per[name, m][:, j].mean())}
+                       for j, k in enumerate(settings.ks)]
+    # random's corpus AOPC of each draw: how far one draw of random rankings strays from their mean
+    spread = {m: stats.null_range(per["draws", m].mean(axis=2).mean(axis=0)) for m in MEASURES}
+    table = pd.DataFrame([_row(name, estimates, n) for name in names + [RANDOM]])
+    return ErasureSummary(n, table, estimates, pd.DataFrame(curves), spread)
+
+
+def _row(name: str, estimates, n: int) -> dict:
+    row = {"explanation": name}
+    for m, higher in MEASURES.items():
+        est, diff = estimates[name, m]
+        row[f"{m} (AOPC)"] = _interval(est)
+        # random against itself is no comparison: a dash, not an interval around 0
+        row[f"{m} − random"] = "—" if name == RANDOM else _interval(diff)
+        row[f"{m}: verdict"] = "—" if name == RANDOM else verdict(diff, n, higher)
+    return row
+
+
+def refine_erasure(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
+                   ) -> Iterator[tuple[int, ErasureSummary, list[SentenceErasure]]]:
+    """(inputs done, summary so far, records so far) over a sample that doubles from ``first`` inputs:
+    the page's first numbers come from ``first`` inputs, and every later summary is that of a longer prefix."""
+    records: list[SentenceErasure] = []
+    for start, stop in _growing(len(items), first):
+        records += erasure_records(pipe, items[start:stop], settings, start)
+        yield stop, erasure_summary(records, settings), records
+
+
+def _growing(n: int, first: int) -> list[tuple[int, int]]:
+    """(start, stop) of chunks whose prefixes double from ``first``: 20, 40, 80, ... up to n."""
+    bounds, stop = [0], max(1, first)
+    while bounds[-1] < n:
+        bounds.append(min(n, stop))
+        stop *= 2
+    return list(zip(bounds, bounds[1:]))
+
+
+# ---------------------------------------------------------------- attention interventions
+
+INTERVENTIONS = ("uniform", "permuted")
+
+
+def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The encodings (B, D) of a batched dense trace with one block's attention replaced by ``probs``, and
+    that block's new output: a DiSA block's s = P′h (B, n, d), or source2token's encoding. Only s and what
+    follows it (the block's fusion gate and u, source2token, for a DiSA block) is computed again."""
+    pad_mask = torch.arange(probs.shape[1])[None, :] < trace.lengths[:, None]          # (B, n)
+    us = [t.u for t in trace.blocks]
+    if block == SOURCE2TOKEN:
+        out = (probs * torch.cat(us, dim=-1)).sum(dim=1)                                 # (B, D)
+        return out, out
+    i = [t.name for t in trace.blocks].index(block)
+    t, module = trace.blocks[i], encoder.blocks[i]
+    s = torch.einsum("bjik,bik->bjk", probs, t.h)                                       # (B, n, d)
+    gate = torch.sigmoid(module.fuse_s(s) + module.fuse_h(t.h) + module.b_f)
+    us[i] = torch.lerp(s, t.h, gate) * pad_mask[..., None]
+    out, _ = encoder.s2t(torch.cat(us, dim=-1), pad_mask)
+    return out, s
+
+
+def block_output(trace, block: str) -> torch.Tensor:
+    """What a block's attention makes: a DiSA block's s (B, n, d), source2token's encoding (B, D)."""
+    if block == SOURCE2TOKEN:
+        return trace.encoding
+    return trace.blocks[[b.name for b in trace.blocks].index(block)].s
+
+
+def block_attention(trace, block: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A block's attention (B, n, n, d) [j, i, k] and mask (B, n, n) [j, i]; source2token's is one query row
+    over the tokens: (B, 1, n, D) and (B, 1, n)."""
+    if block == SOURCE2TOKEN:
+        probs = trace.source2token.probs                                                # (B, n, D)
+        n = probs.shape[1]
+        return probs[:, None], (torch.arange(n)[None, :] < trace.lengths[:, None])[:, None]
+    t = trace.blocks[[b.name for b in trace.blocks].index(block)]
+    return t.probs, t.mask
+
+
+def uniform_like(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Uniform attention over each query's valid keys (:func:`disan.inspect.measures.uniform_attention`),
+    the same for every feature: (B, m, n, d)."""
+    return measures.uniform_attention(mask, probs.dtype)[..., None].expand_as(probs)
+
+
+def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """Each query row's attention permuted among its valid keys (one permutation per row, for every feature:
+    :func:`disan.explore.analyses.stats.row_shuffle_index`); masked cells stay 0."""
+    index = torch.as_tensor(stats.row_shuffle_index(mask.numpy(), rng))                # (B, m, n)
+    return torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)
+
+
+def _unflatten(block: str, probs: torch.Tensor) -> torch.Tensor:
+    """:func:`block_attention`'s form back to the block's own: source2token's one query row dropped."""
+    return probs[:, 0] if block == SOURCE2TOKEN else probs
+
+
+def _change(pipe, before: torch.Tensor, after: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Per input: how far the output moved (total variation distance of the class distributions, |Δ score|
+    for relatedness) and whether the decision flipped (the class; the rounded score)."""
+    kind = pipe.model.kind
+    if kind.scored:
+        a, b = kind.read(before), kind.read(after)
+        return (a - b).abs().double().numpy(), (a.round() != b.round()).numpy()
+    p, q = before.softmax(dim=-1), after.softmax(dim=-1)
+    return 0.5 * (p - q).abs().sum(dim=-1).double().numpy(), (kind.read(before) != kind.read(after)).numpy()
+
+
+@torch.no_grad()
+def _noisy_outputs(pipe, ids: torch.Tensor, block: str, distance: torch.Tensor, rng: torch.Generator
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encodings (B, D) of ``ids`` with Gaussian noise on the word vectors, scaled per sentence so that the
+    block's output moves by ``distance`` (B,) in L2, and the distance reached. The scale starts at 1% of
+    the word vectors' RMS and is rescaled :data:`NOISE_ROUNDS` times by distance wanted / distance reached
+    (the output is near linear in a small noise)."""
+    model = pipe.model
+    pad_mask = ids != PAD_ID
+    x = model.embed(ids)                                                                 # (B, n, d_e)
+    noise = torch.randn(x.shape, generator=rng, dtype=x.dtype) * pad_mask[..., None]
+    _, base = model.encoder(x, pad_mask, "tokens")
+    scale = 0.01 * x.pow(2).mean(dim=(1, 2), keepdim=True).sqrt()                       # (B, 1, 1)
+
+    def run(scale):
+        out, tr = model.encoder(x + scale * noise, pad_mask, "tokens")
+        return out, (block_output(tr, block) - block_output(base, block)).flatten(1).norm(dim=-1)
+
+    for _ in range(NOISE_ROUNDS):
+        _, reached = run(scale)
+        ratio = torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))
+        scale = scale * ratio[:, None, None]
+    return run(scale)
+
+
+@dataclass
+class InterventionSummary:
+    """Per block and intervention: the output change and flips, against noise of the same size."""
+    sentences: int
+    table: pd.DataFrame
+    changes: dict[tuple[str, str], np.ndarray]   # (block, intervention) -> (N,) change per input
+    noise: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) change under matched noise
+    flips: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) share of flips per input
+    noise_flips: dict[tuple[str, str], np.ndarray]
+
+
+def blocks_of(pipe) -> list[str]:
+    """The blocks whose attention can be replaced: each DiSA block, then source2token."""
+    return [b.name for b in getattr(pipe.model.encoder, "blocks", [])] + [SOURCE2TOKEN]
+
+
+@torch.no_grad()
+def intervention_records(pipe, items: Sequence, settings: Settings = Settings(), start: int = 0) -> dict:
+    """Per (block, intervention): the change and flip share per input (mean over the permutation draws),
+    and the same under matched noise. ``start`` seeds the draws of a prefix as in the whole sample."""
+    model = pipe.model
+    was = model.training
+    model.eval()
+    try:
+        prepared = prepare(pipe, items, settings)
+        flat = [(i, s) for i, it in enumerate(prepared) for s in range(len(it.tokens))]
+        sentences = [prepared[i].ids[s] for i, s in flat]
+        original = torch.zeros(len(flat), model.encoder.out_dim)
+        after: dict = {}
+        noisy: dict = {}
+        for batch, trace in traces(pipe, [prepared[i].tokens[s] for i, s in flat]):
+            original[batch] = trace.encoding
+            ids = pad([sentences[k] for k in batch])
+            for block in blocks_of(pipe):
+                probs, mask = block_attention(trace, block)
+                for how in INTERVENTIONS:
+                    draws = 1 if how == "uniform" else settings.permutation_draws
+                    outs, moved = [], []
+                    for d in range(draws):
+                        rng = np.random.default_rng([settings.seed, start, batch[0], d])
+                        new = uniform_like(probs, mask) if how == "uniform" else permuted(probs, mask, rng)
+                        out, s = intervened_encoding(model.encoder, trace, block, _unflatten(block, new))
+                        outs.append(out)
+                        moved.append((s - block_output(trace, block)).flatten(1).norm(dim=-1))
+                    after.setdefault((block, how), [None] * len(flat))
+                    noisy.setdefault((block, how), [None] * len(flat))
+                    gen = torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0])
+                    noise_out, _ = _noisy_outputs(pipe, ids, block, torch.stack(moved).mean(dim=0), gen)
+                    for b, k in enumerate(batch):
+                        after[block, how][k] = torch.stack([o[b] for o in outs])          # (draws, D)
+                        noisy[block, how][k] = noise_out[b][None]                         # (1, D)
+        per_item, k = [], 0  # the rows of flat of each input: they follow one another
+        for it in prepared:
+            per_item.append(list(range(k, k + len(it.tokens))))
+            k += len(it.tokens)
+        base = model.head(*(original[[ks[s] for ks in per_item]] for s in range(len(prepared[0].tokens))))
+        result = {}
+        for key in after:
+            for name, table in (("intervention", after[key]), ("noise", noisy[key])):
+                draws = table[0].shape[0]
+                changes, flips = [], []
+                for d in range(draws):
+                    logits = model.head(*(torch.stack([table[ks[s]][d] for ks in per_item])
+                                          for s in range(len(prepared[0].tokens))))
+                    c, f = _change(pipe, base, logits)
+                    changes.append(c)
+                    flips.append(f)
+                result[key, name] = np.mean(changes, axis=0), np.mean(flips, axis=0)
+        return result
+    finally:
+        model.train(was)
+
+
+def intervention_summary(records: dict, n: int, settings: Settings = Settings()) -> InterventionSummary:
+    """The corpus table of :func:`intervention_records`: mean change and flip share with intervals, the
+    same under matched noise, and their difference with its verdict."""
+    rows, changes, noise, flips, noise_flips = [], {}, {}, {}, {}
+    for (key, name), (c, f) in records.items():
+        (changes if name == "intervention" else noise)[key] = c
+        (flips if name == "intervention" else noise_flips)[key] = f
+    for key in changes:
+        diff = stats.sentence_mean(changes[key] - noise[key], settings.resamples, settings.seed)
+        rows.append({"block": key[0], "intervention": key[1],
+                     "output change": _interval(stats.sentence_mean(changes[key], settings.resamples, settings.seed)),
+                     "flips": f"{float(np.mean(flips[key])):.1%}",
+                     "noise of that size": _interval(stats.sentence_mean(noise[key], settings.resamples,
+                                                                         settings.seed)),
+                     "noise flips": f"{float(np.mean(noise_flips[key])):.1%}",
+                     "− noise": _interval(diff),
+                     "verdict": (TOO_FEW if n < MIN_SENTENCES else "n/a" if not np.isfinite(diff.low) else
+                                 "moves it more than noise" if diff.low > 0 else
+                                 "moves it less than noise" if diff.high < 0 else "like noise")})
+    return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips)
+
+
+def refine_interventions(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
+                         ) -> Iterator[tuple[int, InterventionSummary]]:
+    """(inputs done, summary so far) over a sample that doubles from ``first`` inputs."""
+    merged: dict = {}
+    for start, stop in _growing(len(items), first):
+        for key, (c, f) in intervention_records(pipe, items[start:stop], settings, start).items():
+            old = merged.get(key, (np.zeros(0), np.zeros(0)))
+            merged[key] = np.concatenate([old[0], c]), np.concatenate([old[1], f])
+        yield stop, intervention_summary(merged, stop, settings)
+
+
+# ---------------------------------------------------------------- randomisation checks
+
+def groups(model) -> dict[str, list[tuple[nn.Module | nn.Parameter, str]]]:
+    """The parameter groups of :data:`CASCADE`, top down: each a list of modules (re-initialised by
+    :func:`disan.nn.heads.init_weights`) and loose parameters (zeroed, as that initialiser does)."""
+    disa = [m for m in model.encoder.modules() if isinstance(m, DiSA)]
+    s2t = getattr(model.encoder, "s2t", None)
+    rest = [m for m in model.encoder.children() if m is not s2t and not isinstance(m, DiSA)]
+    return {"head": [model.fc, model.out],
+            "source2token": [s2t] if s2t is not None else [],
+            "fusion gates": [x for m in disa for x in (m.fuse_s, m.fuse_h, m.b_f)],
+            "DiSA blocks": [x for m in disa for x in (m.fc_h, m.w1, m.w2, m.b1)] + rest,
+            "word vectors": [model.embed]}
+
+
+@torch.no_grad()
+def randomise(model, group: str, seed: int) -> None:
+    """Re-initialise one group of :func:`groups` in place, seeded, with the training's initialiser
+    (:func:`disan.nn.heads.init_weights`: Glorot-uniform matrices, zero biases); word vectors, frozen rows
+    included, from U(−0.05, 0.05), the training's rows for words GloVe lacks."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        for part in groups(model)[group]:
+            if group == "word vectors":
+                for t in [*part.parameters(), *part.buffers()]:
+                    t.copy_(torch.empty(t.shape).uniform_(-OOV_RANGE, OOV_RANGE).to(t.dtype))
+            elif isinstance(part, nn.Parameter):
+                part.zero_()
+            else:
+                init_weights(part)
+
+
+def _same_model(pipe, model):
+    """The pipeline with another model of the same vocabulary."""
+    return type(pipe)(model, pipe.vocab, pipe.config, pipe.metrics, pipe.path)
+
+
+@dataclass
+class Agreement:
+    """Per stage (or per compared model), each explanation's Spearman correlation with the trained model's."""
+    sentences: int
+    table: pd.DataFrame                          # stage x explanation: mean ρ [interval]
+    rho: dict[tuple[str, str], np.ndarray]       # (stage, explanation) -> (N,) ρ per input
+
+
+def _agreement(stages: dict[str, list[dict[str, np.ndarray]]], trained: list[dict[str, np.ndarray]],
+               settings: Settings) -> Agreement:
+    rho, rows = {}, []
+    for stage, scores in stages.items():
+        row = {"stage": stage}
+        for name in trained[0]:
+            r = np.array([stats.spearman(a[name], b[name]) for a, b in zip(trained, scores)])
+            rho[stage, name] = r
+            row[name] = _interval(stats.sentence_mean(r, settings.resamples, settings.seed))
+        rows.append(row)
+    return Agreement(len(trained), pd.DataFrame(rows), rho)
+
+
+def cascade(pipe, items: Sequence, settings: Settings = Settings()) -> Agreement:
+    """Cascading model randomisation: after each stage of :data:`CASCADE` (that group re-initialised on top of
+    the ones before), each explanation's Spearman correlation with its trained value, per input."""
+    prepared = prepare(pipe, items, settings)
+    trained = explain(pipe, prepared, settings)
+    model = copy.deepcopy(pipe.model)
+    stages = {}
+    for stage, group in enumerate(CASCADE):
+        randomise(model, group, settings.seed * len(CASCADE) + stage)
+        broken = _same_model(pipe, model)
+        stages[group] = explain(broken, prepare(broken, items, settings), settings)  # its own prediction explained
+    return _agreement(stages, trained, settings)
+
+
+def data_randomisation(pipe, shuffled, items: Sequence, settings: Settings = Settings()) -> Agreement:
+    """Each explanation's Spearman correlation, per input, between the trained model and ``shuffled``, a
+    pipeline of the same settings trained on shuffled labels (``python -m disan train --shuffle-labels``).
+    Each model explains its own prediction."""
+    return _agreement({"shuffled labels": explain(shuffled, prepare(shuffled, items, settings), settings)},
+                      explain(pipe, prepare(pipe, items, settings), settings), settings)
+
+
+# ---------------------------------------------------------------- what the page and the notebook draw
+
+def erasure_drawing(summary: ErasureSummary, pipe=None) -> Drawing:
+    """Comprehensiveness and sufficiency (AOPC) of every explanation with intervals, random's among them,
+    and the table of differences from random with their verdicts."""
+    bars = {m: {name: summary.estimates[name, m][0] for name in summary.table["explanation"]} for m in MEASURES}
+    spread = "; ".join(f"{m} {summary.random_spread[m]}" for m in MEASURES)
+    followed = f"f = {look_of(pipe.kind).followed}" if pipe is not None else "f = the followed output"
+    return Drawing([
+        Row({"faith-erasure-bars": charts.estimate_bars(bars, f"Erasure over {summary.sentences} inputs (AOPC)",
+                                                        "f(x) − f(edited)")},
+            "Erasure: remove the top-k tokens (comprehensiveness, higher is better) or keep only them "
+            "(sufficiency, lower is better)",
+            f"{followed}; k = {', '.join(f'{k:.0%}' for k in K_FRACTIONS)} of the tokens, at least one. Random's "
+            f"corpus AOPC over its {RANDOM_DRAWS} draws (mean [5th, 95th percentile]): {spread}."),
+        Row({"faith-erasure-table": summary.table})])
+
+
+def intervention_drawing(summary: InterventionSummary) -> Drawing:
+    """The interventions' table: output change and flips per block and intervention, against matched noise."""
+    return Drawing([Row({"faith-interventions": summary.table},
+                        f"Attention interventions over {summary.sentences} inputs",
+                        "P replaced by uniform attention over the same keys, or permuted among them "
+                        f"({PERMUTATION_DRAWS} draws); the output change is the total variation distance of the "
+                        "class distributions (|Δ score| for relatedness). Noise: Gaussian noise on the word vectors "
+                        "that moves the block's output by the same L2 distance.")])
+
+
+def agreement_drawing(result: Agreement, title: str) -> Drawing:
+    """Mean Spearman ρ of each explanation with its value on the trained model, per stage, with intervals."""
+    bars = {stage: {name: stats.sentence_mean(result.rho[stage, name]) for name in result.table.columns[1:]}
+            for stage in result.table["stage"]}
+    return Drawing([Row({"faith-agreement-bars": charts.estimate_bars(bars, title, "Spearman ρ with the trained "
+                                                                                   "model", reference=0.0)},
+                        title, "An explanation that keeps its ranking when the model it explains is destroyed "
+                               "does not explain that model: ρ near 1 is the failure."),
+                    Row({"faith-agreement-table": result.table})])

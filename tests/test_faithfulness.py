@@ -1,0 +1,283 @@
+"""Faithfulness checks on constructed models whose output is known by hand."""
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from disan.data.kinds import KINDS
+from disan.data.text import PAD_ID, Vocab
+from disan.explore.analyses import faithfulness as F
+from disan.inspect.batched import traces
+from disan.inspect.pipeline import Pipeline
+from disan.nn.masks import attention_mask
+
+from .conftest import make_model
+
+
+def sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+class TokenModel(nn.Module):
+    """Class 1's logit is the sum of fixed weights of the words present (class 0's is 0): its output
+    depends on those words only, with known weights."""
+
+    def __init__(self, vocab: Vocab, weights: dict[str, float]):
+        super().__init__()
+        self.cfg = SimpleNamespace(kind="classify", n_classes=2)
+        table = torch.zeros(len(vocab))
+        for word, w in weights.items():
+            table[vocab.encode([word])[0]] = w
+        self.register_buffer("table", table)
+
+    @property
+    def kind(self):
+        return KINDS[self.cfg.kind]
+
+    def forward(self, ids):
+        score = (self.table[ids] * (ids != PAD_ID)).sum(dim=1)
+        return torch.stack([torch.zeros_like(score), score], dim=1)
+
+
+def token_pipe(weights):
+    vocab = Vocab.build([["the", "movie", "is", "great", "good", "film"]])
+    return Pipeline(TokenModel(vocab, weights), vocab, {"labels": ["neg", "pos"]}, {})
+
+
+@pytest.mark.quick
+def test_comprehensiveness_of_the_true_ranking_is_largest_at_k_1():
+    pipe = token_pipe({"great": 5.0})
+    settings = F.Settings(ks=(0.25, 0.5, 1.0))
+    item, = F.prepare(pipe, ["the movie is great"], settings)
+    assert item.target == 1 and item.value == pytest.approx(sigmoid(5))
+    removed, only = F.erase(pipe, [item], [[3, 0, 1, 2]], settings)  # "great" first
+    comprehensiveness, sufficiency = item.value - removed[0], item.value - only[0]
+    # by hand: without "great" the logits are equal (f = 1/2); with it alone f stays sigmoid(5)
+    assert comprehensiveness[0] == pytest.approx(sigmoid(5) - 0.5) and comprehensiveness[0] == comprehensiveness.max()
+    assert sufficiency == pytest.approx([0.0, 0.0, 0.0])  # "great" kept at every k: f does not move
+    # a ranking that puts "great" last removes it only at k = 100%
+    removed, _ = F.erase(pipe, [item], [[0, 1, 2, 3]], settings)
+    assert item.value - removed[0] == pytest.approx([0.0, 0.0, sigmoid(5) - 0.5])
+
+
+@pytest.mark.quick
+def test_two_tokens_with_known_weights_and_unk_replacement():
+    pipe = token_pipe({"great": 3.0, "good": 1.0})
+    settings = F.Settings(ks=(0.33, 0.66))  # of 3 tokens: 1, then 2
+    item, = F.prepare(pipe, ["great good film"], settings)
+    assert item.value == pytest.approx(sigmoid(4))
+    removed, only = F.erase(pipe, [item], [[0, 1, 2]], settings)
+    assert removed[0] == pytest.approx([sigmoid(1), 0.5])
+    assert only[0] == pytest.approx([sigmoid(3), sigmoid(4)])
+    removed, only = F.erase(pipe, [item], [[1, 2, 0]], F.Settings(ks=(0.01,), removal="unk"))
+    assert removed[0] == pytest.approx([sigmoid(3)]) and only[0] == pytest.approx([sigmoid(1)])
+
+
+@pytest.mark.quick
+def test_the_random_rankings_expectation_is_the_hand_computed_one():
+    # one token of four carries the output: a random top-1 holds it with probability 1/4, a top-2 with 1/2
+    pipe = token_pipe({"great": 5.0})
+    settings = F.Settings(ks=(0.25, 0.5), random_draws=4000)
+    item, = F.prepare(pipe, ["the movie is great"], settings)
+    orders = F.random_rankings(0, 4, settings)
+    assert all(sorted(o) == [0, 1, 2, 3] for o in orders)
+    removed, _ = F.erase(pipe, [item] * len(orders), orders, settings)
+    drop = sigmoid(5) - 0.5
+    got = (item.value - removed).mean(axis=0)
+    se = drop * np.sqrt(np.array([0.25 * 0.75, 0.25]) / len(orders))
+    assert np.all(np.abs(got - np.array([drop / 4, drop / 2])) < 4 * se)
+
+
+def test_top_k_erasure_equals_a_literal_loop_over_edited_sentences():
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    texts = ["the cat sat on the mat", "a dog", "the bird sang a very long song today"]
+    settings = F.Settings(ks=(0.1, 0.5))
+    items = F.prepare(pipe, texts, settings)
+    rng = np.random.default_rng(1)
+    orders = [list(rng.permutation(len(it.places))) for it in items]
+    removed, only = F.erase(pipe, items, orders, settings)
+    for r, (item, order) in enumerate(zip(items, orders)):
+        tokens = item.tokens[0]
+        for j, k in enumerate(settings.ks):
+            top = set(order[:max(1, math.ceil(k * len(tokens)))])
+            for kept, got in ((False, removed[r, j]), (True, only[r, j])):
+                edited = [t for p, t in enumerate(tokens) if (p in top) == kept]
+                with torch.no_grad():
+                    ids = torch.tensor([vocab.encode(edited)]) if edited else torch.zeros(1, 1, dtype=torch.long)
+                    want = model(ids).softmax(dim=-1)[0, item.target].item()
+                assert got == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.quick
+def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_within_them():
+    pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    mask = attention_mask(pad, "forward")
+    probs = torch.rand(2, 5, 5, 4) * mask[..., None]
+    uniform = F.uniform_like(probs, mask)
+    # forward query 2 of the 3-token sentence attends tokens 0 and 1: a half each, for every feature
+    assert torch.equal(uniform[1, 2, :, 3], torch.tensor([0.5, 0.5, 0.0, 0.0, 0.0]))
+    assert torch.equal(uniform[0, 0], torch.zeros(5, 4))  # the first token has no key
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        moved = F.permuted(probs, mask, rng)
+        assert (moved[~mask] == 0).all()
+        for b in range(2):
+            for j in range(5):
+                keys = mask[b, j]
+                # the same values among the same keys, for each feature
+                assert torch.equal(moved[b, j, keys].sort(dim=0).values, probs[b, j, keys].sort(dim=0).values)
+                # one permutation of the row for all features
+                for i in torch.nonzero(keys).flatten():
+                    hits = [int(i2) for i2 in torch.nonzero(keys).flatten()
+                            if torch.equal(moved[b, j, i], probs[b, j, i2])]
+                    assert hits
+
+
+def test_an_intervention_with_the_models_own_attention_gives_its_encoding():
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    _, trace = next(traces(pipe, [["the", "cat", "sat"], ["a", "dog"]]))
+    for block in F.blocks_of(pipe):
+        probs, mask = F.block_attention(trace, block)
+        out, _ = F.intervened_encoding(model.encoder, trace, block, probs[:, 0] if block == F.SOURCE2TOKEN else probs)
+        assert torch.allclose(out, trace.encoding, atol=1e-6)
+
+
+@pytest.mark.quick
+def test_the_cascade_leaves_the_groups_not_yet_randomised_bit_identical():
+    model, _ = make_model("pair")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    prefixes = {"head": ("fc.", "out."), "source2token": ("encoder.s2t.",),
+                "fusion gates": ("encoder.fw.fuse", "encoder.bw.fuse", "encoder.fw.b_f", "encoder.bw.b_f"),
+                "DiSA blocks": ("encoder.fw.", "encoder.bw."), "word vectors": ("embed.",)}
+    done = ()
+    for stage, group in enumerate(F.CASCADE):
+        F.randomise(model, group, stage)
+        done += prefixes[group]
+        after = model.state_dict()
+        for key, value in before.items():
+            if key.startswith(done):
+                continue
+            assert torch.equal(after[key], value), (group, key)
+        changed = [k for k in before if k.startswith(prefixes[group]) and not torch.equal(after[k], before[k])]
+        assert changed, group
+    # the word vectors are drawn from U(-0.05, 0.05)
+    assert model.embed.weight.abs().max() <= 0.05
+
+
+@pytest.mark.quick
+def test_verdicts_need_twenty_sentences_and_read_the_interval_in_the_measures_direction():
+    from disan.explore.analyses.stats import Estimate
+    above, straddles = Estimate(0.1, 0.05, 0.2), Estimate(0.1, -0.05, 0.2)
+    assert F.verdict(above, 19, True) == F.TOO_FEW
+    assert F.verdict(above, 20, True) == "better than random"
+    assert F.verdict(above, 20, False) == "worse"  # sufficiency: a larger drop keeping the top-k is worse
+    assert F.verdict(straddles, 20, True) == "no better"
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_gets_its_erasure_interventions_and_cascade(kind):
+    model, vocab = make_model(kind)
+    pipe = Pipeline(model, vocab, {"labels": [str(i) for i in range(model.cfg.n_classes)]}, {})
+    items = ["the cat sat", "a dog"] if not model.kind.pairs else [("the cat sat", "a dog"), ("a cat", "the dog sat")]
+    settings = F.Settings(random_draws=2, permutation_draws=2, resamples=50)
+    records = F.erasure_records(pipe, items, settings)
+    names = set(F.explanation_names(pipe))
+    assert all(set(r.rankings) == names for r in records)
+    assert all(sorted(order) == list(range(len(r.places))) for r in records for order in r.rankings.values())
+    summary = F.erasure_summary(records, settings)
+    assert list(summary.table["explanation"]) == F.explanation_names(pipe) + [F.RANDOM]
+    inter = F.intervention_summary(F.intervention_records(pipe, items, settings), len(items), settings)
+    assert len(inter.table) == 2 * len(F.blocks_of(pipe))
+    assert all((c >= 0).all() for c in inter.changes.values())
+    agreement = F.cascade(pipe, items, settings)
+    assert list(agreement.table["stage"]) == list(F.CASCADE)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_command_writes_records_that_recompute_outside_the_tool(tmp_path):
+    import json
+
+    from disan.inspect.pipeline import load
+    from disan.tools import faithfulness as command
+
+    out = tmp_path / "f.jsonl"
+    assert command.main(["checkpoints/trec", "--sentences", "2", "--seed", "3", "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    pipe = load("checkpoints/trec")
+    names = F.explanation_names(pipe) + [f"random {d + 1}" for d in range(F.RANDOM_DRAWS)]
+    assert len(records) == 2 * len(names) and [r["explanation"] for r in records[:len(names)]] == names
+    for r in records[::7]:
+        tokens = r["tokens"][0]
+        assert sorted(r["ranking"]) == list(range(len(tokens)))
+        probs = pipe.logits([[tokens]]).softmax(dim=-1)[0]
+        assert r["f"] == pytest.approx(probs.max().item(), abs=1e-5)
+        target = int(probs.argmax())
+        for step in r["k"]:
+            top = set(r["ranking"][:step["tokens"]])
+            for kept, key in ((False, "f_removed"), (True, "f_only")):
+                edited = [t for p, t in enumerate(tokens) if (p in top) == kept]
+                want = pipe.logits([[edited]]).softmax(dim=-1)[0, target].item() if edited else None
+                if want is not None:
+                    assert step[key] == pytest.approx(want, abs=1e-5)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_path, monkeypatch):
+    from disan.nn import checkpoint
+
+    from .conftest import LABELS
+    from .test_app import app, charts, visit
+
+    model, vocab = make_model("classify")
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    at = app(**{"faith-n": 24})
+    visit(at, "app_pages/faithfulness.py")
+    assert "faith-erasure-bars" in charts(at)
+    table = at.dataframe[0].value
+    assert list(table["explanation"])[-1] == F.RANDOM and len(table) == 9
+    assert set(table["comprehensiveness: verdict"][:-1]) <= {"better than random", "no better", "worse"}
+    at.button(key="faith-cascade").click().run()
+    assert not at.exception and "faith-agreement-bars" in charts(at)
+
+
+@pytest.mark.quick
+def test_the_commands_records_are_one_per_explanation_and_random_draw():
+    from disan.tools import faithfulness as command
+
+    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
+                               {"x": np.array([0.8, 0.9])}, [[0, 1], [1, 0]], np.array([[0.5, 0.1], [0.6, 0.1]]),
+                               np.array([[0.7, 0.9], [0.4, 0.9]]))
+    lines = command.lines([record], (0.5, 1.0))
+    assert [line["explanation"] for line in lines] == ["x", "random 1", "random 2"]
+    assert lines[2]["ranking"] == [1, 0] and lines[2]["k"][0] == {"fraction": 0.5, "tokens": 1, "f_removed": 0.6,
+                                                                  "f_only": 0.4}
+    assert lines[0]["k"][1]["tokens"] == 2 and lines[0]["f"] == 0.9
+    assert command.main(["nowhere", "--sentences", "0", "--out", "x.jsonl"]) == 1
+
+
+@pytest.mark.usefixtures("data_root")
+def test_data_randomisation_against_a_tiny_model_trained_on_shuffled_labels(tmp_path):
+    from disan.data.registry import load_task
+    from disan.inspect.pipeline import load
+    from disan.training.train import TrainConfig, train
+
+    runs = {}
+    for shuffled in (False, True):
+        out = tmp_path / f"trec-{shuffled}"
+        train(TrainConfig(task="trec", out=str(out), epochs=1, patience=0, d_h=8, d_fc=8, max_train=64, batch_size=32,
+                          extra_vocab=50, shuffle_labels=shuffled, tensorboard=False), log=open(tmp_path / "log", "w"))
+        runs[shuffled] = load(out)
+    assert runs[True].config["train_config"]["shuffle_labels"] is True
+    items = [e.text for e in load_task("trec").test[:4]]
+    result = F.data_randomisation(runs[False], runs[True], items, F.Settings(resamples=50))
+    assert list(result.table["stage"]) == ["shuffled labels"]
+    assert set(result.table.columns[1:]) == set(F.explanation_names(runs[False]))
+    rho = np.concatenate([r for r in result.rho.values()])
+    assert np.nanmin(rho) >= -1 and np.nanmax(rho) <= 1
