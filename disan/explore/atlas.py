@@ -34,7 +34,7 @@ import torch
 
 # the traces, statistics and word classes this module reads; one place, so that they move together
 from disan.data.text import normalize
-from disan.explore import figures
+from disan.explore import figures, notebook
 from disan.explore.analyses import charts, stats
 from disan.explore.views import Drawing, Row
 from disan.data.batching import BUDGET
@@ -530,3 +530,11 @@ class FeatureAtlas:
     table: pd.DataFrame
     figures: dict[str, go.Figure]
     atlas: Atlas
+
+    def __repr__(self) -> str:  # the dataclass's own would print every profile
+        return f"FeatureAtlas({len(self.table)} features of {self.atlas.corpus}; .table, .figures, .atlas)"
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the table (pandas' own HTML, cut to its display.max_rows), then the map."""
+        maps = "".join(notebook.figure_html(fig) for fig in self.figures.values())
+        return f"<div>{self.table._repr_html_()}{maps}</div>"
