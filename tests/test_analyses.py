@@ -590,11 +590,17 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
 
 @pytest.mark.quick
 def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
+    from disan.explore import figures
     from disan.explore.analyses import charts
     fig = charts.prediction_change({"neg": 0.2, "pos": 0.8}, {"neg": 0.7, "pos": 0.3})
     assert [list(bar.y) for bar in fig.data] == [["neg", "pos"], ["neg", "pos"]]
     assert [list(bar.x) for bar in fig.data] == [[0.2, 0.8], [0.7, 0.3]]
-    assert fig.layout.height >= 150
+    for classes in (2, 3, 5):  # the plot area left under the title and legend, over the axis, for any count
+        probs = {f"c{k}": 1 / classes for k in range(classes)}
+        for chart in (charts.prediction_change(probs, probs), figures.class_probabilities(probs)):
+            margin = chart.layout.margin
+            assert chart.layout.height - margin.t - margin.b >= 150
+    assert fig.layout.legend.y >= 1 and fig.layout.legend.orientation == "h"  # above the bars, in one row
 
 
 @pytest.mark.quick

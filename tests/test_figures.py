@@ -614,3 +614,26 @@ def test_class_probabilities_keep_the_label_order_and_mark_the_prediction():
     assert list(bar.y) == ["very negative", "negative", "&lt;b&gt;neutral&lt;/b&gt;", "positive"]
     assert list(bar.x) == [0.1, 0.2, 0.6, 0.1]
     assert len(set(bar.marker.color)) == 2 and bar.marker.color[2] != bar.marker.color[0]
+
+
+@pytest.mark.parametrize("n", [9, 40, 126])
+def test_every_token_bar_is_labelled_or_the_tallest_is(n):
+    rng = np.random.default_rng(n)
+    tokens = [f"w{k}" for k in range(n)]
+    values = rng.uniform(0.4, 0.6, n)
+    tallest = int(rng.integers(n))
+    values[tallest] = 0.95
+    for fig in (figures.token_bars({"a": values, "b": np.full(n, 0.5)}, tokens, "t", "v", base=0.5),
+                figures.importance_bars(values, tokens)):
+        labelled = set(fig.layout.yaxis.ticktext)
+        if n <= 40:  # a short sentence: every bar named
+            assert labelled == set(tokens)
+        assert tokens[tallest] in labelled
+        ticks = list(fig.layout.yaxis.tickvals)
+        assert len(ticks) == len(set(ticks)) and (len(ticks) - 1) * figures.TICK_PX <= figures.plot_height(fig.layout.height)
+
+
+def test_the_uniform_mark_of_source2token_importance_stands_above_the_bars():
+    fig = figures.importance_bars(np.full(5, 0.2), TOKENS + ["x"])
+    (note,) = fig.layout.annotations
+    assert note.text == "uniform 1/n" and note.yref == "paper" and note.y >= 1 and note.yanchor == "bottom"
