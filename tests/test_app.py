@@ -488,6 +488,7 @@ def test_the_training_forms_name_and_recipe_items_make_the_run(tmp_path, monkeyp
     plain = training.train_config("run", None, (), **fields)
     assert plain.out == str(tmp_path / "run") and plain.dropout == 0.1 and plain.max_train is None
     assert plain.command and "--task trec" in plain.command
+    assert plain.keep_state is False  # a run finished from the page leaves no state file behind
     # the authors' recipe item that sets the dropout wins over the form's field
     item = next(i for i, _, flags in training.RECIPE_ITEMS if "dropout" in flags)
     assert training.train_config("run", None, (item,), **fields).dropout == 0.3  # the paper's keep rate 0.7
