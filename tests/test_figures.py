@@ -637,3 +637,24 @@ def test_the_uniform_mark_of_source2token_importance_stands_above_the_bars():
     fig = figures.importance_bars(np.full(5, 0.2), TOKENS + ["x"])
     (note,) = fig.layout.annotations
     assert note.text == "uniform 1/n" and note.yref == "paper" and note.y >= 1 and note.yanchor == "bottom"
+
+
+def test_long_sentences_are_windowed_on_every_page_that_draws_tokens_by_tokens(make_checkpoint):
+    import disan
+    from disan import viz
+    from disan.explore import views
+    pipe = disan.load(make_checkpoint("classify"))
+    n = 126
+    text = " ".join(f"w{k}" for k in range(n))
+    key = 110
+    drawings = {"knockout": viz.knockout(pipe, text, keys=[key]), "compare": viz.compare(pipe, pipe, text)}
+    for name, drawing in drawings.items():
+        for fig in drawing.figures.values():
+            for trace in fig.data:
+                if trace.type == "heatmap" and trace.x is not None and str(trace.x[0]).startswith("attended"):
+                    assert len(trace.y) <= views.WINDOW and len(trace.x) <= views.WINDOW, name
+                if trace.type == "bar":  # token bars too: at most a window of tokens
+                    assert len(trace.y) <= views.WINDOW, name
+    knocked = [fig for key_, fig in drawings["knockout"].figures.items() if key_.endswith("-change")]
+    assert knocked and all(f"attended {key}: w{key}" in fig.data[0].x for fig in knocked)  # around the key
+    assert all(f"of {n}" in fig.layout.title.text for fig in knocked)

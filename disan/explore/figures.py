@@ -527,16 +527,20 @@ def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: b
 
 def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
                 value_range: tuple[float, float] | None = None, base: float = 0.0,
-                stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
+                stop: Sequence[bool] | None = None, width: float = FULL_WIDTH, window=None) -> go.Figure:
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
-    ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has."""
+    ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has; ``window``: the
+    [start, stop) of the tokens shown (numbered by their place in the sentence)."""
+    cut = _span(len(tokens), window)
+    series = {name: np.asarray(values, dtype=float)[cut] for name, values in series.items()}
+    tokens, stop = list(tokens)[cut], None if stop is None else list(stop)[cut]
     # 14 px a bar, a token's group at most 28 px: four series (two models' two blocks) stay readable in the
     # height two take; at least a tick label's room, so that every token is labelled up to the tallest figure
     height = height_for(len(tokens), per_row=max(TICK_PX, 14 * min(2, max(1, len(series)))))
     deviations = np.abs(np.stack([np.asarray(v, dtype=float) for v in series.values()]) - base)  # (series, n)
     tallest = int(np.nanargmax(np.nanmax(deviations, axis=0))) if np.isfinite(deviations).any() else 0
-    axis = label_axis("token", tokens, marked=stop, max_ticks=min(MAX_TICKS, tick_room(plot_height(height))),
-                      anchor=tallest)  # where not every token is labelled, the tallest bar's is
+    axis = label_axis("token", tokens, first=cut.start, marked=stop, anchor=tallest,  # where not every token is
+                      max_ticks=min(MAX_TICKS, tick_room(plot_height(height))))  # labelled, the tallest bar's is
     marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
     bars = []
     for name, values in series.items():
@@ -551,16 +555,20 @@ def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: s
 
 
 def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
-                   stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
+                   stop: Sequence[bool] | None = None, width: float = FULL_WIDTH, window=None,
+                   shown: str = "") -> go.Figure:
     """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5).
 
     Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
-    fits the deviations. ``stop`` words are hatched.
+    fits the deviations. ``stop`` words are hatched; ``window`` as in :func:`token_bars`, ``shown`` saying
+    it in the title.
     """
     means = {name: mean_gate(g) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
-    title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
-    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width)
+    title = ("mean fusion gate per token, from 0.5" + shown
+             + (" (hatched: stop words)" if stop is not None and any(stop) else ""))
+    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width,
+                      window=window)
 
 
 def _vline(x: float, **line) -> dict:

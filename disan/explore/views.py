@@ -242,6 +242,11 @@ def default_window(n: int, query: int) -> tuple[int, int] | None:
     return start, start + WINDOW
 
 
+def window_words(window: tuple[int, int] | None, n: int) -> str:
+    """A window in a figure's title: ", tokens 3–62 of 126", or "" for the whole sentence."""
+    return "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {n}"
+
+
 def shade_choices(trace) -> dict[str, str]:
     """What the sentence can be shaded by (key -> label): the attention each token receives in each block,
     its source2token importance, its mean fusion gate in each block."""
@@ -369,7 +374,7 @@ def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention
                       [np.asarray(block.mask, dtype=bool) for block in tr.blocks],
                       [np.asarray(block.probs) for block in tr.blocks], what,
                       "lift over uniform" if options.scale == "lift" else "probability",
-                      "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {len(sentence.tokens)}")
+                      window_words(window, len(sentence.tokens)))
 
 
 def attention_heatmaps(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),
