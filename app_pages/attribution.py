@@ -25,7 +25,8 @@ if missing is not None:
     st.stop()
 n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
 try:
-    frame = glue.with_status(f"Attributing {n} test inputs of {entry.task}…", f"{n} test inputs of {entry.task}",
+    # the drawing's title counts what was attributed: the split may hold fewer inputs, a pair is two sentences
+    frame = glue.with_status(f"Attributing test inputs of {entry.task}…", f"Test inputs of {entry.task} attributed",
                              glue.attribution_corpus, *args, glue.data_stamp(entry), entry.config, n)
 except glue.DataError as e:  # the file the model was trained on is gone or has changed
     st.error(f"The test split of {entry.task} cannot be read: {e}")

@@ -442,7 +442,8 @@ def test_attention_measures_of_a_trace():
 def test_corpus_agreement_has_a_row_per_sentence():
     frame = attribution.corpus_agreement(pipeline("pair"), [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
     assert len(frame) == 4  # the pair with an empty hypothesis cannot be traced
-    assert list(frame.sentence[:2]) == list(PAIR)
+    assert list(frame.sentence[:2]) == list(PAIR) and list(frame.input) == [0, 0, 2, 2]
+    assert attribution.corpus_drawing(frame).rows[0].title == "Over 2 test inputs: 4 sentences"
     assert {f"{m} | source2token" for m in attribution.METHODS} <= set(frame.columns)
 
 
@@ -577,7 +578,7 @@ def test_the_word_senses_page_offers_the_attention_outputs_too():
 
 
 def test_the_corpus_summary_counts_the_sentences_with_a_tau():
-    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
+    frame = pd.DataFrame({"input": [0, 1, 2], "sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
                           "integrated gradients | source2token": [0.5, -0.2, np.nan],
                           "gradient × input | source2token": [0.1, 0.3, np.nan]})
     drawing = attribution.corpus_drawing(frame)
@@ -586,6 +587,7 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
     assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2
     assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
     assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure
+    assert drawing.rows[0].title == "Over 3 test inputs"  # single sentences: the inputs are the sentences
 
 
 @pytest.mark.quick

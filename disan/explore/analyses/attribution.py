@@ -110,11 +110,11 @@ def agreement(attributions: dict[str, np.ndarray], measures: pd.DataFrame) -> pd
 
 
 def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
-    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, and
-    the tau of each (method, measure) as a column "method | measure". Items that cannot be traced are
-    left out."""
+    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): input (the item's place in
+    ``items``), sentence, tokens, and the tau of each (method, measure) as a column "method | measure". Items
+    that cannot be traced are left out."""
     rows = []
-    for item in items:
+    for index, item in enumerate(items):
         try:
             result = pipe.trace(item)
         except ValueError:
@@ -123,7 +123,7 @@ def corpus_agreement(pipe, items: Sequence, steps: int = STEPS) -> pd.DataFrame:
         attr = attribute(pipe, sentences, steps)
         for k, sentence in enumerate(sentences):
             table = agreement({m: attr.method(m)[k] for m in METHODS}, attention_measures(sentence))
-            row = {"sentence": sentence.text, "tokens": len(sentence.tokens)}
+            row = {"input": index, "sentence": sentence.text, "tokens": len(sentence.tokens)}
             row.update({f"{m} | {measure}": table.loc[m, measure] for m in METHODS for measure in table.columns})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -159,4 +159,6 @@ def corpus_drawing(frame: pd.DataFrame) -> Drawing:
     summary = pd.DataFrame({"attribution | attention": pairs, "mean τ": values.mean().to_numpy(),
                             "share with τ > 0": (values > 0).sum().to_numpy() / counted.clip(min=1),
                             "sentences": counted})
-    return Drawing([Row(panels, f"Over {len(frame)} sentences"), Row({"attr-corpus-summary": summary})])
+    inputs = frame["input"].nunique()
+    title = f"Over {inputs} test inputs" + (f": {len(frame)} sentences" if len(frame) != inputs else "")
+    return Drawing([Row(panels, title), Row({"attr-corpus-summary": summary})])
