@@ -550,8 +550,8 @@ def test_the_claims_table_says_whether_each_claim_holds():
     assert list(holds["holds?"]) == ["yes"] * (len(holds) - 1) + ["yes: within the null"]
     fails = casestudy.claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
     verdicts = dict(zip(fails["paper claim"], fails["holds?"]))
-    assert verdicts["stop words get little attention (forward)"] == "no: not beyond the null"
-    assert verdicts["the fusion gate F is smaller for stop words (backward)"] == "no: not beyond the null"
+    assert verdicts["forward: stop words get little attention"] == "no: not beyond the null"
+    assert verdicts["backward: the fusion gate F is smaller for stop words"] == "no: not beyond the null"
     assert verdicts["forward and backward attend to different words"] == "no: alike beyond the null"
     small = casestudy.claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
     assert small["holds?"][0].startswith("yes, small")

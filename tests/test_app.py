@@ -464,7 +464,7 @@ def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoint
 
 @pytest.mark.quick
 def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_screen():
-    claim = "a few words receive large attention from all others (backward, mean over features)"
+    claim = "backward, mean over features: a few words receive large attention from all others"
     table = pd.DataFrame({"paper claim": [claim], "measured": ["Gini 0.464, uniform 0.463; Δ +0.001 [+0.001, +0.002]"],
                           "holds?": ["yes, small"], "n": [2000]})
     widths = column_widths(table)

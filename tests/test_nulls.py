@@ -176,16 +176,16 @@ def test_a_model_with_no_preferred_word_fails_the_per_feature_concentration_clai
     # ... which the null shares, so the claim does not hold against it
     got = verdicts(study)
     for name in ("forward", "backward"):
-        assert got[f"a few words receive large attention from all others ({name}, each feature)"].startswith("no")
-        assert got[f"a few words receive large attention from all others ({name}, mean over features)"].startswith("no")
+        assert got[f"{name}, each feature: a few words receive large attention from all others"].startswith("no")
+        assert got[f"{name}, mean over features: a few words receive large attention from all others"].startswith("no")
 
 
 def test_a_model_with_preferred_words_beats_the_null():
     batches, tokens = synthetic_batch(np.random.default_rng(0), preference=1.0)
     got = verdicts(casestudy.measure_traces(batches, tokens, "preferred words"))
     for name in ("forward", "backward"):
-        assert got[f"a few words receive large attention from all others ({name}, each feature)"] == "yes"
-        assert got[f"a few words receive large attention from all others ({name}, mean over features)"] == "yes"
+        assert got[f"{name}, each feature: a few words receive large attention from all others"] == "yes"
+        assert got[f"{name}, mean over features: a few words receive large attention from all others"] == "yes"
 
 
 def test_directions_that_prefer_the_same_words_do_not_attend_to_different_words():
