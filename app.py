@@ -96,9 +96,11 @@ FAVICON = "🔎"
 # Streamlit runs this file as __main__; a training process started with multiprocessing's spawn imports
 # it as __mp_main__ and must not draw anything.
 if __name__ == "__main__":
+    # the icon before the navigation: the browser takes a page's own icon as the tab's when none is set yet
+    st.set_page_config(page_icon=FAVICON)
     link_messages = sidebar()
     page = st.navigation(pages())
-    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=FAVICON, layout="wide")
+    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", layout="wide")
     for message in link_messages:
         st.warning(markup.markdown_label(message))
     page.run()

@@ -471,6 +471,9 @@ def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_scr
     assert set(widths) == {"paper claim", "measured"}  # the verdict and the count keep their own width
     assert sum(w["width"] for w in widths.values()) + 100 * 3 <= TABLE_PX
     assert column_widths(table[["holds?", "n"]]) == {}
+    senses = pd.DataFrame({"sentences": ["1 and 2"], "other pairs below “glass”": ["75% of 20"]})
+    widths = column_widths(senses)  # short values under a longer header: as wide as the header
+    assert widths["other pairs below “glass”"]["width"] >= 25 * 7 > widths["sentences"]["width"]
 
 
 @pytest.mark.quick

@@ -215,7 +215,7 @@ def test_a_stop_word_effect_made_by_sentence_composition_does_not_beat_the_shuff
     null = casestudy.shuffled_classes(study, ["forward relative"], draws=50)["forward relative"]
     np.testing.assert_allclose(null, 0.2, atol=1e-12)
     table = casestudy.claims(study, resamples=200)
-    row = table.set_index("paper claim").loc["stop words get little attention (forward)"]
+    row = table.set_index("paper claim").loc["forward: stop words get little attention"]
     assert "Δ +0.200" in row["measured"] and row["holds?"] == "no: not beyond the null"
 
 

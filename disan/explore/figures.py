@@ -674,11 +674,12 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     return _figure([bar], "class probabilities", **class_bars_layout(len(labels)))
 
 
-def class_bars_layout(classes: int, series: int = 1) -> dict:
+def class_bars_layout(classes: int, series: int = 1, titled: bool = True) -> dict:
     """Height, margins and axes of horizontal class bars (first class at the top), from what the chart holds:
     :data:`CLASS_BAR_PX` a bar for every class and series, the plot at least :data:`MIN_PLOT_PX` high
-    whatever the number of classes, and above it a one-line title and, for several series, a legend row."""
-    top = 60 + (28 if series > 1 else 0)
+    whatever the number of classes, and above it a one-line title (where ``titled``) and, for several series,
+    a legend row."""
+    top = (60 if titled else 12) + (28 if series > 1 else 0)
     plot = max(MIN_PLOT_PX, CLASS_BAR_PX * classes * series)
     layout = dict(height=top + plot + 40, margin=dict(l=10, r=10, t=top, b=40),
                   yaxis=dict(type="category", autorange="reversed"),

@@ -82,17 +82,17 @@ def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequenc
 
 
 def prediction_change(before: Mapping[str, float], after: Mapping[str, float],
-                      names: tuple[str, str] = ("before", "after")) -> go.Figure:
-    """Class probabilities of two predictions as paired horizontal bars, in the model's label order."""
+                      names: tuple[str, str] = ("before", "after"), title: str = "") -> go.Figure:
+    """Class probabilities of two predictions as paired horizontal bars, in the model's label order, under
+    ``title`` (none: no room kept for one)."""
     labels = list(before)
     fig = go.Figure([
         go.Bar(x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h", name=esc(name),
                marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + esc(name) + "</extra>")
         for name, probs, colour in zip(names, (before, after), (OTHERS, CHOSEN))
     ])
-    # untitled; a relatedness model's page titles it with its score before and after, in the room kept for a title
-    fig.update_layout(template=TEMPLATE, barmode="group", **class_bars_layout(len(labels), 2))
-    return fig
+    fig.update_layout(template=TEMPLATE, barmode="group", **class_bars_layout(len(labels), 2, bool(title)))
+    return fig.update_layout(title=dict(text=esc(title))) if title else fig
 
 
 def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequence[str], title: str) -> go.Figure:

@@ -149,9 +149,9 @@ def knockout(pipe, sentences: Sequence[SentenceTrace], which: int, blocks: Seque
 
 def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: str) -> Row:
     first, second = result.prediction_before, result.prediction_after
-    fig = charts.prediction_change(first.probs, second.probs, names)
-    if pipe.model.kind.scored:
-        fig.update_layout(title=dict(text=f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}"))
+    scored = pipe.model.kind.scored
+    title = f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}" if scored else ""
+    fig = charts.prediction_change(first.probs, second.probs, names, title)
     return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
 
 
