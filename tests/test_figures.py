@@ -658,3 +658,15 @@ def test_long_sentences_are_windowed_on_every_page_that_draws_tokens_by_tokens(m
     knocked = [fig for key_, fig in drawings["knockout"].figures.items() if key_.endswith("-change")]
     assert knocked and all(f"attended {key}: w{key}" in fig.data[0].x for fig in knocked)  # around the key
     assert all(f"of {n}" in fig.layout.title.text for fig in knocked)
+
+
+def test_every_figure_keeps_a_plot_of_150_px_whatever_it_holds():
+    one = np.ones((1, 1))
+    for fig in (figures.attention_heatmap(one, ["w"], one.astype(bool), "t"),
+                figures.class_probabilities({"a": 0.4, "b": 0.6}),
+                figures.describe(figures.token_bars({"x": np.ones(1)}, ["w"], "t", "v"), "a source\nof two lines"),
+                figures.importance_bars(np.ones(1), ["w"])):
+        margin = fig.layout.margin
+        top = margin.t if margin.t is not None else 100
+        bottom = max(margin.b if margin.b is not None else 80, 120)  # what plotly may grow the x axis to
+        assert fig.layout.height - top - bottom >= 150

@@ -86,8 +86,8 @@ PAGES = [("Attention", True), ("Fusion gates", True), ("Source2token", True), ("
 NEEDS_DATA = {"Corpus senses", "Case study", "Feature atlas"}
 
 
-# For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart (the one
-# whose x axis is the probability) that leaves a class of the model unnamed.
+# For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart of the
+# model's classes (an x axis of probability) that leaves one of them unnamed.
 SHAPES = """labels => {
   const problems = [];
   document.querySelectorAll('.js-plotly-plot').forEach((gd, f) => {
@@ -100,7 +100,9 @@ SHAPES = """labels => {
     const axis = gd.layout && gd.layout.xaxis && gd.layout.xaxis.title;
     if (axis && (axis.text || axis) === 'probability') {
       const named = new Set((gd.data || []).flatMap(t => [...(t.y || [])].map(String)));
-      for (const label of labels) if (!named.has(label)) problems.push(`${title}: class "${label}" unnamed`);
+      // a chart of this model's classes (Compare models also draws the other model's) names all of them
+      if (labels.some(label => named.has(label)))
+        for (const label of labels) if (!named.has(label)) problems.push(`${title}: class "${label}" unnamed`);
     }
   });
   return problems;

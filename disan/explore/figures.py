@@ -64,6 +64,7 @@ TICK_PX = 18              # the room one tick label needs across its axis: a lin
 MARGINS_PX = 220          # what a heatmap's y tick labels and colour bar take of its width
 PANEL_PX = 140            # the narrowest small multiple
 MIN_PLOT_PX = 150         # the least height of any plot area (tests/test_layout.py audits it)
+AXIS_PX = 120             # the most an x axis takes under its plot: vertical token labels of TICK_CHARS, a title
 CLASS_BAR_PX = 26         # one bar of a class in a prediction chart, its gap included
 SCORE_BIN = 0.25          # the width of a relatedness histogram's bins
 
@@ -197,7 +198,7 @@ def _figure(traces: Sequence[dict], title: str, height: int, width: float = FULL
     app's template, built without validation (see the module's docstring)."""
     layout = {"template": pio.templates[TEMPLATE], "title": {"text": fit(title, width - 40)}, "height": height,
               **layout}
-    return go.Figure(data=list(traces), layout=layout, _validate=False)
+    return plot_room(go.Figure(data=list(traces), layout=layout, _validate=False))
 
 
 def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, width: float = FULL_WIDTH,
@@ -262,6 +263,16 @@ def title_layout(title: str) -> dict:
     return dict(y=1.0, yanchor="top", yref="container", pad=dict(t=TITLE_PAD - 4 + 11 * (lines(title) - 1)))
 
 
+def plot_room(fig: go.Figure, top: float | None = None) -> go.Figure:
+    """The figure made tall enough for a plot of at least :data:`MIN_PLOT_PX` between its top margin
+    (``top``, else its own) and its bottom one, which plotly grows to fit the x axis's tick labels (a
+    token's, vertical) and title: :data:`AXIS_PX` at least."""
+    margin = fig.layout.margin
+    top = top if top is not None else margin.t if margin.t is not None else 100
+    bottom = max(margin.b if margin.b is not None else 80, AXIS_PX)
+    return fig.update_layout(height=max(fig.layout.height or 0, int(top + bottom + MIN_PLOT_PX)))
+
+
 def describe(fig: go.Figure, source: str, width: float = FULL_WIDTH) -> go.Figure:
     """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
     what it shows; the title above it says what is drawn (mode, feature). Both wrap to ``width`` pixels,
@@ -270,7 +281,7 @@ def describe(fig: go.Figure, source: str, width: float = FULL_WIDTH) -> go.Figur
     top = top_margin(fig.layout.title.text or "", subtitle, bool(fig.layout.annotations))
     fig.update_layout(title=dict(subtitle=dict(text=subtitle), **title_layout(fig.layout.title.text or "")),
                       margin=dict(t=max(top, fig.layout.margin.t or 0)))
-    return fig
+    return plot_room(fig)
 
 
 def _masked(matrix: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -681,7 +692,8 @@ def class_bars_layout(classes: int, series: int = 1, titled: bool = True) -> dic
     a legend row."""
     top = (60 if titled else 12) + (28 if series > 1 else 0)
     plot = max(MIN_PLOT_PX, CLASS_BAR_PX * classes * series)
-    layout = dict(height=top + plot + 40, margin=dict(l=10, r=10, t=top, b=40),
+    # under the plot: the probabilities' tick labels and the axis title, as plotly lays them out
+    layout = dict(height=top + plot + 70, margin=dict(l=10, r=10, t=top, b=70),
                   yaxis=dict(type="category", autorange="reversed"),
                   xaxis=dict(range=[0, 1], title=dict(text="probability")))
     if series > 1:  # in one row under the title, clear of the bars

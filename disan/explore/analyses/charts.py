@@ -26,6 +26,7 @@ from disan.explore.figures import (
     height_for,
     label_axis,
     plot_height,
+    plot_room,
     tick_room,
 )
 
@@ -35,7 +36,7 @@ PALETTE = qualitative.Plotly
 def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     """The figure titled (escaped), in the app's template and of the given height."""
     fig.update_layout(title=dict(text=esc(title)), template=TEMPLATE, height=height, **layout)
-    return fig
+    return plot_room(fig)
 
 
 def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
