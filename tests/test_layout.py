@@ -86,9 +86,9 @@ PAGES = [("Attention", True), ("Fusion gates", True), ("Source2token", True), ("
 NEEDS_DATA = {"Corpus senses", "Case study", "Feature atlas"}
 
 
-# For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart of the
-# model's classes (an x axis of probability) that leaves one of them unnamed.
-SHAPES = """labels => {
+# For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart (an x axis
+# of probability) whose classes are not all those of one of the models.
+SHAPES = """labelSets => {
   const problems = [];
   document.querySelectorAll('.js-plotly-plot').forEach((gd, f) => {
     const title = (gd.querySelector('.gtitle') || {textContent: 'figure ' + f}).textContent;
@@ -99,10 +99,10 @@ SHAPES = """labels => {
         problems.push(`${title}: ${t.y.length} token rows`);
     const axis = gd.layout && gd.layout.xaxis && gd.layout.xaxis.title;
     if (axis && (axis.text || axis) === 'probability') {
-      const named = new Set((gd.data || []).flatMap(t => [...(t.y || [])].map(String)));
-      // a chart of this model's classes (Compare models also draws the other model's) names all of them
-      if (labels.some(label => named.has(label)))
-        for (const label of labels) if (!named.has(label)) problems.push(`${title}: class "${label}" unnamed`);
+      // the classes of a model, all of them (Compare models draws another model's beside this one's)
+      const named = [...new Set((gd.data || []).flatMap(t => [...(t.y || [])].map(String)))].sort().join(' | ');
+      if (!labelSets.some(set => [...set].sort().join(' | ') === named))
+        problems.push(`${title}: the classes ${named} are not all those of a model`);
     }
   });
   return problems;
@@ -147,7 +147,7 @@ def checkpoints(tmp_path_factory):
                                for i, w in enumerate(WORDS)), encoding="utf-8")
     data = write_csv(work / "reviews.csv", ROWS)
     assert run(["train", "--data", str(data), "--text-column", "review", "--label-column", "sentiment",
-                *tiny(str(vectors), folder / "two-class")]) == 0
+                *tiny(str(vectors), folder / "two-class"), "--no-keep-state"]) == 0  # as the Training page
     return folder
 
 
@@ -165,10 +165,10 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
                                                                                      data_root_or_none):
     if not (checkpoints / model).is_dir():
         pytest.skip(f"no {model} checkpoint")
-    config = json.loads((checkpoints / model / "config.json").read_text(encoding="utf-8"))
-    labels, pairs = [str(label) for label in config["labels"]], kind_of(config["kind"]).pairs
-    if kind_of(config["kind"]).scored:
-        labels = []  # a relatedness score has no classes to name
+    configs = {path.name: json.loads((path / "config.json").read_text(encoding="utf-8"))
+               for path in checkpoints.iterdir() if (path / "config.json").is_file()}
+    labels = [[str(label) for label in c["labels"]] for c in configs.values()]  # every model's classes
+    pairs = kind_of(configs[model]["kind"]).pairs
     url, page = app_page
     started = time.perf_counter()
     page.goto(f"{url}/?model={model}")
