@@ -62,7 +62,8 @@ def sidebar() -> list[str]:
             labels = {e.name: e.short_label for e in good}
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
             persistent(st.selectbox, "Model", "checkpoint", options=names, format_func=labels.get,
-                       help=f"{entry.label}. Every checkpoint's card is on the Models page.")
+                       help=f"{entry.label}. Vocabulary: {entry.vocabulary}. Every checkpoint's card is on the "
+                            "Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
             if reads_pairs(entry):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
@@ -89,12 +90,18 @@ def sidebar() -> list[str]:
     return messages
 
 
+# The browser tab's icon: an emoji, which Streamlit draws as an inline SVG. A page's ":material/…:" icon would
+# be fetched from an external font host as the tab icon (the sidebar's icons come from the server's own font).
+FAVICON = "🔎"
+
 # Streamlit runs this file as __main__; a training process started with multiprocessing's spawn imports
 # it as __mp_main__ and must not draw anything.
 if __name__ == "__main__":
+    # the icon before the navigation: the browser takes a page's own icon as the tab's when none is set yet
+    st.set_page_config(page_icon=FAVICON)
     link_messages = sidebar()
     page = st.navigation(pages())
-    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", page_icon=page.icon, layout="wide")
+    st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", layout="wide")
     for message in link_messages:
         st.warning(markup.markdown_label(message))
     page.run()

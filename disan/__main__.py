@@ -89,8 +89,11 @@ def main(argv=None) -> int:
         if World.from_env().is_main:  # under torchrun, one summary for the run, not one per process
             print(json.dumps({"checkpoint": cfg.out, "dev": metrics["dev"], "test": metrics["test"]}))
     elif args.cmd == "evaluate":
-        from disan.training.evaluate import evaluate_checkpoint
-        metrics = evaluate_checkpoint(args.checkpoint, args.split, args.data_dir, args.device, args.vocabulary)
+        from disan.training.evaluate import examples_table
+        evaluation = examples_table(args.checkpoint, args.split, args.data_dir, args.device, args.vocabulary)
+        if args.vocabulary == "open":  # whether it could: without the vectors here, the stored words only
+            print(f"vocabulary: {evaluation.vocabulary}", file=sys.stderr)
+        metrics = evaluation.metrics
         if args.json:
             print(json.dumps(metrics))
         else:

@@ -35,7 +35,7 @@ import plotly.graph_objects as go
 
 from disan.data.text import check_text
 from disan.explore import atlas as _atlas
-from disan.explore import figures, views
+from disan.explore import figures, notebook, views
 from disan.explore.analyses import attribution as _attribution
 from disan.explore.analyses import casestudy as _casestudy
 from disan.explore.analyses import compare as _compare
@@ -83,7 +83,7 @@ def attention(trace, mode: str | int = "mean", sentence: str = "premise", scale:
     ``scale`` is "lift" (the probability times the number of tokens the row may attend, the page's
     default) or "probability"; a sentence over 60 tokens shows the page's window around ``query``
     (default: the middle token)."""
-    return views.attention_heatmaps(*_drawn(trace, sentence, mode, scale, query))
+    return notebook.Figure(views.attention_heatmaps(*_drawn(trace, sentence, mode, scale, query)))
 
 
 def query(trace, j: int | None = None, block: str | None = None, sentence: str = "premise",
@@ -94,7 +94,7 @@ def query(trace, j: int | None = None, block: str | None = None, sentence: str =
     panel = views.query_panel(s, block, options)
     if isinstance(panel, views.Note):  # e.g. the first token of the forward block has nothing to attend
         raise ValueError(panel.text)
-    return panel
+    return notebook.Figure(panel)
 
 
 def difference(trace, mode: str | int = "mean", sentence: str = "premise",
@@ -102,21 +102,21 @@ def difference(trace, mode: str | int = "mean", sentence: str = "premise",
     """The two blocks compared, as the Attention page's last section: for DiSAN, the attention each token
     receives in the forward and the backward block, each ÷ uniform; for blocks that may attend the same
     cells (DiSAN without directions), the first block's attention minus the second's on those cells."""
-    return views.blocks_compared(*_drawn(trace, sentence, mode, scale, None))
+    return notebook.Figure(views.blocks_compared(*_drawn(trace, sentence, mode, scale, None)))
 
 
 def gates(trace, sentence: str = "premise") -> go.Figure:
     """The mean fusion gate F of each block per token (the paper's Fig. 5), as the Fusion gates page draws it."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    return views.mean_gates(s)
+    return notebook.Figure(views.mean_gates(s))
 
 
 def gate_heatmap(trace, block: str | None = None, sentence: str = "premise") -> go.Figure:
     """One block's (default: the first) fusion gate, tokens x features, as the Fusion gates page draws it."""
     s = _sentence(trace, sentence)
     _needs_blocks(s)
-    return views.gate_panel(s, block)
+    return notebook.Figure(views.gate_panel(s, block))
 
 
 def source2token(trace, per_feature: bool = False, sentence: str = "premise") -> go.Figure:
@@ -125,7 +125,7 @@ def source2token(trace, per_feature: bool = False, sentence: str = "premise") ->
     s = _sentence(trace, sentence)
     if s.trace.source2token is None:
         raise ValueError("this encoder has no source2token attention")
-    return views.source2token_heatmap(s) if per_feature else views.source2token_importance(s)
+    return notebook.Figure(views.source2token_heatmap(s) if per_feature else views.source2token_importance(s))
 
 
 def word_senses(sentence_traces, word: str | None = None, kind: str | None = None) -> views.Drawing:
@@ -227,11 +227,6 @@ __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2
 
 # ---------------------------------------------------------------- how results show themselves in Jupyter
 
-def _inline(fig: go.Figure) -> str:
-    """A figure as an HTML fragment for a notebook cell, plotly.js loaded from its CDN (as bertviz loads its scripts)."""
-    return fig.to_html(full_html=False, include_plotlyjs="cdn", default_width="100%")
-
-
 def prediction_html(prediction: Prediction) -> str:
     """A prediction as Jupyter shows it: the predicted class and its probability (or the relatedness
     score), then the class probabilities as the pages draw them."""
@@ -240,7 +235,7 @@ def prediction_html(prediction: Prediction) -> str:
     else:
         head = f"prediction <b>{html.escape(prediction.label)}</b> ({prediction.probs[prediction.label]:.3f})"
     chosen = prediction.label if prediction.score is None else None
-    return f"<div><p>{head}</p>{_inline(figures.class_probabilities(prediction.probs, chosen))}</div>"
+    return f"<div><p>{head}</p>{notebook.figure_html(figures.class_probabilities(prediction.probs, chosen))}</div>"
 
 
 def trace_html(result: TraceResult) -> str:
@@ -250,7 +245,7 @@ def trace_html(result: TraceResult) -> str:
     for role, s in zip(("premise", "hypothesis") if result.sentence is None else ("sentence",), result.sentences):
         parts.append(f"<p>{role}: {html.escape(s.text)}</p>")
         try:
-            parts.append(_inline(attention(s)))
+            parts.append(notebook.figure_html(attention(s)))
         except ValueError as e:  # no DiSA blocks, or a sentence of one token
             parts.append(f"<p><i>{html.escape(str(e))}</i></p>")
     return "<div>" + "".join(parts) + "</div>"

@@ -5,6 +5,7 @@ the README's captions say, saved as small PNGs in docs/.
 """
 import io
 import sys
+import tempfile
 from functools import partial
 from pathlib import Path
 from urllib.parse import quote
@@ -13,12 +14,16 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import REPO_ROOT
+from disan.__main__ import run
 from disan.inspect.senses import VECTORS
 from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = REPO_ROOT / "docs"
 # the README's example for the analyses of one sentence, as a link's text (the sidebar's model: sst5)
 EXAMPLE = "?text=" + quote("A gorgeous , witty film that nobody should miss")
+# a 2-class model as a user trains one: customer reviews (CR), 1,500 training sentences, 2 epochs
+TWO_CLASS = "cr-small"
+TWO_CLASS_RUN = ["train", "--task", "cr", "--max-train", "1500", "--epochs", "2", "--d-h", "60", "--no-tensorboard"]
 
 
 def type_option(page, label: str, option: str) -> None:
@@ -55,6 +60,12 @@ SHOTS = [
     ("pair-attention.png", "/?model=sick-e", "· query ", "h3:has-text('Premise')", ()),
     ("pair-features.png", "/?model=sick-e", "· query ", "h3:has-text('Sharpest features')", ()),
     ("pair-gates.png", "/gates?model=sick-e", "fusion gate F", "h3:has-text('Every feature')", ()),
+    ("pair-counterfactuals.png", "/counterfactuals?model=sick-e", "after − before",
+     "[data-testid='stMain'] [data-testid='stMultiSelect']", ()),
+    # a 2-class model of one's own (TWO_CLASS): its prediction charts and attribution
+    ("two-class-counterfactuals.png", f"/counterfactuals?model={TWO_CLASS}&" + EXAMPLE[1:], "after − before",
+     "[data-testid='stMain'] [data-testid='stMultiSelect']", ()),
+    ("two-class-attribution.png", f"/attribution?model={TWO_CLASS}&" + EXAMPLE[1:], "beside attention", "h2", ()),
 ]
 
 
@@ -63,8 +74,20 @@ def save(png: bytes, path: Path) -> None:
     Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=256).save(path, optimize=True)
 
 
+def checkpoints(folder: Path) -> Path:
+    """The shipped checkpoints (linked) and the 2-class model (trained here once) in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for shipped in (REPO_ROOT / "checkpoints").iterdir():
+        if shipped.is_dir() and not (folder / shipped.name).exists():
+            (folder / shipped.name).symlink_to(shipped)
+    if not (folder / TWO_CLASS).exists() and run([*TWO_CLASS_RUN, "--out", str(folder / TWO_CLASS)]) != 0:
+        raise SystemExit(f"cannot train {TWO_CLASS}")
+    return folder
+
+
 def main() -> None:
-    with server() as (_, url), chromium() as browser:
+    folder = checkpoints(Path(tempfile.gettempdir()) / "disan-screenshots")
+    with server({"DISAN_CHECKPOINTS": str(folder)}) as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         # the first run loads the models and builds the kernel: the shots after it are drawn at their usual pace
         page.goto(url)

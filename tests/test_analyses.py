@@ -443,7 +443,8 @@ def test_corpus_agreement_has_a_row_per_sentence():
     pipe = pipeline("pair")
     frame = attribution.corpus_agreement(pipe, [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
     assert len(frame) == 4  # the pair with an empty hypothesis cannot be traced
-    assert list(frame.sentence[:2]) == list(PAIR)
+    assert list(frame.sentence[:2]) == list(PAIR) and list(frame.input) == [0, 0, 2, 2]
+    assert attribution.corpus_drawing(frame).rows[0].title == "Over 2 test inputs: 4 sentences"
     assert {f"{m} | source2token" for m in attribution.METHODS} <= set(frame.columns)
     # both sentences of an input share its integrated gradients' completeness gap
     gap = abs(attribution.attribute(pipe, pipe.trace(PAIR).sentences, 8).completeness_gap)
@@ -553,8 +554,8 @@ def test_the_claims_table_says_whether_each_claim_holds():
     assert list(holds["holds?"]) == ["yes"] * (len(holds) - 1) + ["yes: within the null"]
     fails = casestudy.claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
     verdicts = dict(zip(fails["paper claim"], fails["holds?"]))
-    assert verdicts["stop words get little attention (forward)"] == "no: not beyond the null"
-    assert verdicts["the fusion gate F is smaller for stop words (backward)"] == "no: not beyond the null"
+    assert verdicts["forward: stop words get little attention"] == "no: not beyond the null"
+    assert verdicts["backward: the fusion gate F is smaller for stop words"] == "no: not beyond the null"
     assert verdicts["forward and backward attend to different words"] == "no: alike beyond the null"
     small = casestudy.claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
     assert small["holds?"][0].startswith("yes, small")
@@ -581,7 +582,8 @@ def test_the_word_senses_page_offers_the_attention_outputs_too():
 
 
 def test_the_corpus_summary_counts_the_sentences_with_a_tau():
-    frame = pd.DataFrame({"sentence": ["a", "b", "c"], "tokens": [3, 4, 1], attribution.GAP: [0.001, 0.003, 0.002],
+    frame = pd.DataFrame({"input": [0, 1, 2], "sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
+                          attribution.GAP: [0.001, 0.003, 0.002],
                           "integrated gradients | source2token": [0.5, -0.2, np.nan],
                           "gradient × input | source2token": [0.1, 0.3, np.nan]})
     drawing = attribution.corpus_drawing(frame)
@@ -591,15 +593,22 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
     assert summary.loc["gradient × input | source2token", "share with τ > 0"] == 1.0
     assert len(drawing["attr-corpus-0"].data) == 1  # one histogram per attention measure
     assert "within 0.20% (median; largest 0.30%)" in drawing.rows[0].caption
+    assert drawing.rows[0].title == "Over 3 test inputs"  # single sentences: the inputs are the sentences
 
 
 @pytest.mark.quick
 def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
+    from disan.explore import figures
     from disan.explore.analyses import charts
     fig = charts.prediction_change({"neg": 0.2, "pos": 0.8}, {"neg": 0.7, "pos": 0.3})
     assert [list(bar.y) for bar in fig.data] == [["neg", "pos"], ["neg", "pos"]]
     assert [list(bar.x) for bar in fig.data] == [[0.2, 0.8], [0.7, 0.3]]
-    assert fig.layout.height >= 150
+    for classes in (2, 3, 5):  # the plot area left under the title and legend, over the axis, for any count
+        probs = {f"c{k}": 1 / classes for k in range(classes)}
+        for chart in (charts.prediction_change(probs, probs), figures.class_probabilities(probs)):
+            margin = chart.layout.margin
+            assert chart.layout.height - margin.t - margin.b >= 150
+    assert fig.layout.legend.y >= 1 and fig.layout.legend.orientation == "h"  # above the bars, in one row
 
 
 @pytest.mark.quick

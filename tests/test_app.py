@@ -464,13 +464,16 @@ def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoint
 
 @pytest.mark.quick
 def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_screen():
-    claim = "a few words receive large attention from all others (backward, mean over features)"
+    claim = "backward, mean over features: a few words receive large attention from all others"
     table = pd.DataFrame({"paper claim": [claim], "measured": ["Gini 0.464, uniform 0.463; Δ +0.001 [+0.001, +0.002]"],
                           "holds?": ["yes, small"], "n": [2000]})
     widths = column_widths(table)
     assert set(widths) == {"paper claim", "measured"}  # the verdict and the count keep their own width
     assert sum(w["width"] for w in widths.values()) + 100 * 3 <= TABLE_PX
     assert column_widths(table[["holds?", "n"]]) == {}
+    senses = pd.DataFrame({"sentences": ["1 and 2"], "other pairs below “glass”": ["75% of 20"]})
+    widths = column_widths(senses)  # short values under a longer header: as wide as the header
+    assert widths["other pairs below “glass”"]["width"] >= 25 * 7 > widths["sentences"]["width"]
 
 
 @pytest.mark.quick
@@ -488,6 +491,7 @@ def test_the_training_forms_name_and_recipe_items_make_the_run(tmp_path, monkeyp
     plain = training.train_config("run", None, (), **fields)
     assert plain.out == str(tmp_path / "run") and plain.dropout == 0.1 and plain.max_train is None
     assert plain.command and "--task trec" in plain.command
+    assert plain.keep_state is False  # a run finished from the page leaves no state file behind
     # the authors' recipe item that sets the dropout wins over the form's field
     item = next(i for i, _, flags in training.RECIPE_ITEMS if "dropout" in flags)
     assert training.train_config("run", None, (item,), **fields).dropout == 0.3  # the paper's keep rate 0.7

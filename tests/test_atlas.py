@@ -4,6 +4,7 @@ import io
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import parse_qs
 
 import numpy as np
@@ -345,3 +346,13 @@ def test_blocks_without_directions_are_profiled_and_a_baseline_gets_a_message(mo
     with pytest.raises(ValueError, match="no DiSA blocks"):
         atlas.profile(Pipeline(*make_model("classify", "bilstm", 0), {"labels": LABELS["classify"]}, {}),
                       [["the", "glass"]])
+
+
+@pytest.mark.quick
+def test_a_feature_is_titled_by_its_own_profile_and_its_type_is_context():
+    table = pd.DataFrame({"block": ["forward"] * 4, "feature": range(4), "type": ["3 · negation detector (x)"] * 3
+                          + ["1 · local"], "kind": ["negation detector", "negation detector", "global", "other"]})
+    shown = SimpleNamespace(table=table)
+    assert atlas.type_context(shown, "3 · negation detector (x)") == "type 3: 2 of 3 are negation detectors"
+    assert atlas.type_context(shown, "1 · local") == "type 1: 1 of 1 follow no rule"
+    assert atlas.kind_words("global") == "global" and atlas.kind_words("other") == "follows no rule"

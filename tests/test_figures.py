@@ -614,3 +614,59 @@ def test_class_probabilities_keep_the_label_order_and_mark_the_prediction():
     assert list(bar.y) == ["very negative", "negative", "&lt;b&gt;neutral&lt;/b&gt;", "positive"]
     assert list(bar.x) == [0.1, 0.2, 0.6, 0.1]
     assert len(set(bar.marker.color)) == 2 and bar.marker.color[2] != bar.marker.color[0]
+
+
+@pytest.mark.parametrize("n", [9, 40, 126])
+def test_every_token_bar_is_labelled_or_the_tallest_is(n):
+    rng = np.random.default_rng(n)
+    tokens = [f"w{k}" for k in range(n)]
+    values = rng.uniform(0.4, 0.6, n)
+    tallest = int(rng.integers(n))
+    values[tallest] = 0.95
+    for fig in (figures.token_bars({"a": values, "b": np.full(n, 0.5)}, tokens, "t", "v", base=0.5),
+                figures.importance_bars(values, tokens)):
+        labelled = set(fig.layout.yaxis.ticktext)
+        if n <= 40:  # a short sentence: every bar named
+            assert labelled == set(tokens)
+        assert tokens[tallest] in labelled
+        ticks = list(fig.layout.yaxis.tickvals)
+        assert len(ticks) == len(set(ticks)) and (len(ticks) - 1) * figures.TICK_PX <= figures.plot_height(fig.layout.height)
+
+
+def test_the_uniform_mark_of_source2token_importance_stands_above_the_bars():
+    fig = figures.importance_bars(np.full(5, 0.2), TOKENS + ["x"])
+    (note,) = fig.layout.annotations
+    assert note.text == "uniform 1/n" and note.yref == "paper" and note.y >= 1 and note.yanchor == "bottom"
+
+
+def test_long_sentences_are_windowed_on_every_page_that_draws_tokens_by_tokens(make_checkpoint):
+    import disan
+    from disan import viz
+    from disan.explore import views
+    pipe = disan.load(make_checkpoint("classify"))
+    n = 126
+    text = " ".join(f"w{k}" for k in range(n))
+    key = 110
+    drawings = {"knockout": viz.knockout(pipe, text, keys=[key]), "compare": viz.compare(pipe, pipe, text)}
+    for name, drawing in drawings.items():
+        for fig in drawing.figures.values():
+            for trace in fig.data:
+                if trace.type == "heatmap" and trace.x is not None and str(trace.x[0]).startswith("attended"):
+                    assert len(trace.y) <= views.WINDOW and len(trace.x) <= views.WINDOW, name
+                if trace.type == "bar":  # token bars too: at most a window of tokens
+                    assert len(trace.y) <= views.WINDOW, name
+    knocked = [fig for key_, fig in drawings["knockout"].figures.items() if key_.endswith("-change")]
+    assert knocked and all(f"attended {key}: w{key}" in fig.data[0].x for fig in knocked)  # around the key
+    assert all(f"of {n}" in fig.layout.title.text for fig in knocked)
+
+
+def test_every_figure_keeps_a_plot_of_150_px_whatever_it_holds():
+    one = np.ones((1, 1))
+    for fig in (figures.attention_heatmap(one, ["w"], one.astype(bool), "t"),
+                figures.class_probabilities({"a": 0.4, "b": 0.6}),
+                figures.describe(figures.token_bars({"x": np.ones(1)}, ["w"], "t", "v"), "a source\nof two lines"),
+                figures.importance_bars(np.ones(1), ["w"])):
+        margin = fig.layout.margin
+        top = margin.t if margin.t is not None else 100
+        bottom = max(margin.b if margin.b is not None else 80, 120)  # what plotly may grow the x axis to
+        assert fig.layout.height - top - bottom >= 150

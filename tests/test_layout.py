@@ -1,15 +1,24 @@
-"""A layout audit in Chromium at 1600x1000: on every page, for a single-sentence model (sst5) and a pair model
-(sick-e, whose premise and hypothesis are drawn side by side at half width), with sentences of 8, 25 and 120
-tokens, no two text elements of a figure overlap and no text of a figure is clipped by its edges.
+"""A layout audit in Chromium at 1600x1000, every page × every shape of model × sentences of 1, 9, 60 and 126
+tokens: a 2-class model trained here from a small file in seconds, sick-e (3 classes, pairs: premise and
+hypothesis side by side at half width), sst5 (5 classes) and sick (relatedness pairs). The pages that draw the
+sidebar's sentence are audited at each length of the model's row of :data:`MATRIX`; the others (the corpus
+pages, Models, Training) once per model. In every figure no two text elements overlap and no text is clipped
+by the figure's edges, the plot area is at least 150 px high, a prediction chart names every class of the
+model, and a token × token heatmap has at most 60 rows (a longer sentence is windowed).
 
 The boxes come from the DOM: each of plotly's SVG text elements (titles, subplot titles, axis titles, tick
 labels, colour-bar ticks, legend entries) as the quadrilateral its local bounding box makes on the screen, so
-that rotated tick labels are measured as drawn, not as their axis-aligned hull.
+that rotated tick labels are measured as drawn, not as their axis-aligned hull; the plot area and the traces
+come from plotly's own state on the figure's element.
 """
+import json
+import time
 from pathlib import Path
 
 import pytest
 
+from disan.__main__ import run
+from disan.data.kinds import kind_of
 from disan.tools.latency import (
     CHROMIUM,
     VIEWPORT,
@@ -20,6 +29,9 @@ from disan.tools.latency import (
     type_sentence,
     wait_idle,
 )
+from tests.test_own_data import ROWS, WORDS, tiny, write_csv
+
+ROOT = Path(__file__).resolve().parent.parent
 
 TEXT = ".gtitle, .g-gtitle text, .annotation-text, .xtick text, .ytick text, .xtitle, .ytitle, .legendtext"
 
@@ -70,9 +82,35 @@ AUDIT = """sel => {
 # (page in the sidebar, whether it draws the sidebar's sentence)
 PAGES = [("Attention", True), ("Fusion gates", True), ("Source2token", True), ("Counterfactuals", True),
          ("Attribution", True), ("Compare models", True), ("Word senses", False), ("Models", False),
-         ("Training", False), ("Corpus senses", False), ("Case study", False)]
-NEEDS_DATA = {"Corpus senses", "Case study"}
-LENGTHS = (8, 25, 120)
+         ("Training", False), ("Corpus senses", False), ("Case study", False), ("Feature atlas", False)]
+NEEDS_DATA = {"Corpus senses", "Case study", "Feature atlas"}
+
+
+# For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart (an x axis
+# of probability) whose classes are not all those of one of the models.
+SHAPES = """labelSets => {
+  const problems = [];
+  document.querySelectorAll('.js-plotly-plot').forEach((gd, f) => {
+    const title = (gd.querySelector('.gtitle') || {textContent: 'figure ' + f}).textContent;
+    const size = gd._fullLayout && gd._fullLayout._size;
+    if (size && size.h < 150) problems.push(`${title}: a plot area ${Math.round(size.h)} px high`);
+    for (const t of gd.data || [])
+      if (t.type === 'heatmap' && t.x && String(t.x[0]).startsWith('attended') && t.y && t.y.length > 60)
+        problems.push(`${title}: ${t.y.length} token rows`);
+    const axis = gd.layout && gd.layout.xaxis && gd.layout.xaxis.title;
+    if (axis && (axis.text || axis) === 'probability') {
+      // the classes of a model, all of them (Compare models draws another model's beside this one's)
+      const named = [...new Set((gd.data || []).flatMap(t => [...(t.y || [])].map(String)))].sort().join(' | ');
+      if (!labelSets.some(set => [...set].sort().join(' | ') === named))
+        problems.push(`${title}: the classes ${named} are not all those of a model`);
+    }
+  });
+  return problems;
+}"""
+
+# model -> the sentence lengths its sentence pages are audited at: every length for the 2-class model and
+# for a pair model, one length for the others (they share the code paths; the suite stays within its time)
+MATRIX = {"two-class": (1, 9, 60, 126), "sick-e": (1, 9, 60, 126), "sst5": (9, 126), "sick": (60,)}
 
 
 def drawn(page) -> None:
@@ -97,33 +135,58 @@ def data_root_or_none(request):
 
 
 @pytest.fixture(scope="module")
-def app_page():
+def checkpoints(tmp_path_factory):
+    """A checkpoints folder: the shipped models and a 2-class model trained from a small file in seconds."""
+    folder = tmp_path_factory.mktemp("checkpoints")
+    for name in MATRIX:
+        if (ROOT / "checkpoints" / name).is_dir():
+            (folder / name).symlink_to(ROOT / "checkpoints" / name)
+    work = tmp_path_factory.mktemp("two-class")
+    vectors = work / "vectors.txt"
+    vectors.write_text("".join(f"{w} " + " ".join(f"{(i * 7 + k) % 11 / 10 - 0.5:.2f}" for k in range(6)) + "\n"
+                               for i, w in enumerate(WORDS)), encoding="utf-8")
+    data = write_csv(work / "reviews.csv", ROWS)
+    assert run(["train", "--data", str(data), "--text-column", "review", "--label-column", "sentiment",
+                *tiny(str(vectors), folder / "two-class"), "--no-keep-state"]) == 0  # as the Training page
+    return folder
+
+
+@pytest.fixture(scope="module")
+def app_page(checkpoints):
     if not Path(CHROMIUM).exists():
         pytest.skip("install Debian's chromium: apt-get install -y chromium")
-    with server() as (_, url), chromium(CHROMIUM) as browser:
+    with server({"DISAN_CHECKPOINTS": str(checkpoints)}) as (_, url), chromium(CHROMIUM) as browser:
         page = browser.new_page(viewport=VIEWPORT)
         yield url, page
 
 
-@pytest.mark.parametrize("model", ["sst5", "sick-e"])
-def test_no_text_of_a_figure_overlaps_or_is_clipped(app_page, model, data_root_or_none):
+@pytest.mark.parametrize("model", list(MATRIX))
+def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_model(app_page, model, checkpoints,
+                                                                                     data_root_or_none):
+    if not (checkpoints / model).is_dir():
+        pytest.skip(f"no {model} checkpoint")
+    configs = {path.name: json.loads((path / "config.json").read_text(encoding="utf-8"))
+               for path in checkpoints.iterdir() if (path / "config.json").is_file()}
+    labels = [[str(label) for label in c["labels"]] for c in configs.values()]  # every model's classes
+    pairs = kind_of(configs[model]["kind"]).pairs
     url, page = app_page
+    started = time.perf_counter()
     page.goto(f"{url}/?model={model}")
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
     drawn(page)
     problems = []
-    for n in LENGTHS:
+    for n in MATRIX[model]:
         text = sentence(n, seed=n)
-        if model == "sick-e":  # premise and hypothesis: each of the length
+        if pairs:  # premise and hypothesis: each of the length
             box = page.locator('[data-testid="stSidebar"] textarea').nth(1)
             box.fill(sentence(n, seed=n + 1))
             box.press("Control+Enter")
             wait_idle(page)
         type_sentence(page, text)
         for title, follows in PAGES:
-            if not follows and n != LENGTHS[0]:
+            if not follows and n != MATRIX[model][0]:
                 continue
-            if title in NEEDS_DATA and data_root_or_none is None:
+            if title in NEEDS_DATA and data_root_or_none is None and model != "two-class":
                 continue
             navigate(page, title)
             drawn(page)
@@ -131,5 +194,6 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped(app_page, model, data_root_o
                 for summary in page.locator('[data-testid="stExpander"] summary').all():
                     summary.click()
                 drawn(page)
-            problems += [f"{model}, {n} tokens, {title}: {p}" for p in audit(page)]
+            problems += [f"{model}, {n} tokens, {title}: {p}" for p in audit(page) + page.evaluate(SHAPES, labels)]
+    print(f"{model}: audited in {time.perf_counter() - started:.0f} s")  # the matrix's cost, with pytest -s
     assert not problems, "\n".join(problems)

@@ -1,17 +1,27 @@
-"""In Jupyter a prediction and a trace show themselves (``_repr_html_``): the predicted class with its
-probability, the class probabilities, and each sentence's forward and backward attention heatmaps."""
+"""In Jupyter everything ``disan.viz`` returns shows itself as HTML beside plotly's own output: a prediction
+(the predicted class with its probability, the class probabilities), a trace (each sentence's forward and
+backward attention heatmaps), a drawing (its figures and captions), the feature atlas (its table and map).
+The README's notebook block runs cell by cell in a real kernel, and plotly.js travels once, inline."""
+import ast
 import base64
 import html
 import json
 import re
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 import disan
+from disan.explore import notebook, views
 from disan.inspect.pipeline import Prediction
+from tests.test_readme import BLOCKS
 
-pytestmark = pytest.mark.quick
+ROOT = Path(__file__).resolve().parent.parent
+PLOTLY_JS = re.compile(r"\* plotly\.js v\d")  # the header of the plotly.js bundle
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
 CALL = re.compile(r'Plotly\.newPlot\(\s*"[^"]+",\s*')
 
@@ -34,6 +44,7 @@ def array(value) -> np.ndarray:
     return np.array(value, dtype=float)
 
 
+@pytest.mark.quick
 def test_a_prediction_shows_its_class_and_probabilities(make_checkpoint):
     pipe = disan.load(make_checkpoint("classify"))
     pred = pipe.predict(["the man is pouring tea"])[0]
@@ -43,6 +54,7 @@ def test_a_prediction_shows_its_class_and_probabilities(make_checkpoint):
     assert bars[0]["y"] == list(pred.probs) and array(bars[0]["x"]) == pytest.approx(list(pred.probs.values()))
 
 
+@pytest.mark.quick
 def test_a_trace_shows_the_prediction_and_both_directions(make_checkpoint):
     pipe = disan.load(make_checkpoint("classify"))
     result = pipe.trace("the man <b>is</b> pouring tea")
@@ -62,6 +74,7 @@ def test_a_trace_shows_the_prediction_and_both_directions(make_checkpoint):
         assert mask[1, 0] != mask[0, 1]
 
 
+@pytest.mark.quick
 def test_a_pair_shows_both_sentences_and_a_relatedness_score(make_checkpoint):
     pipe = disan.load(make_checkpoint("relatedness"))
     result = pipe.trace(("the man is pouring tea", "a biker"))
@@ -71,7 +84,58 @@ def test_a_pair_shows_both_sentences_and_a_relatedness_score(make_checkpoint):
     assert len(plotted(page)) == 3
 
 
+@pytest.mark.quick
 def test_without_a_registered_view_jupyter_falls_back_to_the_repr():
     class Other(Prediction):
         pass
     assert Other("x", {"x": 1.0})._repr_html_() is None
+
+
+@pytest.mark.quick
+def test_plotly_js_travels_once_and_never_from_a_cdn():
+    fig = go.Figure(go.Bar(x=[1, 2]))
+    first, second = notebook.figure_html(fig), notebook.figure_html(fig)
+    assert not PLOTLY_JS.search(second) and "Plotly.newPlot" in second  # later outputs use the page's plotly.js
+    assert not re.search(r"<script[^>]*src=", first + second)  # no script from elsewhere (a CDN)
+
+
+@pytest.mark.quick
+def test_a_drawing_shows_its_titles_captions_figures_tables_and_notes():
+    fig = go.Figure(go.Bar(x=[1, 2], y=[3, 4]))
+    table = pd.DataFrame({"token": ["<b>"]})
+    drawing = views.Drawing([views.Row({"a": fig}, "First <row>", "Why & how"),
+                             views.Row({"b": table, "c": views.Note("nothing <here>")})])
+    page = drawing._repr_html_()
+    assert "First &lt;row&gt;" in page and "Why &amp; how" in page and "nothing &lt;here&gt;" in page
+    assert "&lt;b&gt;" in page and "<b>" not in page  # the table's cells escaped by pandas
+    (bars, _), = plotted(page)
+    assert array(bars[0]["y"]) == pytest.approx([3, 4])
+
+
+def cells(block: str) -> list[str]:
+    """A README block as notebook cells: the statements that start on one line form one cell."""
+    lines, grouped = block.splitlines(), {}
+    for statement in ast.parse(block).body:
+        grouped.setdefault(statement.lineno, []).append(statement)
+    return ["\n".join(lines[group[0].lineno - 1:group[-1].end_lineno]) for group in grouped.values()]
+
+
+def test_the_readme_notebook_block_shows_every_result_in_a_kernel():
+    nbclient, nbformat = pytest.importorskip("nbclient"), pytest.importorskip("nbformat")
+    block = next(b for b in BLOCKS if "from disan import viz" in b)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells(block)])
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()  # raises if a cell fails
+    shown = []  # the HTML outputs in notebook order
+    for cell in nb.cells:
+        data = [o["data"] for o in cell.outputs if o["output_type"] in ("execute_result", "display_data")]
+        if isinstance(ast.parse(cell.source).body[-1], ast.Expr):  # the cell ends in a value: it shows itself
+            assert any("text/html" in d for d in data), (cell.source, [list(d) for d in data])
+        for d in data:
+            if PLOTLY_MIME in d:
+                assert "text/html" in d, cell.source  # beside plotly's own, for static viewers
+            shown += [d["text/html"]] if "text/html" in d else []
+    drawn = [page for page in shown if "Plotly.newPlot" in page]
+    assert len(drawn) >= 10
+    assert PLOTLY_JS.search(drawn[0]) and not any(PLOTLY_JS.search(page) for page in drawn[1:])
+    assert not any(re.search(r"<script[^>]*src=", page) for page in shown)  # no script from elsewhere

@@ -176,16 +176,16 @@ def test_a_model_with_no_preferred_word_fails_the_per_feature_concentration_clai
     # ... which the null shares, so the claim does not hold against it
     got = verdicts(study)
     for name in ("forward", "backward"):
-        assert got[f"a few words receive large attention from all others ({name}, each feature)"].startswith("no")
-        assert got[f"a few words receive large attention from all others ({name}, mean over features)"].startswith("no")
+        assert got[f"{name}, each feature: a few words receive large attention from all others"].startswith("no")
+        assert got[f"{name}, mean over features: a few words receive large attention from all others"].startswith("no")
 
 
 def test_a_model_with_preferred_words_beats_the_null():
     batches, tokens = synthetic_batch(np.random.default_rng(0), preference=1.0)
     got = verdicts(casestudy.measure_traces(batches, tokens, "preferred words"))
     for name in ("forward", "backward"):
-        assert got[f"a few words receive large attention from all others ({name}, each feature)"] == "yes"
-        assert got[f"a few words receive large attention from all others ({name}, mean over features)"] == "yes"
+        assert got[f"{name}, each feature: a few words receive large attention from all others"] == "yes"
+        assert got[f"{name}, mean over features: a few words receive large attention from all others"] == "yes"
 
 
 def test_directions_that_prefer_the_same_words_do_not_attend_to_different_words():
@@ -215,7 +215,7 @@ def test_a_stop_word_effect_made_by_sentence_composition_does_not_beat_the_shuff
     null = casestudy.shuffled_classes(study, ["forward relative"], draws=50)["forward relative"]
     np.testing.assert_allclose(null, 0.2, atol=1e-12)
     table = casestudy.claims(study, resamples=200)
-    row = table.set_index("paper claim").loc["stop words get little attention (forward)"]
+    row = table.set_index("paper claim").loc["forward: stop words get little attention"]
     assert "Δ +0.200" in row["measured"] and row["holds?"] == "no: not beyond the null"
 
 

@@ -98,8 +98,33 @@ def test_evaluate_measures_the_stored_words_by_default_and_every_word_of_the_vec
     figures = {}
     for vocabulary in ("stored", "open"):
         main(["evaluate", str(tmp_path / "run"), "--split", "dev", "--json", "--vocabulary", vocabulary])
-        figures[vocabulary] = json.loads(capsys.readouterr().out)
+        seen = capsys.readouterr()
+        figures[vocabulary] = json.loads(seen.out)
+        assert ("vocabulary: open: " in seen.err) == (vocabulary == "open")  # it says what it predicted with
     assert figures["stored"] == recorded and figures["open"]["n"] == recorded["n"]
     dev = [t for row in tokens_of(load_task("trec"), ["dev"])["dev"] for t in row[0]]
     unknown = {v: checkpoint.load(tmp_path / "run", vocabulary=v)[1].encode(dev).count(UNK_ID) for v in figures}
     assert unknown["open"] < unknown["stored"]
+
+
+@pytest.mark.usefixtures("data_root")
+def test_evaluate_says_when_it_cannot_open_the_vocabulary(tmp_path, capsys):
+    train(tiny_trec(tmp_path / "run", epochs=1), log=io.StringIO())
+    config_file = tmp_path / "run" / "config.json"
+    config = json.loads(config_file.read_text())
+    config["vectors"] = {**config.get("vectors", {}), "source": str(tmp_path / "gone.txt")}  # not on this machine
+    config_file.write_text(json.dumps(config))
+    capsys.readouterr()
+    main(["evaluate", str(tmp_path / "run"), "--split", "dev", "--json", "--vocabulary", "open"])
+    err = capsys.readouterr().err
+    assert "vocabulary: stored words only" in err and "gone.txt" in err
+
+
+def test_the_app_says_which_vocabulary_a_model_predicts_with(tmp_path, vectors_file):
+    from disan.explore import catalog
+    path = saved(tmp_path, {"source": str(vectors_file), "sha256": fingerprint(str(vectors_file))})
+    assert checkpoint.load(path)[2]["vocabulary"].startswith("open: ")
+    assert catalog.describe(path).vocabulary == f"open: the stored words and every word of {vectors_file}"
+    vectors_file.unlink()  # what the app says is what loading does
+    assert catalog.describe(path).vocabulary == checkpoint.load(path)[2]["vocabulary"]
+    assert catalog.describe(path).vocabulary.startswith("stored words only: ")

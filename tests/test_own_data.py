@@ -138,6 +138,15 @@ def test_pair_and_relatedness_models_train_from_a_file(kind, tmp_path, vectors, 
     assert {"premise-attention-pair", "hypothesis-attention-pair"} <= set(charts(at))
 
 
+def test_a_finished_run_keeps_its_state_file_unless_told_not_to(tmp_path, vectors, capsys):
+    data = write_csv(tmp_path / "d.csv", ROWS)
+    own = ["--data", str(data), "--text-column", "review", "--label-column", "sentiment"]
+    train_ok([*own, *tiny(vectors, tmp_path / "kept")], capsys)
+    train_ok([*own, *tiny(vectors, tmp_path / "gone"), "--no-keep-state"], capsys)
+    assert (tmp_path / "kept.resume.pt").is_file() and (tmp_path / "gone" / "model.safetensors").is_file()
+    assert not (tmp_path / "gone.resume.pt").exists()
+
+
 def test_an_interrupted_run_on_a_file_resumes(tmp_path, vectors, capsys):
     data = write_csv(tmp_path / "d.csv", ROWS)
     argv = ["--data", str(data), "--text-column", "review", "--label-column", "sentiment", *tiny(vectors, tmp_path / "m")]

@@ -259,6 +259,7 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
                 chart(place, panel, prefix + key)
 
 
+HEADER_CHAR_PX = 8  # a character of a table's bold 14 px header, with room to spare
 TABLE_PX = 900  # the width a table may count on: the main column at a 1400-px window, with room to spare
 
 
@@ -268,10 +269,14 @@ def column_widths(table: pd.DataFrame, wide: int = 40) -> dict:
     (a verdict, a count) off the screen. The whole text shows on hover."""
     long = [c for c in table.columns
             if not pd.api.types.is_numeric_dtype(table[c]) and table[c].astype(str).str.len().max() > wide]
+    # a column of short values under a longer header ("other pairs below “glass”") as wide as the header,
+    # which the table would otherwise cut
+    headed = {c: st.column_config.Column(width=int(len(str(c)) * HEADER_CHAR_PX) + 32) for c in table.columns
+              if c not in long and len(table) and len(str(c)) > table[c].astype(str).str.len().max()}
     if not long:
-        return {}
+        return headed
     share = max(200, (TABLE_PX - 100 * (len(table.columns) + 1 - len(long))) // len(long))
-    return {c: st.column_config.Column(width=share) for c in long}
+    return {**headed, **{c: st.column_config.Column(width=share) for c in long}}
 
 
 def downloads(sentence: SentenceTrace, key: str, where=st, role: str = "sentence") -> None:

@@ -34,7 +34,7 @@ import torch
 
 # the traces, statistics and word classes this module reads; one place, so that they move together
 from disan.data.text import normalize
-from disan.explore import figures
+from disan.explore import figures, notebook
 from disan.explore.analyses import charts, stats
 from disan.explore.views import Drawing, Row
 from disan.data.batching import BUDGET
@@ -363,6 +363,19 @@ def type_name(members: pd.DataFrame, x: np.ndarray, primary: pd.Series, c: int) 
     return f"{c + 1} · {kind} ({trait} ×{members[measure].median():.2f})"
 
 
+def kind_words(kind: str) -> str:
+    """A rule of :data:`KINDS` as said of one feature: "negation detector", "local", "follows no rule"."""
+    return "follows no rule" if kind == "other" else kind
+
+
+def type_context(atlas: Atlas, name: str) -> str:
+    """What a type's name says of its members, counted: "type 3: 41 of 56 are negation detectors"."""
+    kinds_of = atlas.table.loc[atlas.table["type"] == name, "kind"]
+    kind = kinds_of.value_counts().index[0]
+    said = "follow no rule" if kind == "other" else f"are {kind}s" if kind.endswith("detector") else f"are {kind}"
+    return f"type {name.split(' · ')[0]}: {(kinds_of == kind).sum()} of {len(kinds_of)} {said}"
+
+
 def type_names(atlas: Atlas) -> list[str]:
     """The types, largest first (as numbered)."""
     return sorted(atlas.table["type"].unique(), key=lambda t: int(t.split(" · ")[0]))
@@ -457,8 +470,10 @@ def explain(pipe, atlas: Atlas, texts: Sequence[str], block: str, k: int) -> Dra
     """One feature explained: its profile, its top words, and its heatmap (lift over uniform) in the
     sentences where it is sharpest; ``texts`` are the corpus's sentences, in the atlas's order."""
     row = atlas.row(block, k)
+    # titled by its own profile; its type, named after what most of its members do, is context
     rows = [Row({"atlas-profile": feature_profile(atlas, block, k)},
-                f"{block} feature {k}: type {row['type']}", row["summary"])]
+                f"{block} feature {k}: {kind_words(row['kind'])}",
+                f"{row['summary']}. {type_context(atlas, row['type'])}")]
     words = atlas.top_words[atlas.position(block, k)]
     if words:
         rows[0].panels["atlas-top-words"] = pd.DataFrame(words, columns=["word", "lift"])
@@ -530,3 +545,11 @@ class FeatureAtlas:
     table: pd.DataFrame
     figures: dict[str, go.Figure]
     atlas: Atlas
+
+    def __repr__(self) -> str:  # the dataclass's own would print every profile
+        return f"FeatureAtlas({len(self.table)} features of {self.atlas.corpus}; .table, .figures, .atlas)"
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: the table (pandas' own HTML, cut to its display.max_rows), then the map."""
+        maps = "".join(notebook.figure_html(fig) for fig in self.figures.values())
+        return f"<div>{self.table._repr_html_()}{maps}</div>"

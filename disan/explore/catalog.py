@@ -44,6 +44,14 @@ class Entry:
         return f"{self.name} — {self.task}, {self.encoder}" + (f", {self.headline}" if self.headline else "")
 
     @property
+    def vocabulary(self) -> str:
+        """Which words the app's model predicts with (it loads every checkpoint with the "open" vocabulary,
+        :func:`disan.nn.checkpoint.open_vocabulary`): its stored words and those of its vectors, or why only
+        the stored ones."""
+        source, why_not = checkpoint.vectors_to_open(self.config)
+        return f"open: the stored words and every word of {source}" if source else why_not
+
+    @property
     def short_label(self) -> str:
         """The label cut to what a narrow picker shows whole: the name, the encoder where it is not DiSAN, and
         the headline figure without "test", or "training" for a run that has not ended (:attr:`label` says all of it)."""

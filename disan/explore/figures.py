@@ -63,6 +63,9 @@ SMALL_CHAR_PX = 7.5       # the same for 12-14 px text: subplot titles, annotati
 TICK_PX = 18              # the room one tick label needs across its axis: a line of 12 px text and a gap
 MARGINS_PX = 220          # what a heatmap's y tick labels and colour bar take of its width
 PANEL_PX = 140            # the narrowest small multiple
+MIN_PLOT_PX = 150         # the least height of any plot area (tests/test_layout.py audits it)
+AXIS_PX = 120             # the most an x axis takes under its plot: vertical token labels of TICK_CHARS, a title
+CLASS_BAR_PX = 26         # one bar of a class in a prediction chart, its gap included
 SCORE_BIN = 0.25          # the width of a relatedness histogram's bins
 
 
@@ -136,23 +139,26 @@ class _Axis:
         return axis
 
 
-def _thinned(values: list, labels: list[str], max_ticks: int) -> tuple[list, list[str]]:
-    """Every k-th tick, so that at most ``max_ticks`` are labelled."""
+def _thinned(values: list, labels: list[str], max_ticks: int, anchor: int = 0) -> tuple[list, list[str]]:
+    """Every k-th tick, counted from position ``anchor`` both ways, so that at most ``max_ticks`` are labelled
+    and ``anchor`` is one of them."""
     step = max(1, -(-len(values) // max_ticks))
-    return values[::step], labels[::step]
+    start = anchor % step
+    return values[start::step], labels[start::step]
 
 
 def label_axis(name: str, labels: Sequence[str], title: str | None = None, first: int = 0,
-                marked: Sequence[bool] | None = None, max_ticks: int = MAX_TICKS) -> _Axis:
+                marked: Sequence[bool] | None = None, max_ticks: int = MAX_TICKS, anchor: int = 0) -> _Axis:
     """Positions named by text (tokens, class labels): hover "name k: label", k counted from ``first``.
 
-    ``marked`` positions (stop words) get grey italic tick labels.
+    ``marked`` positions (stop words) get grey italic tick labels; where not every position can be labelled,
+    position ``anchor`` (e.g. the tallest bar) is.
     """
     values = [f"{name} {first + k}: {esc(label)}".strip() for k, label in enumerate(labels)]
     ticks = [_short(label) for label in labels]
     if marked is not None:
         ticks = [f'<span style="{STOP_STYLE}"><i>{t}</i></span>' if m else t for t, m in zip(ticks, marked)]
-    return _Axis(title or name, values, _thinned(values, ticks, max_ticks))
+    return _Axis(title or name, values, _thinned(values, ticks, max_ticks, anchor))
 
 
 def _feature_axis(d: int, features: Sequence[int] | None = None, title: str = "feature k",
@@ -192,7 +198,7 @@ def _figure(traces: Sequence[dict], title: str, height: int, width: float = FULL
     app's template, built without validation (see the module's docstring)."""
     layout = {"template": pio.templates[TEMPLATE], "title": {"text": fit(title, width - 40)}, "height": height,
               **layout}
-    return go.Figure(data=list(traces), layout=layout, _validate=False)
+    return plot_room(go.Figure(data=list(traces), layout=layout, _validate=False))
 
 
 def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: int, width: float = FULL_WIDTH,
@@ -257,6 +263,16 @@ def title_layout(title: str) -> dict:
     return dict(y=1.0, yanchor="top", yref="container", pad=dict(t=TITLE_PAD - 4 + 11 * (lines(title) - 1)))
 
 
+def plot_room(fig: go.Figure, top: float | None = None) -> go.Figure:
+    """The figure made tall enough for a plot of at least :data:`MIN_PLOT_PX` between its top margin
+    (``top``, else its own) and its bottom one, which plotly grows to fit the x axis's tick labels (a
+    token's, vertical) and title: :data:`AXIS_PX` at least."""
+    margin = fig.layout.margin
+    top = top if top is not None else margin.t if margin.t is not None else 100
+    bottom = max(margin.b if margin.b is not None else 80, AXIS_PX)
+    return fig.update_layout(height=max(fig.layout.height or 0, int(top + bottom + MIN_PLOT_PX)))
+
+
 def describe(fig: go.Figure, source: str, width: float = FULL_WIDTH) -> go.Figure:
     """Name where a figure comes from (model, sentence) in its subtitle, so that a downloaded image says
     what it shows; the title above it says what is drawn (mode, feature). Both wrap to ``width`` pixels,
@@ -265,7 +281,7 @@ def describe(fig: go.Figure, source: str, width: float = FULL_WIDTH) -> go.Figur
     top = top_margin(fig.layout.title.text or "", subtitle, bool(fig.layout.annotations))
     fig.update_layout(title=dict(subtitle=dict(text=subtitle), **title_layout(fig.layout.title.text or "")),
                       margin=dict(t=max(top, fig.layout.margin.t or 0)))
-    return fig
+    return plot_room(fig)
 
 
 def _masked(matrix: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -353,7 +369,7 @@ def _token_axes(tokens: Sequence[str], window, max_ticks: int = MAX_TICKS,
                        max_ticks=max_ticks if across is None else across))
 
 
-def _plot_height(height: float) -> float:
+def plot_height(height: float) -> float:
     """Roughly the pixels a figure of ``height`` leaves its plot, under the title and over the x tick labels."""
     return max(60.0, height - 160)
 
@@ -369,10 +385,10 @@ def attention_heatmap(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarra
     """
     cut = _span(len(tokens), window)
     height = height_for(cut.stop - cut.start, high=900)
-    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale, _plot_height(height))
+    (z,), data, colours = _coloured([_attention_values(matrix, mask, scale, window)], scale, plot_height(height))
     if zmax is not None and scale == "probability":
         colours["zmax"] = zmax
-    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(plot_height(height))),
                              min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     trace = _heatmap(z, rows, cols, customdata=data[0], **colours)
     return _heatmap_figure(trace, rows, cols, title, height, width)
@@ -388,8 +404,8 @@ def attention_pair(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], fw_mas
     cut = _span(len(tokens), window)
     height = height_for(cut.stop - cut.start, high=900)
     zs, data, colours = _coloured([_attention_values(fw, fw_mask, scale, window),
-                                   _attention_values(bw, bw_mask, scale, window)], scale, _plot_height(height))
-    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+                                   _attention_values(bw, bw_mask, scale, window)], scale, plot_height(height))
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(plot_height(height))),
                              min(MAX_TICKS, tick_room((width - MARGINS_PX) / 2)))
     layout, panels = _grid(1, 2, titles, figure_width=width)
     traces = [_heatmap(z, rows, cols, customdata=custom, showscale=c == 1, **colours, **panel)
@@ -425,7 +441,8 @@ def feature_grid(panels: Sequence[tuple[str, np.ndarray, np.ndarray]], tokens: S
         traces.append(_heatmap(z, rows, cols, customdata=custom, showscale=k == 0, **colours, **ref))
         # token labels on the outer axes only: the panels share their tokens
         suffix = ref["xaxis"][1:]
-        layout[f"xaxis{suffix}"].update(cols.layout(), title=None, showticklabels=r == rows_n - 1)
+        # vertical: a horizontal label at a panel's edge would run into the next panel's first one
+        layout[f"xaxis{suffix}"].update(cols.layout(), title=None, showticklabels=r == rows_n - 1, tickangle=90)
         layout[f"yaxis{suffix}"].update(rows.layout(reverse=True), title=None, showticklabels=c == 0)
     return _figure(traces, title, int(200 + row_px * rows_n), width, plot_bgcolor=MASKED_BG, **layout)
 
@@ -447,8 +464,8 @@ def query_view(probs: np.ndarray, j: int, tokens: Sequence[str], mask: np.ndarra
     cut = _span(len(tokens), window)
     height = height_for(len(ids), per_row=14)
     (z,), data, colours = _coloured([np.where(row_mask[None, :], values, np.nan)[:, cut]], scale,
-                                    _plot_height(height))
-    rows = _feature_axis(probs.shape[-1], features, max_ticks=min(FEATURE_TICKS, tick_room(_plot_height(height))))
+                                    plot_height(height))
+    rows = _feature_axis(probs.shape[-1], features, max_ticks=min(FEATURE_TICKS, tick_room(plot_height(height))))
     cols = label_axis("attended", list(tokens)[cut], "attended token i", cut.start,
                       max_ticks=min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     if title is None:
@@ -477,7 +494,7 @@ def difference_heatmap(fw: np.ndarray, bw: np.ndarray, tokens: Sequence[str], ti
         z = _masked(z, np.asarray(masks[0], dtype=bool) & np.asarray(masks[1], dtype=bool))
     cut = _span(len(tokens), window)
     height = height_for(cut.stop - cut.start, high=900)
-    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(_plot_height(height))),
+    rows, cols = _token_axes(tokens, window, min(MAX_TICKS, tick_room(plot_height(height))),
                              min(MAX_TICKS, tick_room(width - MARGINS_PX)))
     bar = dict(title=dict(text="Δ lift" if scale == "lift" else "Δ P"))
     trace = _heatmap(z[cut, cut], rows, cols, zmid=0.0, colorscale=DIVERGING, colorbar=bar)
@@ -510,7 +527,7 @@ def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: b
     gate = np.asarray(gate, dtype=float)  # (n, d)
     order = gate_order(gate) if sort else None
     height = height_for(len(tokens), high=900)
-    rows = label_axis("token", tokens, "token j", marked=stop, max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
+    rows = label_axis("token", tokens, "token j", marked=stop, max_ticks=min(MAX_TICKS, tick_room(plot_height(height))))
     cols = _feature_axis(gate.shape[1], order, "feature k, by mean F (high → low)" if sort else "feature k",
                          max_ticks=min(FEATURE_TICKS, tick_room(width - MARGINS_PX)))
     m = _gate_range(gate)
@@ -521,13 +538,20 @@ def gate_heatmap(gate: np.ndarray, tokens: Sequence[str], title: str, *, sort: b
 
 def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: str, value_title: str,
                 value_range: tuple[float, float] | None = None, base: float = 0.0,
-                stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
+                stop: Sequence[bool] | None = None, width: float = FULL_WIDTH, window=None) -> go.Figure:
     """Horizontal bars from ``base``, one group per token (first token at the top), one bar per series;
-    ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has."""
+    ``stop`` tokens get hatched bars and grey labels; ``width``: the pixels the figure has; ``window``: the
+    [start, stop) of the tokens shown (numbered by their place in the sentence)."""
+    cut = _span(len(tokens), window)
+    series = {name: np.asarray(values, dtype=float)[cut] for name, values in series.items()}
+    tokens, stop = list(tokens)[cut], None if stop is None else list(stop)[cut]
     # 14 px a bar, a token's group at most 28 px: four series (two models' two blocks) stay readable in the
-    # height two take
-    height = height_for(len(tokens), per_row=14 * min(2, max(1, len(series))))
-    axis = label_axis("token", tokens, marked=stop, max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
+    # height two take; at least a tick label's room, so that every token is labelled up to the tallest figure
+    height = height_for(len(tokens), per_row=max(TICK_PX, 14 * min(2, max(1, len(series)))))
+    deviations = np.abs(np.stack([np.asarray(v, dtype=float) for v in series.values()]) - base)  # (series, n)
+    tallest = int(np.nanargmax(np.nanmax(deviations, axis=0))) if np.isfinite(deviations).any() else 0
+    axis = label_axis("token", tokens, first=cut.start, marked=stop, anchor=tallest,  # where not every token is
+                      max_ticks=min(MAX_TICKS, tick_room(plot_height(height))))  # labelled, the tallest bar's is
     marker = {} if stop is None else dict(pattern=dict(shape=["/" if m else "" for m in stop]))
     bars = []
     for name, values in series.items():
@@ -542,16 +566,20 @@ def token_bars(series: Mapping[str, np.ndarray], tokens: Sequence[str], title: s
 
 
 def mean_gate_bars(gates: Mapping[str, np.ndarray], tokens: Sequence[str],
-                   stop: Sequence[bool] | None = None, width: float = FULL_WIDTH) -> go.Figure:
+                   stop: Sequence[bool] | None = None, width: float = FULL_WIDTH, window=None,
+                   shown: str = "") -> go.Figure:
     """Per-token mean of each direction's (n, d) fusion gate, grouped by token (the paper's Fig. 5).
 
     Bars start at 0.5, so each token's deviation from an even mix of h and s is the bar; the axis
-    fits the deviations. ``stop`` words are hatched.
+    fits the deviations. ``stop`` words are hatched; ``window`` as in :func:`token_bars`, ``shown`` saying
+    it in the title.
     """
     means = {name: mean_gate(g) for name, g in gates.items()}  # (n,) each
     m = 1.15 * _gate_range(*means.values())
-    title = "mean fusion gate per token, from 0.5" + (" (hatched: stop words)" if stop is not None and any(stop) else "")
-    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width)
+    title = ("mean fusion gate per token, from 0.5" + shown
+             + (" (hatched: stop words)" if stop is not None and any(stop) else ""))
+    return token_bars(means, tokens, title, "mean gate F", (0.5 - m, 0.5 + m), base=0.5, stop=stop, width=width,
+                      window=window)
 
 
 def _vline(x: float, **line) -> dict:
@@ -581,7 +609,7 @@ def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Seque
     """
     probs = np.asarray(probs, dtype=float)  # (n, D)
     height = height_for(len(tokens), high=900)
-    rows = label_axis("token", tokens, "token i", max_ticks=min(MAX_TICKS, tick_room(_plot_height(height))))
+    rows = label_axis("token", tokens, "token i", max_ticks=min(MAX_TICKS, tick_room(plot_height(height))))
     cols = _feature_axis(probs.shape[1])
     trace = _heatmap(probs, rows, cols, zmin=0.0, zmax=peak(probs), colorbar=dict(title=dict(text="P")))
     marks = dict(_halves(halves, probs.shape[1], width), margin=dict(t=110)) if halves else {}
@@ -594,7 +622,8 @@ def importance_bars(importance: np.ndarray, tokens: Sequence[str], width: float 
                       "mean probability", width=width)
     uniform = 1 / max(1, len(tokens))
     fig.update_layout(shapes=[_vline(uniform, color="grey", dash="dot")],
-                      annotations=[dict(x=uniform, y=0, yref="paper", yanchor="bottom", xanchor="left",
+                      # above the plot, where no bar can be under it
+                      annotations=[dict(x=uniform, y=1, yref="paper", yanchor="bottom", xanchor="left",
                                         showarrow=False, text="uniform 1/n")])
     return fig
 
@@ -653,9 +682,23 @@ def class_probabilities(probs: Mapping[str, float], predicted: str | None = None
     colors = [CHOSEN if label == predicted else OTHERS for label in labels]
     bar = dict(type="bar", x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h",
                marker=dict(color=colors), hovertemplate="%{y}: %{x:.4f}<extra></extra>")
-    return _figure([bar], "class probabilities", 130 + 26 * len(labels),
-                   yaxis=dict(type="category", autorange="reversed"),
-                   xaxis=dict(range=[0, 1], title=dict(text="probability")), margin=dict(l=10, r=10, t=60, b=40))
+    return _figure([bar], "class probabilities", **class_bars_layout(len(labels)))
+
+
+def class_bars_layout(classes: int, series: int = 1, titled: bool = True) -> dict:
+    """Height, margins and axes of horizontal class bars (first class at the top), from what the chart holds:
+    :data:`CLASS_BAR_PX` a bar for every class and series, the plot at least :data:`MIN_PLOT_PX` high
+    whatever the number of classes, and above it a one-line title (where ``titled``) and, for several series,
+    a legend row."""
+    top = (60 if titled else 12) + (28 if series > 1 else 0)
+    plot = max(MIN_PLOT_PX, CLASS_BAR_PX * classes * series)
+    # under the plot: the probabilities' tick labels and the axis title, as plotly lays them out
+    layout = dict(height=top + plot + 70, margin=dict(l=10, r=10, t=top, b=70),
+                  yaxis=dict(type="category", autorange="reversed"),
+                  xaxis=dict(range=[0, 1], title=dict(text="probability")))
+    if series > 1:  # in one row under the title, clear of the bars
+        layout["legend"] = dict(orientation="h", x=0, xanchor="left", y=1, yanchor="bottom")
+    return layout
 
 
 def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:

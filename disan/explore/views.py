@@ -16,6 +16,7 @@ rows ``j`` the query token, columns ``i`` the attended token; masks come from th
 """
 from __future__ import annotations
 
+import html
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from disan.explore import figures, markup
+from disan.explore import figures, markup, notebook
 from disan.explore.tables import differing_features, file_name
 from disan.inspect import measures, senses
 from disan.inspect.pipeline import SentenceTrace, TraceResult
@@ -90,6 +91,31 @@ class Drawing(Mapping):
     def figures(self) -> dict[str, go.Figure]:
         """The plotly figures by key, in drawing order (tables, notes and HTML left out)."""
         return {key: panel for key, panel in self._panels.items() if isinstance(panel, go.Figure)}
+
+    def _repr_html_(self) -> str:
+        """In Jupyter: every row's title, caption and panels in drawing order, as the page lays them out."""
+        return "<div>" + "".join(row_html(row) for row in self.rows) + "</div>"
+
+
+def panel_html(panel: Panel) -> str:
+    """One panel as notebook HTML: a figure (:func:`disan.explore.notebook.figure_html`), a table (pandas'
+    own HTML, cut to its display.max_rows), markup (escaped text already) or a note (escaped here)."""
+    if isinstance(panel, go.Figure):
+        return notebook.figure_html(panel)
+    if isinstance(panel, pd.DataFrame):
+        return panel._repr_html_()
+    if isinstance(panel, Html):
+        return f"<div>{panel.body}</div>"
+    return f"<p><i>{html.escape(panel.text)}</i></p>"
+
+
+def row_html(row: Row) -> str:
+    """A row as notebook HTML: its title, caption, then its panels side by side where they fit."""
+    head = f"<h4>{html.escape(row.title)}</h4>" if row.title else ""
+    note = f"<p>{html.escape(row.caption)}</p>" if row.caption else ""
+    cells = "".join(f'<div style="flex: 1 1 {figures.HALF_WIDTH}px; min-width: 0">{panel_html(p)}</div>'
+                    for p in row.panels.values())
+    return f'{head}{note}<div style="display: flex; flex-wrap: wrap">{cells}</div>'
 
 
 FULL, HALF = figures.FULL_WIDTH, figures.HALF_WIDTH  # the width a view is drawn at (pair models: HALF)
@@ -214,6 +240,11 @@ def default_window(n: int, query: int) -> tuple[int, int] | None:
         return None
     start = min(max(0, query - WINDOW // 2), n - WINDOW)
     return start, start + WINDOW
+
+
+def window_words(window: tuple[int, int] | None, n: int) -> str:
+    """A window in a figure's title: ", tokens 3–62 of 126", or "" for the whole sentence."""
+    return "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {n}"
 
 
 def shade_choices(trace) -> dict[str, str]:
@@ -343,7 +374,7 @@ def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention
                       [np.asarray(block.mask, dtype=bool) for block in tr.blocks],
                       [np.asarray(block.probs) for block in tr.blocks], what,
                       "lift over uniform" if options.scale == "lift" else "probability",
-                      "" if window is None else f", tokens {window[0]}–{window[1] - 1} of {len(sentence.tokens)}")
+                      window_words(window, len(sentence.tokens)))
 
 
 def attention_heatmaps(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),

@@ -309,6 +309,24 @@ def vectors_source(config: dict) -> str | None:
     return (config.get("vectors") or {}).get("source") or (config.get("train_config") or {}).get("embeddings")
 
 
+def vectors_to_open(config: dict) -> tuple[str | None, str]:
+    """(the word vectors an "open" vocabulary reads, "") for a checkpoint's config, or (None, the line saying
+    why it keeps its stored words): the vectors are not named, not here, or not those it was trained with."""
+    recorded = config.get("vectors") or {}
+    source = vectors_source(config)
+    if not source:
+        return None, "stored words only: the checkpoint does not name its word vectors"
+    if not recorded.get("sha256") and source not in ("glove-100d", "glove-50d"):
+        return None, f"stored words only: no SHA-256 of {source} was recorded to check it against"
+    try:
+        found = fingerprint(source)
+    except FileNotFoundError as e:
+        return None, f"stored words only: {e}"
+    if recorded.get("sha256") and found != recorded["sha256"]:
+        return None, f"stored words only: the files of {source} here differ from those the model was trained with"
+    return source, ""
+
+
 def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab, str]:
     """Grow a loaded model to every word of the vectors it was trained with, as frozen rows; returns the
     grown vocabulary and a line saying what was done.
@@ -319,18 +337,9 @@ def open_vocabulary(model: TextModel, vocab: Vocab, config: dict) -> tuple[Vocab
     GloVe packages. Otherwise, or when the vectors are not on this machine, the model keeps the stored
     words (training's, and the most frequent GloVe words stored with them).
     """
-    recorded = config.get("vectors") or {}
-    source = vectors_source(config)
-    if not source:
-        return vocab, "stored words only: the checkpoint does not name its word vectors"
-    if not recorded.get("sha256") and source not in ("glove-100d", "glove-50d"):
-        return vocab, f"stored words only: no SHA-256 of {source} was recorded to check it against"
-    try:
-        found = fingerprint(source)
-    except FileNotFoundError as e:
-        return vocab, f"stored words only: {e}"
-    if recorded.get("sha256") and found != recorded["sha256"]:
-        return vocab, f"stored words only: the files of {source} here differ from those the model was trained with"
+    source, why_not = vectors_to_open(config)
+    if source is None:
+        return vocab, why_not
     words, vectors = rows_beyond(source, vocab.stoi)
     if vectors.shape[1] != model.cfg.encoder_cfg.d_e:
         return vocab, (f"stored words only: {source} has {vectors.shape[1]} dimensions, "

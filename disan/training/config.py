@@ -110,6 +110,10 @@ class TrainConfig:
         "help": "continue an interrupted run from the end of its last finished epoch (the state file beside "
                 "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
         "choices": None, "required": False})
+    keep_state: bool = field(default=True, compare=False, metadata={
+        "help": "keep the state file beside --out when the run ends, so that it can be trained longer with "
+                "--resume and more --epochs (--no-keep-state: remove it; the Training page's runs do)",
+        "choices": None, "required": False})
     # ---- your own data (disan.data.files): --data replaces --task; the other options apply to both
     data: str | None = _field(None, f"a {', '.join(TABLES)} file to train on instead of a benchmark (--task)")
     text_column: str | None = _field(None, "--data: the column of the texts: its header name, or a 0-based index "

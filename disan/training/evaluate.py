@@ -52,6 +52,7 @@ class Evaluation:
     labels: list[str]
     confusion: np.ndarray | None   # (C, C) rows = gold, columns = predicted; None for relatedness
     kind: str                      # the model's kind (a name of disan.data.kinds.KINDS)
+    vocabulary: str = "stored words"  # the words it predicted with (checkpoint.open_vocabulary's line when open)
 
 
 def examples_table(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu",
@@ -72,18 +73,14 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
     texts = [join_pair(*e.text) if isinstance(e.text, tuple) else e.text for e in examples]
     table = pd.DataFrame({"text": texts, "length": enc.lengths, "gold": gold, "predicted": pred})
     labels = list(config["labels"])
-    kind = model.cfg.kind
+    kind, words = model.cfg.kind, config.get("vocabulary", "stored words")
     if model.kind.scored:
         table["error"] = pred - gold
-        return Evaluation(relatedness_metrics(pred, gold), table, labels, None, kind)
+        return Evaluation(relatedness_metrics(pred, gold), table, labels, None, kind, words)
     table["gold"] = [labels[int(g)] for g in gold]
     table["predicted"] = [labels[int(p)] for p in pred]
     table["correct"] = table["gold"] == table["predicted"]
     return Evaluation(classification_metrics(pred.astype(int), gold.astype(int)), table, labels,
-                      confusion(pred, gold, len(labels)), kind)
+                      confusion(pred, gold, len(labels)), kind, words)
 
 
-def evaluate_checkpoint(path, split: str = "test", data_dir=None, device: str | torch.device = "cpu",
-                        vocabulary: str = "stored") -> dict:
-    """The metrics of :func:`examples_table` alone (``python -m disan evaluate``)."""
-    return examples_table(path, split, data_dir, device, vocabulary).metrics

@@ -165,6 +165,8 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
             finish(cfg, prep, run, history, best, stream.round, step, stopped, started, world) if world.is_main
             else None)
         board.test(metrics)
+        if world.is_main and not cfg.keep_state:
+            state_path(cfg).unlink(missing_ok=True)
         return metrics
 
 
@@ -230,8 +232,8 @@ class BatchStream:
 def state_path(cfg: TrainConfig) -> Path:
     """Where a run keeps what --resume needs: beside the checkpoint folder, which every save replaces.
 
-    The file stays when the run ends, so that a finished run can be resumed with more --epochs or a
-    larger --patience (resumed as it was, it just evaluates its best checkpoint again)."""
+    The file stays when the run ends (unless ``keep_state`` is off), so that a finished run can be resumed
+    with more --epochs or a larger --patience (resumed as it was, it just evaluates its best checkpoint again)."""
     out = Path(cfg.out)
     return out.with_name(out.name + ".resume.pt")
 

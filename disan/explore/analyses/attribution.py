@@ -116,11 +116,11 @@ def agreement(attributions: dict[str, np.ndarray], measures: pd.DataFrame) -> pd
 
 
 def corpus_agreement(pipe, items: Sequence, steps: int = CORPUS_STEPS) -> pd.DataFrame:
-    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): sentence, tokens, the
-    |completeness gap| of its input's integrated gradients (:data:`GAP`), and the tau of each (method,
-    measure) as a column "method | measure". Items that cannot be traced are left out."""
+    """One row per sentence of the items (texts, or (premise, hypothesis) pairs): input (the item's place in
+    ``items``), sentence, tokens, the |completeness gap| of its input's integrated gradients (:data:`GAP`), and
+    the tau of each (method, measure) as a column "method | measure". Items that cannot be traced are left out."""
     rows = []
-    for item in items:
+    for index, item in enumerate(items):
         try:
             result = pipe.trace(item)
         except ValueError:
@@ -129,7 +129,8 @@ def corpus_agreement(pipe, items: Sequence, steps: int = CORPUS_STEPS) -> pd.Dat
         attr = attribute(pipe, sentences, steps)
         for k, sentence in enumerate(sentences):
             table = agreement({m: attr.method(m)[k] for m in METHODS}, attention_measures(sentence))
-            row = {"sentence": sentence.text, "tokens": len(sentence.tokens), GAP: abs(attr.completeness_gap)}
+            row = {"input": index, "sentence": sentence.text, "tokens": len(sentence.tokens),
+                   GAP: abs(attr.completeness_gap)}
             row.update({f"{m} | {measure}": table.loc[m, measure] for m in METHODS for measure in table.columns})
             rows.append(row)
     return pd.DataFrame(rows)
@@ -168,4 +169,6 @@ def corpus_drawing(frame: pd.DataFrame) -> Drawing:
     gaps = frame[GAP].to_numpy(dtype=float) if GAP in frame else np.array([])
     caption = (f"The integrated gradients of each input sum to within {np.nanmedian(gaps):.2%} (median; largest "
                f"{np.nanmax(gaps):.2%}) of f(x) − f(x′)." if np.isfinite(gaps).any() else None)
-    return Drawing([Row(panels, f"Over {len(frame)} sentences", caption), Row({"attr-corpus-summary": summary})])
+    inputs = frame["input"].nunique()
+    title = f"Over {inputs} test inputs" + (f": {len(frame)} sentences" if len(frame) != inputs else "")
+    return Drawing([Row(panels, title, caption), Row({"attr-corpus-summary": summary})])

@@ -233,7 +233,7 @@ def _class_claim(study: CaseStudy, name: str, column: str, null_draws: np.ndarra
                    "gate": ("the fusion gate F is smaller for stop words", "gate")}[column]
     diff, content, stop, n = _content_minus_stop(study, f"{name} {column}", resamples, seed)
     null = stats.null_range(null_draws)
-    return {"paper claim": f"{claim} ({name})",
+    return {"paper claim": f"{name}: {claim}",  # the block first: a cut column still tells the rows apart
             "measured": f"{what}: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}"
                         + _undefined(diff, resamples),
             "null": f"word classes shuffled within sentences: Δ {null}",
@@ -257,7 +257,7 @@ def claims(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) ->
             null = study.sentences[f"{name} gini{suffix} null"].to_numpy(dtype=float)
             kept = np.isfinite(model) & np.isfinite(null) & np.isfinite(uniform)
             model, null, uniform_kept = model[kept], null[kept], uniform[kept]
-            rows.append({"paper claim": f"a few words receive large attention from all others ({name}, {how})",
+            rows.append({"paper claim": f"{name}, {how}: a few words receive large attention from all others",
                          "measured": f"Gini {np.mean(model):.3f}, uniform {np.mean(uniform_kept):.3f}; "
                                      f"Δ {_interval(stats.sentence_mean(model - uniform_kept, resamples, seed))}",
                          "null": f"each query's attention shuffled among its keys: Gini {np.mean(null):.3f}; "

@@ -16,12 +16,18 @@ from disan.explore.figures import (
     CHOSEN,
     DIVERGING,
     MASKED_BG,
+    MAX_TICKS,
     ORDINAL_SCALE,
     OTHERS,
     TEMPLATE,
+    TICK_PX,
+    class_bars_layout,
     esc,
     height_for,
     label_axis,
+    plot_height,
+    plot_room,
+    tick_room,
 )
 
 PALETTE = qualitative.Plotly
@@ -30,7 +36,7 @@ PALETTE = qualitative.Plotly
 def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     """The figure titled (escaped), in the app's template and of the given height."""
     fig.update_layout(title=dict(text=esc(title)), template=TEMPLATE, height=height, **layout)
-    return fig
+    return plot_room(fig)
 
 
 def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
@@ -77,17 +83,17 @@ def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequenc
 
 
 def prediction_change(before: Mapping[str, float], after: Mapping[str, float],
-                      names: tuple[str, str] = ("before", "after")) -> go.Figure:
-    """Class probabilities of two predictions as paired horizontal bars, in the model's label order."""
+                      names: tuple[str, str] = ("before", "after"), title: str = "") -> go.Figure:
+    """Class probabilities of two predictions as paired horizontal bars, in the model's label order, under
+    ``title`` (none: no room kept for one)."""
     labels = list(before)
     fig = go.Figure([
         go.Bar(x=[float(probs[k]) for k in labels], y=[esc(k) for k in labels], orientation="h", name=esc(name),
                marker_color=colour, hovertemplate="%{y}: %{x:.4f}<extra>" + esc(name) + "</extra>")
         for name, probs, colour in zip(names, (before, after), (OTHERS, CHOSEN))
     ])
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(range=[0, 1], title=dict(text="probability"))
-    return _finish(fig, "", 90 + 40 * len(labels), barmode="group")
+    fig.update_layout(template=TEMPLATE, barmode="group", **class_bars_layout(len(labels), 2, bool(title)))
+    return fig.update_layout(title=dict(text=esc(title))) if title else fig
 
 
 def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequence[str], title: str) -> go.Figure:
@@ -96,9 +102,14 @@ def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequen
     values = np.asarray(values, dtype=float)  # (n, m)
     peak = np.nanmax(np.abs(values), axis=0, initial=0.0)
     scaled = values / np.where(peak > 0, peak, 1.0)
-    rows = label_axis("token", tokens, "token")
+    height = height_for(len(tokens), per_row=26)
+    plot = plot_height(height)
+    rows = label_axis("token", tokens, "token", max_ticks=min(MAX_TICKS, tick_room(plot)))
     columns = [esc(m) for m in measures]  # a handful of names of ours: shown whole, not cut like tokens
-    text = np.array([["" if np.isnan(v) else f"{v:.3g}" for v in row] for row in values], dtype=object)
+    # the values written in the cells where a row is tall enough for a line of text; the hover gives them always
+    readable = plot / max(1, len(tokens)) >= TICK_PX
+    text = np.array([["" if np.isnan(v) or not readable else f"{v:.3g}" for v in row] for row in values],
+                    dtype=object)
     fig = go.Figure(go.Heatmap(
         z=scaled, x=columns, y=rows.values, customdata=values, text=text, texttemplate="%{text}",
         zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, hoverongaps=False,
@@ -106,7 +117,7 @@ def measures_heatmap(values: np.ndarray, tokens: Sequence[str], measures: Sequen
         hovertemplate="%{y} · %{x} = %{customdata:.4g}<extra></extra>"))
     fig.update_xaxes(type="category", side="top")
     fig.update_yaxes(**rows.layout(reverse=True))
-    return _finish(fig, title, height_for(len(tokens), per_row=26), plot_bgcolor=MASKED_BG)
+    return _finish(fig, title, height, plot_bgcolor=MASKED_BG)
 
 
 def histograms(series: Mapping[str, np.ndarray], title: str, value_title: str,

@@ -118,6 +118,9 @@ def drawing(a: Side, b: Side) -> Drawing:
     if a.sentence.tokens != b.sentence.tokens:
         raise ValueError("the two traces are of different token sequences")
     tokens = a.sentence.tokens
+    # a longer sentence's token x token figures show the Attention page's first window, around the middle token
+    window = views.default_window(len(tokens), views.default_query(len(tokens)))
+    shown = views.window_words(window, len(tokens))
     sides = (a, b)
     labels = [f"A: {a.name}", f"B: {b.name}"]
     rows = [Row({f"compare-prediction-{k}": figures.class_probabilities(
@@ -130,20 +133,22 @@ def drawing(a: Side, b: Side) -> Drawing:
         rows.append(Row({f"compare-attention-{file_name(name)}": figures.attention_pair(
             mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens,
             np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask), (f"A · {name}", f"B · {name}"),
-            scale="lift", width=views.panel_width(views.FULL, len(same))) for name in same},
+            scale="lift", window=window, title=shown.removeprefix(", "),
+            width=views.panel_width(views.FULL, len(same))) for name in same},
             "Token2token attention of A (left) and B (right)",
             caption="Mean over features as lift over uniform: P × the number of keys the query row may attend; ×1 "
                     "is what attention spread evenly over them gives. A and B share one scale per block."))
         rows.append(Row({f"compare-diff-{file_name(name)}": figures.difference_heatmap(
-            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B",
-            masks=(np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask)), scale="lift",
+            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B{shown}",
+            masks=(np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask)), scale="lift", window=window,
             width=views.panel_width(views.FULL, len(same))) for name in same},
             "Difference where both have the block", caption="Lift of A − lift of B (red: A attends more)."))
     for k, (label, side) in enumerate(zip(labels, blocks)):
         only = {name: block for name, block in side.items() if name not in same}
         if only:
             rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
-                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}", scale="lift",
+                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}{shown}", scale="lift",
+                window=window,
                 width=views.panel_width(views.FULL, len(only))) for name, block in only.items()},
                 f"{'AB'[k]}: token2token attention without a counterpart in {'BA'[k]}",
                 caption="Mean over features as lift over uniform."))
@@ -156,15 +161,17 @@ def drawing(a: Side, b: Side) -> Drawing:
     gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float)
              for label, side in zip(labels, blocks) for name, block in side.items()}
     if gates:  # drawn as the Fusion gates page draws them
-        rows.append(Row({"compare-gates": figures.mean_gate_bars(gates, tokens, markup.stop_words(tokens))},
+        rows.append(Row({"compare-gates": figures.mean_gate_bars(gates, tokens, markup.stop_words(tokens),
+                                                                 window=window, shown=shown)},
                         "Fusion gates"))
     importance = {label[:1]: measures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
                   for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
     if importance:
-        panels = {"compare-s2t": figures.token_bars(importance, tokens, "source2token importance",
-                                                     "mean probability")}
+        panels = {"compare-s2t": figures.token_bars(importance, tokens, f"source2token importance{shown}",
+                                                     "mean probability", window=window)}
         if len(importance) == 2:
             panels["compare-s2t-diff"] = figures.token_bars({"A − B": importance["A"] - importance["B"]}, tokens,
-                                                             "source2token importance: A − B", "difference")
+                                                             f"source2token importance: A − B{shown}", "difference",
+                                                             window=window)
         rows.append(Row(panels, "Source2token"))
     return Drawing(rows)

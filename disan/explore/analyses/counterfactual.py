@@ -149,9 +149,9 @@ def knockout(pipe, sentences: Sequence[SentenceTrace], which: int, blocks: Seque
 
 def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: str) -> Row:
     first, second = result.prediction_before, result.prediction_after
-    fig = charts.prediction_change(first.probs, second.probs, names)
-    if pipe.model.kind.scored:
-        fig.update_layout(title=dict(text=f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}"))
+    scored = pipe.model.kind.scored
+    title = f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}" if scored else ""
+    fig = charts.prediction_change(first.probs, second.probs, names, title)
     return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
 
 
@@ -161,8 +161,11 @@ def edit_drawing(pipe, result: Counterfactual) -> Drawing:
     rows = [_prediction_row(pipe, result, ("before", "after"), "cf-edit-prediction")]
     shared, attention = aligned_attention(result.before, result.after)
     if attention and shared:
+        # a longer sentence shows the Attention page's first window, around the middle token
+        window = views.default_window(len(shared), views.default_query(len(shared)))
         rows.append(Row({f"cf-edit-{file_name(name)}": figures.difference_heatmap(
-            after, before, shared, f"{name}: after − before", width=views.panel_width(views.FULL, len(attention)))
+            after, before, shared, f"{name}: after − before{views.window_words(window, len(shared))}", window=window,
+            width=views.panel_width(views.FULL, len(attention)))
             for name, (before, after) in attention.items()},
             "Attention change on the shared tokens (mean over features; grey: masked in either)"))
     return Drawing(rows)
@@ -187,11 +190,17 @@ def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Dra
             continue
         key = file_name(x.name)
         after = reduce_features(np.asarray(y.probs), "mean")
+        # a longer sentence shows the window of the Attention page around the first key knocked out
+        removed = np.flatnonzero((np.asarray(x.mask) & ~np.asarray(y.mask)).any(axis=0))
+        centre = int(removed[0]) if removed.size else views.default_query(len(tokens))
+        window = views.default_window(len(tokens), centre)
+        shown = views.window_words(window, len(tokens))
         rows.append(Row({
             f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
-                                                            f"{x.name} with the knockout", width=views.HALF),
+                                                            f"{x.name} with the knockout{shown}", window=window,
+                                                            width=views.HALF),
             f"cf-knockout-{key}-change": figures.difference_heatmap(
-                after, reduce_features(np.asarray(x.probs), "mean"), tokens, f"{x.name}: with − without",
-                width=views.HALF),
+                after, reduce_features(np.asarray(x.probs), "mean"), tokens, f"{x.name}: with − without{shown}",
+                window=window, width=views.HALF),
         }, f"{x.name} DiSA"))
     return Drawing(rows)
