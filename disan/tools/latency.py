@@ -241,8 +241,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
     return {"model_mb": base, "bound_mb": bound, "after_mb": after, "high_mb": high}
 
 
-def main(argv=None) -> None:
-    """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
+def parser() -> argparse.ArgumentParser:
+    """The ``latency`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
     default = default_entry(list_checkpoints())
     parser.add_argument("checkpoint", nargs="?", default=str(default.path) if default else None)
@@ -253,9 +253,15 @@ def main(argv=None) -> None:
                                                                   "report the server's memory")
     parser.add_argument("--cache-mb", type=float, default=None, help=f"--browser: the trace cache's bound "
                                                                       f"({CACHE_ENV}; default 1024)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
+    p = parser()
+    args = p.parse_args(argv)
     if args.checkpoint is None:
-        parser.error("no checkpoint found; name one")
+        p.error("no checkpoint found; name one")
     if not args.browser:
         tokens, repeats = args.tokens or 30, args.repeats or 20
         print(f"checkpoint {args.checkpoint}, {tokens} tokens, median of {repeats}")

@@ -101,11 +101,16 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def parser() -> argparse.ArgumentParser:
+    """The ``results`` command's arguments."""
+    p = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
+    return p
+
+
 def main(argv=None) -> None:
     """``python -m disan results [DIR ...]``: print :func:`table` for the checkpoints under DIRs."""
-    parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
-    parser.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
-    print(table(collect(parser.parse_args(argv).dirs)))
+    print(table(collect(parser().parse_args(argv).dirs)))
 
 
 if __name__ == "__main__":
