@@ -22,7 +22,7 @@ FORWARDED = {
     "predict": ("disan.tools.predict", "predict every row of a table or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
-    "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
+    "results": ("disan.tools.results", "the results table (docs/results.md) from trained checkpoints"),
     "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
     "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study and feature-atlas analyses"),
 }
