@@ -174,8 +174,8 @@ def refresh(path: Path, tables: dict[str, str]) -> None:
     """Each table between its ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` markers in ``path``."""
     text = path.read_text(encoding="utf-8")
     for name, new in tables.items():
-        text = re.sub(rf"(<!-- {name}:start -->\n).*?(\n<!-- {name}:end -->)", lambda m: m.group(1) + new + m.group(2),
-                      text, flags=re.S)
+        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+                      lambda m: m.group(1) + new + "\n" + m.group(2), text, flags=re.S)
     path.write_text(text, encoding="utf-8")
 
 
