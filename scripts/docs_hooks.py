@@ -89,13 +89,13 @@ def commands_markdown() -> str:
     """A section per command: its one-line help and its whole ``--help``, from the parser it runs with."""
     if str(ROOT) not in sys.path:  # mkdocs runs from the repository's root, which a hook's imports do not see
         sys.path.insert(0, str(ROOT))
-    from disan import __main__ as cli
+    from disan.__main__ import FORWARDED, command_parser, parser
     columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = HELP_COLUMNS
     try:
-        sections = [f"```text\n{cli.parser().format_help()}```"]
-        for name in ("train", "evaluate", *cli.FORWARDED):
-            sections.append(f"## {name}\n\n```text\n{cli.command_parser(name).format_help()}```")
+        sections = [f"```text\n{parser().format_help()}```"]
+        for name in ("train", "evaluate", *FORWARDED):
+            sections.append(f"## {name}\n\n```text\n{command_parser(name).format_help()}```")
     finally:
         if columns is None:
             os.environ.pop("COLUMNS")

@@ -64,10 +64,18 @@ def test_the_command_line_page_has_every_command_and_every_training_flag():
 
 @pytest.mark.quick
 def test_a_command_without_a_parser_is_named(monkeypatch):
-    from disan import __main__ as cli
-    monkeypatch.setitem(cli.FORWARDED, "nothing", ("json", "a module with no parser()"))
+    from disan.__main__ import FORWARDED, command_parser
+    monkeypatch.setitem(FORWARDED, "nothing", ("json", "a module with no parser()"))
     with pytest.raises(TypeError, match="json has no parser"):
-        cli.command_parser("nothing")
+        command_parser("nothing")
+
+
+@pytest.mark.quick
+def test_findings_recomputes_the_figures_of_every_analysis_page_that_quotes_some():
+    import findings
+    quoting = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*.md")
+               if any(line.startswith("What it showed") for line in p.read_text(encoding="utf-8").splitlines())}
+    assert quoting and set(findings.PAGES.values()) == quoting
 
 
 def test_the_site_builds_strictly_and_fetches_no_fonts(tmp_path):
