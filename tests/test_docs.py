@@ -78,6 +78,16 @@ def test_findings_recomputes_the_figures_of_every_analysis_page_that_quotes_some
     assert quoting and set(findings.PAGES.values()) == quoting
 
 
+@pytest.mark.quick
+def test_the_readme_links_only_to_files_that_are_there():
+    import re
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme) + re.findall(r'(?:href|src)="([^"]+)"', readme)
+    local = [t.split("#")[0] for t in targets if "://" not in t]
+    assert len(local) > 20  # the screenshots and the links into docs/
+    assert [t for t in local if not (ROOT / t).is_file()] == []
+
+
 def test_the_site_builds_strictly_and_fetches_no_fonts(tmp_path):
     site = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
