@@ -27,7 +27,7 @@ log = logging.getLogger("mkdocs.plugins.disan")  # under "mkdocs": a warning fai
 PACKAGE = "disan"
 ROLE = re.compile(r":(?:func|class|meth|data|attr|mod|obj|exc|const):`(~?)([^`]+)`")
 CLI_MARKER = "<!-- commands -->"
-HELP_COLUMNS = "100"  # argparse wraps --help to $COLUMNS: a fixed width, whatever terminal builds the site
+HELP_COLUMNS = "80"  # argparse wraps --help to $COLUMNS: a width that fits the page, whatever terminal builds the site
 
 
 def is_private(path: str) -> bool:
