@@ -23,7 +23,7 @@ FORWARDED = {
     "predict": ("disan.tools.predict", "predict every row of a table or text file (or standard input)"),
     "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
     "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
-    "results": ("disan.tools.results", "the README's results table from trained checkpoints"),
+    "results": ("disan.tools.results", "the results table (docs/results.md) from trained checkpoints"),
     "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
     "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study, feature-atlas and "
                                                       "faithfulness analyses"),
@@ -36,6 +36,23 @@ def _train_parser(sub) -> argparse.ArgumentParser:
     from disan.training import config
     return config.add_recipe_argument(config.add_arguments(
         sub.add_parser("train", help=config.DESCRIPTION, description=config.DESCRIPTION)))
+
+
+EVALUATE = "print a checkpoint's metrics on a split"
+
+
+def _evaluate_arguments(ev: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The ``evaluate`` command's arguments, added to ``ev``."""
+    ev.add_argument("checkpoint")
+    ev.add_argument("--split", default="test", choices=SPLITS)
+    ev.add_argument("--data-dir", dest="data_dir", default=None)
+    ev.add_argument("--json", action="store_true")
+    ev.add_argument("--vocabulary", default="stored", choices=VOCABULARIES,
+                    help="stored: the checkpoint's words, with which its figures were recorded; open: every word "
+                         "of the vectors it was trained with, when they are here (default: stored)")
+    ev.add_argument("--device", default="auto", choices=DEVICES,
+                    help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
+    return ev
 
 
 def _progress_bar():
@@ -58,27 +75,39 @@ def _progress_bar():
     return on_event
 
 
+def parser() -> argparse.ArgumentParser:
+    """The command line: ``train`` and ``evaluate`` with their arguments, and the FORWARDED commands by name
+    (each module's ``parser()`` reads the rest of their line)."""
+    p = argparse.ArgumentParser(prog=invoked())
+    sub = p.add_subparsers(dest="cmd", required=True)
+    _train_parser(sub)
+    _evaluate_arguments(sub.add_parser("evaluate", help=EVALUATE, description=EVALUATE))
+    for name, (module, help_text) in FORWARDED.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return p
+
+
+def command_parser(name: str) -> argparse.ArgumentParser:
+    """The whole parser of one command, as ``python -m disan NAME --help`` shows it: train's and evaluate's
+    from here, a FORWARDED command's from its module's ``parser()`` (the command-line reference of the
+    documentation is written from these)."""
+    if name == "train":
+        from disan.training import config
+        return config.add_recipe_argument(config.parser())
+    if name == "evaluate":
+        return _evaluate_arguments(argparse.ArgumentParser(prog=f"{invoked()} evaluate", description=EVALUATE))
+    module = importlib.import_module(FORWARDED[name][0])
+    if not hasattr(module, "parser"):
+        raise TypeError(f"{module.__name__} has no parser(): every command's module exposes its argument parser")
+    return module.parser()
+
+
 def main(argv=None) -> int:
     """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog=invoked())
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    _train_parser(sub)
-    ev = sub.add_parser("evaluate", help="print a checkpoint's metrics on a split")
-    ev.add_argument("checkpoint")
-    ev.add_argument("--split", default="test", choices=SPLITS)
-    ev.add_argument("--data-dir", dest="data_dir", default=None)
-    ev.add_argument("--json", action="store_true")
-    ev.add_argument("--vocabulary", default="stored", choices=VOCABULARIES,
-                    help="stored: the checkpoint's words, with which its figures were recorded; open: every word "
-                         "of the vectors it was trained with, when they are here (default: stored)")
-    ev.add_argument("--device", default="auto", choices=DEVICES,
-                    help="where to run the model: auto is cuda when a GPU is visible, else cpu (default: auto)")
-    for name, (module, help_text) in FORWARDED.items():
-        sub.add_parser(name, help=help_text, add_help=False)
     if argv[:1] and argv[0] in FORWARDED:  # the module's own parser takes the rest of the line
         return importlib.import_module(FORWARDED[argv[0]][0]).main(argv[1:]) or 0
-    args = parser.parse_args(argv)
+    args = parser().parse_args(argv)
 
     if args.cmd == "train":
         from disan.training.config import parse_args

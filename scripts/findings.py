@@ -1,4 +1,5 @@
-"""The figures the README's Analyses sections quote, recomputed on the shipped checkpoints, as markdown.
+"""The figures the analysis pages of the documentation quote (docs/analyses/*.md, "What it showed"), recomputed
+on the shipped checkpoints, as markdown.
 
     OMP_NUM_THREADS=1 nice -n 10 python scripts/findings.py [section ...] > findings.out
 
@@ -25,7 +26,7 @@ from disan.inspect import measures
 from disan.inspect.pipeline import load
 
 CHECKPOINTS = shipped_checkpoints()
-SENTENCE = "A gorgeous , witty film that nobody should miss"  # the README's example for a single sentence
+SENTENCE = "A gorgeous , witty film that nobody should miss"  # the analyses' example for a single sentence (docs/analyses/)
 
 
 @functools.cache
@@ -245,8 +246,12 @@ def faithfulness_checks() -> None:
     print()
 
 
-SECTIONS = (corpus_senses, counterfactuals, attributions, compare_models, case_study, feature_atlas,
-            faithfulness_checks)
+# each section and the page whose "What it showed" quotes its figures (tests/test_docs.py checks both ways)
+PAGES = {corpus_senses: "docs/analyses/corpus-senses.md", counterfactuals: "docs/analyses/counterfactuals.md",
+         attributions: "docs/analyses/attribution.md", compare_models: "docs/analyses/compare-models.md",
+         case_study: "docs/analyses/case-study.md", feature_atlas: "docs/analyses/feature-atlas.md",
+         faithfulness_checks: "docs/analyses/faithfulness.md"}
+SECTIONS = tuple(PAGES)
 
 
 def main() -> None:
@@ -255,6 +260,7 @@ def main() -> None:
     for section in SECTIONS:
         if wanted and section.__name__ not in wanted:
             continue
+        print(f"<!-- the figures of {PAGES[section]} -->\n")
         section()
         sys.stdout.flush()
 

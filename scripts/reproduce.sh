@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Train the shipped checkpoints and the benchmark runs of the README's results table, with GloVe 6B
+# Train the shipped checkpoints and the benchmark runs of the results table (docs/results.md), with GloVe 6B
 # 100d (fetched first if missing: `python -m disan vectors glove-100d`).
 #
 # Two queues run side by side with one thread each (better throughput than one queue on two threads
 # on a 2-core machine). Every run goes to runs/<name> (one JSON line per dev evaluation in runs/<name>.log)
 # and is started with --resume: run this script again after an interruption and each run goes on from its
-# last dev evaluation, while finished runs are skipped. Then python scripts/update_readme_results.py (with
-# the same RUNS) keeps each run's JSON in results/ and refreshes the README's tables; a retrained
+# last dev evaluation, while finished runs are skipped. Then python scripts/update_results.py (with
+# the same RUNS) keeps each run's JSON in results/ and refreshes the tables of docs/results.md and the README; a retrained
 # checkpoint replaces a shipped one only if its dev score is better.
 # FOLDS picks the cross-validation folds of MPQA, CR and SUBJ (default: all ten). RUNS moves the run
 # folders elsewhere (default: runs). Named queues run alone, e.g. `scripts/reproduce.sh recipe_authors`

@@ -1,5 +1,5 @@
-"""The README's screenshots: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
-the README's captions say, saved as small PNGs in docs/.
+"""The screenshots of the README and the documentation: the app's views in Chromium at 1600x1000, with its defaults or the widgets set as
+their captions say, saved as small PNGs in docs/.
 
     python scripts/screenshots.py [NAME.png ...]   # all of them, or only those named
 """
@@ -19,7 +19,7 @@ from disan.inspect.senses import VECTORS
 from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = REPO_ROOT / "docs"
-# the README's example for the analyses of one sentence, as a link's text (the sidebar's model: sst5)
+# the analyses' example for one sentence (docs/analyses/), as a link's text (the sidebar's model: sst5)
 EXAMPLE = "?text=" + quote("A gorgeous , witty film that nobody should miss")
 # a 2-class model as a user trains one: customer reviews (CR), 1,500 training sentences, 2 epochs
 TWO_CLASS = "cr-small"

@@ -1,5 +1,5 @@
 """Neutral in SST-5: its share of the training examples by length for each way of taking the tree nodes,
-and how often each given checkpoint predicts it on dev. The README's recipe notes quote both tables.
+and how often each given checkpoint predicts it on dev. The recipe notes of docs/results.md quote both tables.
 
     python scripts/sst_neutral.py [CHECKPOINT ...]     # e.g. checkpoints/sst5 runs/sst5-authors
 

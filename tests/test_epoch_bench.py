@@ -90,7 +90,7 @@ def test_without_the_data_random_vectors_time_a_synthetic_sst5(monkeypatch, tmp_
           "--threads", "1"])
     out = capsys.readouterr().out
     assert "synthetic corpus" in out
-    # SST-5's epoch, as the README measured it on the data: 2,489 batches, 7.1% of a bucketed epoch padding
+    # SST-5's epoch, as docs/performance.md measured it on the data: 2,489 batches, 7.1% of a bucketed epoch padding
     assert "2,489 batches of 64" in out
     rows = [line for line in out.splitlines() if line.startswith(("| fast |", "| bilstm |"))]
     assert len(rows) == 2 and all(abs(float(row.split("|")[3].strip(" %")) - 7.1) < 1 for row in rows)

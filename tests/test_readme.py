@@ -1,6 +1,6 @@
-"""Every ```python block of the README runs as it is, from the repository root, on the shipped checkpoints:
-an example a reader copies can never crash. Where a line's comment is a Python literal
-(``r.sentence.tokens  # ['The', 'glass', ...]``), the line's value must equal it."""
+"""Every ```python block of the README and of the documentation's pages (docs/**/*.md) runs as it is, from the
+repository root, on the shipped checkpoints: an example a reader copies can never crash. Where a line's comment
+is a Python literal (``r.sentence.tokens  # ['The', 'glass', ...]``), the line's value must equal it."""
 import ast
 import re
 from pathlib import Path
@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCKS = re.findall(r"^```python\n(.*?)^```", (ROOT / "README.md").read_text(encoding="utf-8"), re.S | re.M)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+EXAMPLES = [(page.relative_to(ROOT).as_posix(), block) for page in PAGES
+            for block in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)]
+BLOCKS = [block for page, block in EXAMPLES if page == "README.md"]
 
 
 def promised(line: str):
@@ -22,22 +25,35 @@ def promised(line: str):
         return None
 
 
-def test_the_readme_has_python_examples():
-    assert len(BLOCKS) >= 3  # the notebook API, the library and the encoder alone
+def test_the_readme_and_the_notebook_page_have_python_examples():
+    assert BLOCKS  # the notebook API in brief
+    notebook = [block for page, block in EXAMPLES if page == "docs/notebook.md"]
+    assert len(notebook) >= 3  # the notebook API, the library and the encoder alone
     assert any(promised(line) for block in BLOCKS for line in block.splitlines())  # some lines say their value
+    assert any(promised(line) for block in notebook for line in block.splitlines())
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"block-{k + 1}" for k in range(len(BLOCKS))])
-def test_a_readme_example_runs_and_shows_what_it_says(block, monkeypatch):
+def example_ids() -> list[str]:
+    """``README.md-1``, ``docs/notebook.md-2``: each page's blocks numbered from 1."""
+    seen: dict[str, int] = {}
+    ids = []
+    for page, _ in EXAMPLES:
+        seen[page] = seen.get(page, 0) + 1
+        ids.append(f"{page}-{seen[page]}")
+    return ids
+
+
+@pytest.mark.parametrize("page, block", EXAMPLES, ids=example_ids())
+def test_an_example_runs_and_shows_what_it_says(page, block, monkeypatch):
     monkeypatch.chdir(ROOT)  # the examples name checkpoints/... relative to the repository root
     namespace = {"__name__": "__readme__"}
     lines = block.splitlines()
     for statement in ast.parse(block).body:
         code = ast.get_source_segment(block, statement)
         if isinstance(statement, ast.Expr):
-            value = eval(compile(ast.Expression(statement.value), "README.md", "eval"), namespace)  # noqa: S307
+            value = eval(compile(ast.Expression(statement.value), page, "eval"), namespace)  # noqa: S307
             expected = promised(lines[statement.end_lineno - 1])
             if expected is not None:
                 assert value == expected[0], code
         else:
-            exec(compile(ast.Module([statement], []), "README.md", "exec"), namespace)  # noqa: S102
+            exec(compile(ast.Module([statement], []), page, "exec"), namespace)  # noqa: S102

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from disan.tools.results import portable, table
+from disan.tools.results import brief, chosen, portable, table
 
 
 def run(test, dev, fold=0, metric="accuracy"):
@@ -31,6 +31,25 @@ def test_folds_are_summarised_as_mean_and_std_with_the_gap_to_the_paper():
 def test_a_single_run_has_no_std(metric):
     row = table({("trec", "trec", "disan"): [run(0.9, 0.9, metric=metric)]}).splitlines()[-1]
     assert "±" not in row
+
+
+def setting(task, name, test, dev, seed=0, encoder="disan", vectors="100d"):
+    """A row of collect()'s answer: one run of one fold."""
+    return (task, name, f"{encoder} · {vectors}"), [{**run(test, dev), "seed": seed, "encoder": encoder,
+                                                     "vectors": vectors}]
+
+
+@pytest.mark.quick
+def test_dev_of_one_seed_s_disan_runs_with_100d_vectors_chooses_a_task_s_figure():
+    runs = dict([setting("trec", "trec-a", 0.92, 0.90), setting("trec", "trec-b", 0.95, 0.89),
+                 setting("trec", "trec-seed1", 0.80, 0.99, seed=1),  # another dev split: does not compete
+                 setting("trec", "trec-bilstm", 0.70, 0.98, encoder="bilstm"),  # not the paper's model
+                 setting("trec", "trec-50d", 0.70, 0.97, vectors="50d"),  # the older vectors
+                 setting("sick-e", "sick-e", 0.79, 0.80)])
+    assert {task: name for task, (name, _) in chosen(runs).items()} == {"trec": "trec-a", "sick-e": "sick-e"}
+    rows = brief(runs).splitlines()
+    assert "| trec (accuracy) | 92.00 | 94.2 | trec-a |" in rows
+    assert "| sick-e (accuracy) | 79.00 |  | sick-e |" in rows  # the paper has no SICK-E figure
 
 
 def trained(folder, task, dev, test=None, seed=0, embeddings="glove-100d", fold=0, **metrics):
@@ -73,9 +92,11 @@ def test_a_command_shows_the_same_wherever_its_run_was_made():
     assert portable(relative) == relative
 
 
-# scripts/update_readme_results.py, run on a repository of its own: checkpoints/, results/, $RUNS and a README
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "update_readme_results.py"
+# scripts/update_results.py, run on a repository of its own: checkpoints/, results/, $RUNS, docs/results.md and a
+# README
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "update_results.py"
 MARKED = "<!-- results:start -->\nold\n<!-- results:end -->\n<!-- recipe:start -->\nold\n<!-- recipe:end -->\n"
+BRIEF = "# a README\n<!-- brief:start -->\nold\n<!-- brief:end -->\n"
 
 
 def repo(tmp_path):
@@ -83,17 +104,19 @@ def repo(tmp_path):
     (root / "scripts").mkdir(parents=True)
     shutil.copy(SCRIPT, root / "scripts")
     (root / "disan").symlink_to(SCRIPT.parent.parent / "disan")
-    (root / "README.md").write_text(MARKED)
+    (root / "docs").mkdir()
+    (root / "docs" / "results.md").write_text(MARKED)
+    (root / "README.md").write_text(BRIEF)
     (root / "results").mkdir()
     trained(root / "checkpoints" / "sst5", "sst5", 0.50, 0.49)
     return root
 
 
 def update(root, *args):
-    done = subprocess.run([sys.executable, root / "scripts" / "update_readme_results.py", *args],
+    done = subprocess.run([sys.executable, root / "scripts" / "update_results.py", *args],
                           env={**os.environ, "RUNS": str(root.parent / "runs")}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    return (root / "README.md").read_text()
+    return (root / "docs" / "results.md").read_text()
 
 
 def dev_test(folder):
@@ -118,6 +141,8 @@ def test_dev_alone_chooses_the_shipped_checkpoint_and_every_other_run_keeps_its_
     update(root)
     assert dev_test(root / "checkpoints" / "trec") == (0.91, 0.88)
     assert dev_test(root / "results" / "trec-100d") == (0.90, 0.92)  # the checkpoint it replaced
+    brief_rows = (root / "README.md").read_text().splitlines()  # the README's table, refreshed too
+    assert "| sst5 (accuracy) | 49.00 | 51.72 | sst5 |" in brief_rows and "old" not in brief_rows
     assert not (root / "results" / "trec-better-dev").exists()  # shipped: no second record of it
     assert dev_test(root / "results" / "trec-better-test") == (0.89, 0.97)
     update(root)  # run again: nothing changes hands

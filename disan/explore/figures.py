@@ -10,7 +10,7 @@ tick labels, titles, legends and hover text, so every string that reaches a figu
 goes through :func:`esc` first. Token axes are numeric (0..n-1) with tick
 labels, because a categorical axis would merge repeated tokens ("the ... the").
 
-Figures are built from plain trace and layout dicts in one step (:func:`_figure`),
+Figures are built from plain trace and layout dicts in one step (``_figure``),
 without plotly's per-property validation: validating costs 30 times more than
 building, about 0.3 s on every rerun of the Attention page at 200 tokens, and
 the dicts are written here, not taken from users.
@@ -83,7 +83,7 @@ def _short(text, limit: int = TICK_CHARS) -> str:
 
 
 def fit(text, width_px: float, char_px: float = TITLE_CHAR_PX, lines: int = 3) -> str:
-    """Escaped text in lines that fit ``width_px`` pixels (:func:`_wrap`): titles wrap instead of running off
+    """Escaped text in lines that fit ``width_px`` pixels (``_wrap``): titles wrap instead of running off
     the figure."""
     return _wrap(text, max(12, int(width_px / char_px)), lines)
 
@@ -174,7 +174,7 @@ def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, z
              colorscale=SEQUENTIAL, fmt: str = ".4g", text: bool = False, showscale: bool = True,
              colorbar: dict | None = None, customdata: np.ndarray | None = None, value: str | None = None,
              **extra) -> dict:
-    """The one heatmap trace every figure uses (a dict for :func:`_figure`). Masked (NaN) cells have no hover.
+    """The one heatmap trace every figure uses (a dict for ``_figure``). Masked (NaN) cells have no hover.
 
     Hover text comes from the axes' escaped values, never from raw labels; ``value`` is how the hover
     writes a cell (default: its z). ``colorbar`` titles the colour scale; ``extra`` goes into the trace
@@ -325,7 +325,7 @@ def _coloured(zs: Sequence[np.ndarray], scale: str, bar_px: float = 600) -> tupl
     """(what to draw, hover data, heatmap arguments) of matrices that share one colour scale.
 
     ``scale`` "probability": values from 0 on the sequential scale; "lift": values that are lifts
-    (:func:`lift`) on the diverging log scale of :func:`_lift_colours`, the hover showing the lift itself,
+    (:func:`lift`) on the diverging log scale of ``_lift_colours``, the hover showing the lift itself,
     with as many ticks as a colour bar ``bar_px`` pixels long holds apart.
     """
     zs = [np.asarray(z, dtype=float) for z in zs]
@@ -617,7 +617,7 @@ def source2token_heatmap(probs: np.ndarray, tokens: Sequence[str], halves: Seque
 
 
 def importance_bars(importance: np.ndarray, tokens: Sequence[str], width: float = FULL_WIDTH) -> go.Figure:
-    """(n,) token importance (:func:`token_importance`) as bars, with the uniform 1/n marked."""
+    """(n,) token importance (:func:`~disan.inspect.measures.token_importance`) as bars, with the uniform 1/n marked."""
     fig = token_bars({"importance": importance}, tokens, "token importance (source2token, mean over features)",
                       "mean probability", width=width)
     uniform = 1 / max(1, len(tokens))
@@ -710,7 +710,7 @@ def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
 
 
 def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[int] = LENGTH_BINS) -> go.Figure:
-    """Accuracy per sentence-length bin (:func:`disan.tables.accuracy_by_length_table`), n on each bar."""
+    """Accuracy per sentence-length bin (:func:`disan.explore.tables.accuracy_by_length_table`), n on each bar."""
     table = accuracy_by_length_table(lengths, correct, bins)
     bar = dict(type="bar", x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float),
                text=[f"n={n}" for n in table["n"]], hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>")

@@ -123,7 +123,7 @@ FULL, HALF = figures.FULL_WIDTH, figures.HALF_WIDTH  # the width a view is drawn
 
 def panel_width(width: float, count: int) -> float:
     """The pixels each of ``count`` panels of a row gets in ``width``: a share where that is at least
-    :data:`HALF` (side by side), else the whole width (one above the other, see :func:`rows_of`)."""
+    :data:`~disan.explore.figures.HALF_WIDTH` (side by side), else the whole width (one above the other, see :func:`rows_of`)."""
     return width / count if width / count >= HALF else width
 
 
@@ -450,7 +450,7 @@ def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOpti
     attention side by side, reduced over features, as lift over uniform or as probabilities; the
     sharpest features of each block as small multiples; what one query token attends to, feature by
     feature, sharpest first; the two blocks compared. A sentence in which no token may attend another
-    (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`HALF` for each
+    (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`~disan.explore.figures.HALF_WIDTH` for each
     sentence of a pair)."""
     tr, tokens = sentence.trace, sentence.tokens
     n = len(tokens)

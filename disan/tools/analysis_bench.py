@@ -115,9 +115,8 @@ def faithfulness_rows(pipe, items: list, cascade_items: list) -> list[tuple[str,
 ANALYSES = ("senses", "case", "atlas", "faithfulness")
 
 
-def main(argv=None) -> None:
-    """``python -m disan analysis-bench``: time corpus senses, the case study and the feature atlas, printing
-    tables."""
+def parser() -> argparse.ArgumentParser:
+    """The ``analysis-bench`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan analysis-bench", description=__doc__.split("\n\n")[0])
     default = default_entry(list_checkpoints())
     parser.add_argument("--checkpoint", default=str(default.path) if default else None,
@@ -130,9 +129,16 @@ def main(argv=None) -> None:
     parser.add_argument("--cascade-sentences", type=int, default=faithfulness.CASCADE_SENTENCES)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    """``python -m disan analysis-bench``: time corpus senses, the case study and the feature atlas, printing
+    tables."""
+    p = parser()
+    args = p.parse_args(argv)
     if args.checkpoint is None:
-        parser.error("no checkpoint found; name one")
+        p.error("no checkpoint found; name one")
     torch.set_num_threads(1)  # as the app runs it
     pipe = load(args.checkpoint)
     args.task = args.task or pipe.task

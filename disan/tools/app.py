@@ -28,11 +28,17 @@ def command(args: argparse.Namespace) -> tuple[list[str], dict, Path]:
     return argv, {**os.environ, CHECKPOINTS_ENV: str(checkpoints.resolve())}, folder
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The ``app`` command's arguments."""
     p = argparse.ArgumentParser(prog="disan app", description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=8501, help="the port to serve on (default: 8501)")
     p.add_argument("--checkpoints", help=f"the checkpoints folder (default: ${CHECKPOINTS_ENV}, else the shipped ones)")
     p.add_argument("--headless", action="store_true", help="do not open a browser")
+    return p
+
+
+def main(argv=None) -> int:
+    p = parser()
     args = p.parse_args(argv)
     argv, env, folder = command(args)
     os.chdir(folder)

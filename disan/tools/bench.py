@@ -649,8 +649,8 @@ def epoch_benchmark(args) -> None:
             f"{m}: {by[m, 'random'] / by[m, 'bucketed']:.2f}x" for m in models))
 
 
-def main(argv=None) -> None:
-    """``python -m disan bench``: the training-step tables, ``--ops`` (this machine's rates), or one worker."""
+def parser() -> argparse.ArgumentParser:
+    """The ``bench`` command's arguments."""
     p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
     p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
@@ -687,6 +687,12 @@ def main(argv=None) -> None:
     p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
     p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
     p.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv=None) -> None:
+    """``python -m disan bench``: the training-step tables, ``--ops`` (this machine's rates), or one worker."""
+    p = parser()
     args = p.parse_args(argv)
     if unknown := set(args.models or ()) - set(MODELS):
         p.error(f"unknown model(s) {sorted(unknown)}")

@@ -102,7 +102,8 @@ def markdown(base_name: str, base: Evaluation, comparisons: list[Comparison], sp
     return "\n".join("| " + " | ".join(r) + " |" for r in [rows[0], rule, *rows[1:]])
 
 
-def main(argv=None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The ``compare`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("base", help="the checkpoint the others are compared with")
     parser.add_argument("others", nargs="+", metavar="other")
@@ -110,9 +111,14 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", dest="data_dir", default=None)
     parser.add_argument("--resamples", type=int, default=RESAMPLES)
     parser.add_argument("--json", action="store_true", help="one JSON object per comparison instead of a table")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
     if args.resamples < 100:
-        parser.error("--resamples must be at least 100 for a 95% interval")
+        p.error("--resamples must be at least 100 for a 95% interval")
     base = examples_table(args.base, args.split, args.data_dir)
     comparisons = [compare(base, examples_table(path, args.split, args.data_dir), path, args.resamples)
                    for path in args.others]

@@ -308,8 +308,8 @@ def analysis_latency(models=ANALYSIS_MODELS) -> list[tuple[str, str, float, floa
     return [(m, p, f, t, f2, t2) for (m, p, f, t), (_, _, f2, t2) in zip(cold, warm)]
 
 
-def main(argv=None) -> None:
-    """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
+def parser() -> argparse.ArgumentParser:
+    """The ``latency`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
     default = default_entry(list_checkpoints())
     parser.add_argument("checkpoint", nargs="?", default=str(default.path) if default else None)
@@ -324,7 +324,13 @@ def main(argv=None) -> None:
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
                         help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> None:
+    """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
+    p = parser()
+    args = p.parse_args(argv)
     if args.pages:
         models = [m for m in args.models.split(",") if m]
         print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
@@ -337,7 +343,7 @@ def main(argv=None) -> None:
         print(f"load average after {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return
     if args.checkpoint is None:
-        parser.error("no checkpoint found; name one")
+        p.error("no checkpoint found; name one")
     if not args.browser:
         tokens, repeats = args.tokens or 30, args.repeats or 20
         print(f"checkpoint {args.checkpoint}, {tokens} tokens, median of {repeats}")

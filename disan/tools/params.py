@@ -19,9 +19,14 @@ def table() -> list[tuple[str, int, int, float]]:
     return rows
 
 
+def parser() -> argparse.ArgumentParser:
+    """The ``params`` command's arguments: none but --help."""
+    return argparse.ArgumentParser(prog="python -m disan params", description=__doc__)
+
+
 def main(argv=None) -> None:
     """``python -m disan params``: the table of :func:`table`."""
-    argparse.ArgumentParser(prog="python -m disan params", description=__doc__).parse_args(argv)
+    parser().parse_args(argv)
     print(f"{'encoder':<12} {'encoder':>10} {'with head':>10} {'paper':>8}")
     for name, enc, total, paper in table():
         print(f"{name:<12} {enc:>10,} {total:>10,} {paper / 1e6:>7.2f}M")

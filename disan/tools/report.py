@@ -17,15 +17,21 @@ from disan.explore.analyses.report import report_html
 from disan.inspect.pipeline import load
 
 
-def main(argv=None) -> int:
-    """Write the report; returns the exit status (1, with one line on stderr, for a bad checkpoint or text)."""
+def parser() -> argparse.ArgumentParser:
+    """The ``report`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan report", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a checkpoint directory, e.g. checkpoints/sst5")
     parser.add_argument("text", help="the sentence (the premise, for a sentence-pair model)")
     parser.add_argument("--hypothesis", default=None, help="the hypothesis, for a sentence-pair model")
     parser.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")
     parser.add_argument("--steps", type=int, default=STEPS, help=f"integrated-gradients steps (default: {STEPS})")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Write the report; returns the exit status (1, with one line on stderr, for a bad checkpoint or text)."""
+    p = parser()
+    args = p.parse_args(argv)
     try:
         page = report_html(load(args.checkpoint), args.text, args.hypothesis, args.steps)
         Path(args.out).write_text(page, encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The README's results table, from the metrics.json of trained checkpoints.
+"""The results tables (docs/results.md, and the README's brief one), from the metrics.json of trained checkpoints.
 
     python -m disan results [DIR ...]      (default: checkpoints/ and results/)
 
@@ -48,6 +48,7 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
             runs[(task, re.sub(r"-fold\d+$", "", folder.name), model)].append({
                 "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": folder.name,
                 "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
+                "encoder": encoder, "vectors": vectors_label(tc.get("embeddings")),
                 "minutes": metrics.get("train_seconds", 0) / 60})
     return runs
 
@@ -79,6 +80,16 @@ def scale(metric: str, value: float) -> float:
     return 100 * value if metric == "accuracy" else value
 
 
+PAPER_ENCODER = "disan"  # the encoder whose figures the paper reports
+
+
+def figure(metric: str, tests: list[float]) -> str:
+    """A row's test figure as the tables print it: the mean over its folds, ± their std when there are several."""
+    shown, digits = [scale(metric, t) for t in tests], 2 if metric == "accuracy" else 4
+    text = f"{statistics.mean(shown):.{digits}f}"
+    return text + (f" ± {statistics.stdev(shown):.{digits}f}" if len(shown) > 1 else "")
+
+
 def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
     """The Markdown results table: one row per (task, run, model), mean ± std over its folds, gap to the paper."""
     lines = ["| task | run | model · vectors | ours (test) | paper | gap | folds | dev | minutes | command |",
@@ -88,11 +99,9 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
         tests = [scale(metric, r["test"]) for r in rs]
         devs = [scale(metric, r["dev"]) for r in rs]
         digits = 2 if metric == "accuracy" else 4
-        ours = f"{statistics.mean(tests):.{digits}f}"
-        if len(tests) > 1:
-            ours += f" ± {statistics.stdev(tests):.{digits}f}"
+        ours = figure(metric, [r["test"] for r in rs])
         # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
-        paper = BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == "disan" else None
+        paper = BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == PAPER_ENCODER else None
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
         shown_paper = paper if paper is not None else ""
         lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {shown_paper} | {gap} | "
@@ -101,11 +110,45 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
     return "\n".join(lines)
 
 
+def parser() -> argparse.ArgumentParser:
+    """The ``results`` command's arguments."""
+    p = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
+    p.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
+    return p
+
+
+CHOSEN_VECTORS = "100d"  # the vectors of the runs that compete for a task's figure (50d rows are older runs)
+
+
+def chosen(runs: dict[tuple[str, str, str], list[dict]]) -> dict[str, tuple[str, list[dict]]]:
+    """task -> (run, its folds): the DiSAN setting dev chooses for the task, the best mean dev among its DiSAN
+    rows with GloVe 100d and seed 0 (each seed draws its own dev split, so only one seed's rows compare; test
+    never chooses)."""
+    best = {}
+    for (task, name, _), rs in runs.items():
+        first = rs[0]
+        if first["encoder"] != PAPER_ENCODER or first["vectors"] != CHOSEN_VECTORS or (first["seed"] or 0) != 0:
+            continue
+        dev = statistics.mean(r["dev"] for r in rs)
+        if task not in best or dev > best[task][0]:
+            best[task] = (dev, name, rs)
+    return {task: (name, rs) for task, (_, name, rs) in sorted(best.items())}
+
+
+def brief(runs: dict[tuple[str, str, str], list[dict]]) -> str:
+    """The README's table: per task, the setting dev chose (:func:`chosen`) against the paper."""
+    lines = ["| task | ours (test) | paper | run |", "|---|---:|---:|---|"]
+    for task, (name, rs) in chosen(runs).items():
+        metric = rs[0]["metric"]
+        paper = BENCHMARKS[task].paper if task in BENCHMARKS else None
+        lines.append(f"| {task} ({metric}) | {figure(metric, [r['test'] for r in rs])} | "
+                     f"{paper if paper is not None else ''} | {name} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     """``python -m disan results [DIR ...]``: print :func:`table` for the checkpoints under DIRs."""
-    parser = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
-    parser.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
-    print(table(collect(parser.parse_args(argv).dirs)))
+    print(table(collect(parser().parse_args(argv).dirs)))
 
 
 if __name__ == "__main__":

@@ -193,7 +193,7 @@ RECIPES = {
                 "head_bias": False, "weight_decay": 1e-4, "decay_attention": False, "tokens": "leaves",
                 "batching": "random"},
 }
-# The items of the authors' recipe, numbered as in the README's ablation: (item, what, the fields it sets).
+# The items of the authors' recipe, numbered as in the documentation's ablation (docs/training.md): (item, what, the fields it sets).
 RECIPE_ITEMS = [
     (1, "every SST node, oversampled", ("sst_nodes",)),
     (2, "120k steps, dev every 1000, no early stopping", ("steps", "eval_every", "patience")),

@@ -1,4 +1,5 @@
-"""Record finished runs and refresh the results table between the README's results markers.
+"""Record finished runs and refresh the results tables: the full one and the recipe one between the markers of
+docs/results.md, and the brief one (each task's chosen setting against the paper) between the README's.
 
 Runs trained into runs/ (not versioned: their weights are large) keep their config, metrics and
 model card in results/<run>/. For each shipped checkpoint, the runs of its task and encoder that
@@ -26,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.kinds import kind_of  # noqa: E402
-from disan.tools.results import collect, table, vectors_label  # noqa: E402
+from disan.tools.results import brief, collect, table, vectors_label  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(os.environ.get("RUNS") or ROOT / "runs")
@@ -148,7 +149,7 @@ def recipe_table() -> str:
 
 no_ship = sys.argv[1:] == ["--no-ship"]
 if sys.argv[1:] and not no_ship:
-    sys.exit("usage: python scripts/update_readme_results.py [--no-ship]")
+    sys.exit("usage: python scripts/update_results.py [--no-ship]")
 runs = [p.parent for p in sorted(RUNS.glob("*/metrics.json")) if finished(p.parent)]
 shipped = {setting(p): p for p in sorted((ROOT / "checkpoints").iterdir()) if finished(p)}
 for key, current in shipped.items():
@@ -170,14 +171,19 @@ for key, current in shipped.items():
 for run in runs:
     keep_record(run)
 
-readme = ROOT / "README.md"
-text = readme.read_text(encoding="utf-8")
-new = table(collect([ROOT / "checkpoints", ROOT / "results"]))
-text = re.sub(r"(<!-- results:start -->\n).*?(\n<!-- results:end -->)", lambda m: m.group(1) + new + m.group(2),
-              text, flags=re.S)
-recipe = recipe_table()
-text = re.sub(r"(<!-- recipe:start -->\n).*?(\n<!-- recipe:end -->)", lambda m: m.group(1) + recipe + m.group(2),
-              text, flags=re.S)
-readme.write_text(text, encoding="utf-8")
+
+def refresh(path: Path, tables: dict[str, str]) -> None:
+    """Each table between its ``<!-- NAME:start -->`` and ``<!-- NAME:end -->`` markers in ``path``."""
+    text = path.read_text(encoding="utf-8")
+    for name, new in tables.items():
+        text = re.sub(rf"(<!-- {name}:start -->\n).*?(<!-- {name}:end -->)",
+                      lambda m: m.group(1) + new + "\n" + m.group(2), text, flags=re.S)
+    path.write_text(text, encoding="utf-8")
+
+
+runs_found = collect([ROOT / "checkpoints", ROOT / "results"])
+new, recipe = table(runs_found), recipe_table()
+refresh(ROOT / "docs" / "results.md", {"results": new, "recipe": recipe})
+refresh(ROOT / "README.md", {"brief": brief(runs_found)})
 print(new)
 print(recipe)
