@@ -27,7 +27,7 @@ VALUES = {"task": "sst2", "encoder": "bilstm", "out": "my runs/it's", "epochs": 
 DATA_VALUES = {"data": "my data/reviews.csv", "text_column": "review", "text_b_column": "2", "label_column": "0",
                "kind": "relatedness", "dev": "dev set.tsv", "test": "t.jsonl", "dev_fraction": 0.2, "test_fraction": 0.05}
 NOT_FLAGS = ("command", "world_size")  # facts of the run, not settings
-HOW_TO_START = ("resume",)  # a flag, but not a setting: the command line a config writes leaves it out
+HOW_TO_START = ("resume", "keep_state")  # flags, but not settings: the command line a config writes leaves them out
 
 
 def flag_fields() -> list[str]:
