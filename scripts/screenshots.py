@@ -56,6 +56,7 @@ SHOTS = [
     ("case-study.png", "/case_study", "by word class", "h2", ()),
     ("feature-atlas.png", "/feature_atlas", "attention features of",
      "[data-testid='stRadio']:has-text('Colour the map by')", ()),
+    ("faithfulness.png", "/faithfulness?model=sst5", "Erasure over", "h2", ()),
     # a sentence-pair model: premise and hypothesis side by side, each figure fitted to half the width
     ("pair-attention.png", "/?model=sick-e", "· query ", "h3:has-text('Premise')", ()),
     ("pair-features.png", "/?model=sick-e", "· query ", "h3:has-text('Sharpest features')", ()),
