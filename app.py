@@ -100,7 +100,8 @@ if __name__ == "__main__":
     # the icon before the navigation: the browser takes a page's own icon as the tab's when none is set yet
     st.set_page_config(page_icon=FAVICON)
     link_messages = sidebar()
-    page = st.navigation(pages())
+    # every page listed: past twelve pages Streamlit folds the menu behind "View N more" by default
+    page = st.navigation(pages(), expanded=True)
     st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", layout="wide")
     for message in link_messages:
         st.warning(markup.markdown_label(message))
