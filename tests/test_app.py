@@ -328,7 +328,10 @@ def decoded(x):
 
 
 def assert_same_json(a, b, where="figure"):
-    """Equal JSON trees; numbers within float32 noise (the app traces with one thread, the test may not)."""
+    """Equal JSON trees; numbers within float32 noise (the app traces with one thread, the test may not). An
+    empty object is no setting to plotly, and a figure read back from the disk cache leaves it out."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        a, b = ({k: v for k, v in d.items() if not (isinstance(v, dict) and not v)} for d in (a, b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=1e-5, atol=1e-7,
                                    err_msg=where)

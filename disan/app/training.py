@@ -162,7 +162,7 @@ def train_config(name: str, own: dict | None, items: Collection[int], *, task: s
     fields = dict(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
                   patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
                   d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None,
-                  keep_state=False,  # the page cannot resume a run: its state file would only take room
+                  keep_state=False,  # the page resumes only stopped runs: a finished run's state would only take room
                   **(own or {}))
     fields.update({flag: RECIPES["authors"][flag] for item, _, flags in RECIPE_ITEMS if item in items
                    for flag in flags})

@@ -111,8 +111,8 @@ class TrainConfig:
                 "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
         "choices": None, "required": False})
     keep_state: bool = field(default=True, compare=False, metadata={
-        "help": "keep the state file beside --out when the run ends, so that it can be trained longer with "
-                "--resume and more --epochs (--no-keep-state: remove it; the Training page's runs do)",
+        "help": "keep the state file beside --out when the run finishes, so that it can be trained longer with "
+                "--resume and more --epochs (--no-keep-state: remove it unless the run was stopped, as the Training page does)",
         "choices": None, "required": False})
     # ---- your own data (disan.data.files): --data replaces --task; the other options apply to both
     data: str | None = _field(None, f"a {', '.join(TABLES)} file to train on instead of a benchmark (--task)")

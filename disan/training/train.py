@@ -165,7 +165,7 @@ def train(cfg: TrainConfig, progress: Callable[[dict], None] | None = None,
             finish(cfg, prep, run, history, best, stream.round, step, stopped, started, world) if world.is_main
             else None)
         board.test(metrics)
-        if world.is_main and not cfg.keep_state:
+        if world.is_main and not cfg.keep_state and not stopped:  # a stopped run keeps it, to be resumed
             state_path(cfg).unlink(missing_ok=True)
         return metrics
 
@@ -232,7 +232,7 @@ class BatchStream:
 def state_path(cfg: TrainConfig) -> Path:
     """Where a run keeps what --resume needs: beside the checkpoint folder, which every save replaces.
 
-    The file stays when the run ends (unless ``keep_state`` is off), so that a finished run can be resumed
+    The file stays when the run ends (when it finishes, unless ``keep_state`` is off), so that a finished run can be resumed
     with more --epochs or a larger --patience (resumed as it was, it just evaluates its best checkpoint again)."""
     out = Path(cfg.out)
     return out.with_name(out.name + ".resume.pt")
