@@ -10,13 +10,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
-import os
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
+
+from disan.data import environment
 
 CACHE_ENV = "DISAN_TRACE_CACHE_MB"
 DEFAULT_MB = 1024
@@ -29,14 +30,7 @@ WORKING_MB = 128
 def budget(default_mb: int = DEFAULT_MB) -> int:
     """The server's memory bound for traces in bytes, beyond the model: ``DISAN_TRACE_CACHE_MB``
     (megabytes), else ``default_mb``. The cache itself gets :func:`cache_bytes` of it."""
-    text = os.environ.get(CACHE_ENV, "").strip()
-    try:
-        mb = float(text) if text else default_mb
-    except ValueError:
-        raise ValueError(f"{CACHE_ENV} must be a number of megabytes, not {text!r}") from None
-    if mb < 0:
-        raise ValueError(f"{CACHE_ENV} must not be negative")
-    return int(mb * 2**20)
+    return int(environment.number(CACHE_ENV, default_mb, "megabytes") * 2**20)
 
 
 def cache_bytes(bound: int) -> int:

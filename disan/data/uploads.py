@@ -18,6 +18,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from disan.data.files import TABLES, DataError, format_of
+from disan.data import environment
 from disan.data.loaders import sha256_file
 
 UPLOAD_ENV = "DISAN_UPLOAD_MB"
@@ -29,12 +30,7 @@ MAX_STEM = 100               # characters of an upload's name kept before its ex
 def upload_limit_mb() -> int:
     """The largest upload in megabytes (MiB): ``DISAN_UPLOAD_MB``, else :data:`DEFAULT_UPLOAD_MB`; ValueError
     for a value that is not a whole number from 1 up."""
-    text = os.environ.get(UPLOAD_ENV, "").strip()
-    if not text:
-        return DEFAULT_UPLOAD_MB
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{UPLOAD_ENV} must be a whole number of megabytes from 1 up, not {text!r}")
-    return int(text)
+    return environment.number(UPLOAD_ENV, DEFAULT_UPLOAD_MB, "megabytes", whole=True, least=1)
 
 
 def check_size(size: int, limit_mb: int | None = None) -> None:

@@ -46,6 +46,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io
 
+from disan.data import environment
 from disan.data.loaders import sha256_file
 from disan.data.vectors import source_files
 from disan.explore.views import Drawing
@@ -65,14 +66,7 @@ def cache_dir() -> Path:
 
 def bound_bytes() -> int:
     """The cache's bound in bytes: ``$DISAN_CACHE_MB`` megabytes, else :data:`DEFAULT_MB`."""
-    text = os.environ.get(BOUND_ENV, "").strip()
-    try:
-        mb = float(text) if text else DEFAULT_MB
-    except ValueError:
-        raise ValueError(f"{BOUND_ENV} must be a number of megabytes, not {text!r}") from None
-    if mb < 0:
-        raise ValueError(f"{BOUND_ENV} must not be negative")
-    return int(mb * 2**20)
+    return int(environment.number(BOUND_ENV, DEFAULT_MB, "megabytes") * 2**20)
 
 
 # ---------------------------------------------------------------- what a result depends on

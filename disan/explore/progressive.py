@@ -18,10 +18,11 @@ disk (:mod:`disan.explore.diskcache`), so it is paid once per machine.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
+
+from disan.data import environment
 
 FIRST_ENV = "DISAN_FIRST_SAMPLE"
 FIRST = 50    # items in the first sample: a first figure within seconds on the shipped models
@@ -30,14 +31,7 @@ GROWTH = 4    # each sample this many times the size of the one before
 
 def first_size() -> int:
     """The first sample's size: ``$DISAN_FIRST_SAMPLE`` (0: no partial stages), else :data:`FIRST`."""
-    text = os.environ.get(FIRST_ENV, "").strip()
-    try:
-        first = int(text) if text else FIRST
-    except ValueError:
-        raise ValueError(f"{FIRST_ENV} must be a whole number of items, not {text!r}") from None
-    if first < 0:
-        raise ValueError(f"{FIRST_ENV} must not be negative")
-    return first
+    return environment.number(FIRST_ENV, FIRST, "items", whole=True)
 
 
 def sizes(total: int, first: int | None = None, growth: int = GROWTH) -> list[int]:
