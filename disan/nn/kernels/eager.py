@@ -51,14 +51,24 @@ def _block(key, query, mask, j0, j1, i0, i1, c):
     return t, torch.exp(logits - torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak)))
 
 
+def _exponentials(key, query, mask, j0, j1, i0, i1, c):
+    """The masked exponentials E (B, cq, ck, d) of one block, as :func:`_block` gives them, where the forward
+    pass needs no t: computed in place in one buffer, which halves the passes over memory of the eager
+    forward (the path that serves while a checkout builds the C++ kernel)."""
+    if _needs_shift(c, key.dtype):
+        return _block(key, query, mask, j0, j1, i0, i1, c)[1]
+    e = key[:, None, i0:i1] + query[:, j0:j1, None]
+    return e.mul_(1.0 / c).tanh_().mul_(c).exp_().mul_(mask[:, j0:j1, i0:i1, None])
+
+
 class _EagerToken2Token(torch.autograd.Function):
     @staticmethod
     def forward(ctx, key, query, values, mask, c):
         s = torch.zeros_like(values)
         for j0, j1, i0, i1 in _spans(mask, values):
-            _, e = _block(key, query, mask, j0, j1, i0, i1, c)
+            e = _exponentials(key, query, mask, j0, j1, i0, i1, c)
             z = e.sum(dim=2)  # (B, cq, d); 0 only where a query has no valid key
-            num = torch.einsum("bjid,bid->bjd", e, values[:, i0:i1])
+            num = e.mul_(values[:, None, i0:i1]).sum(dim=2)  # (B, cq, d): sum_i E[j, i] * values_i
             s[:, j0:j1] = num / z.clamp_min(torch.finfo(z.dtype).tiny)
         ctx.save_for_backward(key, query, values, mask, s)
         ctx.c = c
