@@ -17,6 +17,18 @@ query token, and switching pages. With ``--sentences N`` it then types N differe
 reports the server's resident memory after each, against the trace cache's bound
 (``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
 
+``--open`` times what a new browser session waits for on the first page: a server whose model is
+loaded, then new sessions (each a fresh browser context: nothing cached, plotly.js fetched again), timed
+from the page's request to its first drawn figure, with where the time went: the script run's end, the
+download of Streamlit's plotly chunk, every figure drawn, and the bytes the page received.
+
+``--predict`` times a checkout's first prediction of the SST-5 dev and test sentences (3,311), each in a
+fresh process with a fresh extension folder (so the C++ kernel builds in the background while the eager
+path serves, as at a checkout's first use), one thread: ``disan.load(...).predict`` and ``disan predict``
+to a CSV, in wall time and the process's CPU time (the background build, at low priority, is not counted),
+then the same with the kernel built. ``--baseline DIR`` runs ``--predict`` and ``--open`` on another
+checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
+
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
 study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
@@ -25,6 +37,7 @@ whole corpus); then a second server, which finds the results on disk, and the sa
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import random
 import socket
@@ -97,13 +110,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(env: dict[str, str] | None = None, timeout: float = 120):
-    """``streamlit run app.py`` on a free local port: yields (process, URL); stopped on exit."""
+def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path | None = None):
+    """``streamlit run app.py`` of ``root`` (default: this checkout's site) on a free local port: yields
+    (process, URL); stopped on exit."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=site(), env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        cwd=root or site(), env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + timeout
@@ -308,6 +322,127 @@ def analysis_latency(models=ANALYSIS_MODELS) -> list[tuple[str, str, float, floa
     return [(m, p, f, t, f2, t2) for (m, p, f, t), (_, _, f2, t2) in zip(cold, warm)]
 
 
+# ---------------------------------------------------------------- a new session's first page
+
+# Marks, in the page's own clock (ms), the first moment each state is seen: the script run's states, and
+# the number of plotly SVG layers drawn (three per figure).
+_TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in window.__marks)) window.__marks[k] = performance.now(); };
+  new MutationObserver(() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    if (app) mark('script ' + app.getAttribute('data-test-script-state'));
+    const drawn = document.querySelectorAll('.js-plotly-plot .main-svg').length;
+    if (drawn) mark('svg ' + drawn);
+  }).observe(document, {subtree: true, childList: true, attributes: true}); }"""
+_PLOTLY_CHUNK = """() => performance.getEntriesByType('resource').filter(e => e.name.includes('PlotlyChart'))
+  .map(e => [e.startTime, e.responseEnd])[0] || [NaN, NaN]"""
+
+
+def opening(sessions: int, root: Path | None = None, checkpoint: str | None = None) -> list[dict]:
+    """Each of ``sessions`` new browser sessions opening the app's first page (``?model=checkpoint``, or its
+    default), on one server (the first session loads the model, so it is reported apart): seconds from the
+    request to the first drawn figure, to the script run's end, to the plotly chunk's download, to the
+    last figure; figures drawn; kB received over the WebSocket and over HTTP."""
+    rows = []
+    with server(root=root) as (_, url), chromium() as browser:
+        for _ in range(sessions + 1):
+            context = browser.new_context(viewport=VIEWPORT)
+            page = context.new_page()
+            received = {"ws": 0, "http": 0}
+
+            def on_socket(ws):
+                ws.on("framereceived", lambda payload: received.__setitem__("ws", received["ws"] + len(payload)))
+
+            def on_response(response):
+                try:
+                    received["http"] += len(response.body())
+                except Exception:  # a redirect or a response whose body is gone has no size to count
+                    pass
+
+            page.on("websocket", on_socket)
+            page.on("response", on_response)
+            page.add_init_script(f"({_TIMELINE})()")
+            page.goto(f"{url}/" + (f"?model={checkpoint}" if checkpoint else ""))
+            page.wait_for_function("() => document.querySelector('.js-plotly-plot .main-svg')", timeout=180_000,
+                                   polling=50)
+            wait_idle(page)
+            page.wait_for_timeout(1000)  # figures still being drawn after the run's end
+            marks = page.evaluate("() => window.__marks")
+            svg = {int(k.split()[1]): v for k, v in marks.items() if k.startswith("svg ")}
+            _, chunk_end = page.evaluate(_PLOTLY_CHUNK)
+            figures = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
+            rows.append({"first figure": min(svg.values()) / 1e3, "script end": marks.get("script notRunning", math.nan) / 1e3,
+                         "plotly chunk": chunk_end / 1e3, "last figure": svg[max(svg)] / 1e3, "figures": figures,
+                         "ws kB": received["ws"] / 1e3, "http kB": received["http"] / 1e3})
+            context.close()
+    return rows
+
+
+# ---------------------------------------------------------------- a checkout's first prediction
+
+# What one fresh process does: import disan, read the sentences, load the model, predict; prints the
+# seconds of the two parts and this process's CPU seconds.
+_FIRST_PREDICT = """import sys, time
+t0 = time.perf_counter()
+import disan
+texts = open(sys.argv[1], encoding="utf-8").read().splitlines()
+pipe = disan.load(sys.argv[2])
+t1 = time.perf_counter()
+pipe.predict(texts)
+print(t1 - t0, time.perf_counter() - t1, time.process_time())
+"""
+
+
+def predict_sentences() -> list[str]:
+    """The SST-5 dev and test sentences (3,311), as ``python -m disan bench --predict`` reads them."""
+    from disan.data.registry import load_task
+    data = load_task("sst5", phrases=False)
+    return [e.text.replace("\n", " ") for e in data.dev + data.test]
+
+
+def first_predictions(root: Path, checkpoint: str, texts_file: str) -> list[tuple[str, float, float, str]]:
+    """(how, wall seconds, CPU seconds, what the wall time held) of a checkout's first prediction of the
+    sentences in ``texts_file``: ``disan.load(...).predict`` and ``disan predict`` while the C++ kernel builds
+    in the background (a fresh extension folder each), then ``disan.load(...).predict`` with it built."""
+    import resource
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="disan-first-predict-") as scratch:
+        commands = {"disan.load(...).predict": [sys.executable, "-c", _FIRST_PREDICT, texts_file, checkpoint],
+                    "disan predict (CSV)": [sys.executable, "-m", "disan", "predict", checkpoint, texts_file,
+                                            "--out", f"{scratch}/out.csv", "--no-progress", "--threads", "1"]}
+        runs = [(how, command, f"{scratch}/ext-{k}") for k, (how, command) in enumerate(commands.items())]
+        runs.append(("disan.load(...).predict, kernel built", commands["disan.load(...).predict"], runs[0][2]))
+        for how, command, extensions in runs:
+            env = {**os.environ, "TORCH_EXTENSIONS_DIR": extensions, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t0 = time.perf_counter()
+            out = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if out.returncode:
+                raise RuntimeError(f"{how} failed in {root}: {out.stderr[-2000:]}")
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            parts = out.stdout.split()
+            held = f"import and load {float(parts[0]):.1f} s, predict {float(parts[1]):.1f} s" if len(parts) == 3 else ""
+            rows.append((how, wall, cpu, held))
+            wait_for_build(Path(extensions))  # the background build, before the next run competes with it
+    return rows
+
+
+def wait_for_build(extensions: Path, timeout_s: float = 900) -> None:
+    """Wait until the background build under ``extensions`` has made its library or failed; return at once
+    where none started within a minute (an installed library, no compiler)."""
+    start = time.time()
+    while time.time() - start < timeout_s:
+        logs = list(extensions.glob("*/build.log"))
+        if list(extensions.glob("*/*.so")):
+            time.sleep(2)  # the library is written just before the build step lets go of its lock
+            return
+        if any("rror" in log.read_text(errors="replace") for log in logs) or (not logs and time.time() - start > 60):
+            return
+        time.sleep(1)
+
+
 def parser() -> argparse.ArgumentParser:
     """The ``latency`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
@@ -320,6 +455,11 @@ def parser() -> argparse.ArgumentParser:
                                                                   "report the server's memory")
     parser.add_argument("--cache-mb", type=float, default=None, help=f"--browser: the trace cache's bound "
                                                                       f"({CACHE_ENV}; default 1024)")
+    parser.add_argument("--open", type=int, nargs="?", const=3, metavar="SESSIONS",
+                        help="time the first page of SESSIONS new browser sessions (default 3)")
+    parser.add_argument("--predict", action="store_true", help="time a checkout's first prediction of the "
+                                                               "SST-5 dev and test sentences")
+    parser.add_argument("--baseline", type=Path, help="--open, --predict: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
@@ -331,6 +471,33 @@ def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     p = parser()
     args = p.parse_args(argv)
+    load_line = lambda: f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}"  # noqa: E731
+    roots = {"this checkout": site(), **({f"baseline {args.baseline}": args.baseline} if args.baseline else {})}
+    if args.predict:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as texts_file:
+            texts = predict_sentences()
+            texts_file.write("\n".join(texts) + "\n")
+            texts_file.flush()
+            checkpoint = args.checkpoint or str(site() / "checkpoints" / "sst5")
+            print(f"{cpu_model()}; {load_line()} before; first prediction of {len(texts):,} sentences, one thread")
+            print("| code | how | wall (s) | CPU (s) | of the wall time |\n|---|---|---:|---:|---|")
+            for name, root in roots.items():
+                for how, wall, cpu, held in first_predictions(root, checkpoint, texts_file.name):
+                    print(f"| {name} | {how} | {wall:.1f} | {cpu:.1f} | {held} |", flush=True)
+        print(f"{load_line()} after")
+        return
+    if args.open is not None:
+        print(f"{cpu_model()}; {load_line()} before; Chromium {VIEWPORT['width']}x{VIEWPORT['height']}; the first "
+              f"page in {args.open} new sessions after one that loads the model (seconds from the request)")
+        print("| code | first figure | script run ends | plotly chunk loaded | last figure | figures | WebSocket kB "
+              "| HTTP kB |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+        for name, root in roots.items():
+            for row in opening(args.open, root)[1:]:
+                print(f"| {name} | {row['first figure']:.2f} | {row['script end']:.2f} | {row['plotly chunk']:.2f} | "
+                      f"{row['last figure']:.2f} | {row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} |",
+                      flush=True)
+        print(f"{load_line()} after")
+        return
     if args.pages:
         models = [m for m in args.models.split(",") if m]
         print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
