@@ -1,5 +1,7 @@
 """The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
 import html
+import os
+import signal
 from dataclasses import replace
 from html.parser import HTMLParser
 
@@ -69,6 +71,24 @@ def test_the_latency_tool_times_the_registry_views_with_default_options(make_che
         torch.set_num_threads(threads)  # measure runs single-threaded, as the app does
     assert [row[0] for row in rows] == list(views.VIEWS)
     assert calls == [(name, view.options()) for name, view in views.VIEWS.items()]
+
+
+def test_the_latency_tool_counts_the_cpu_time_of_a_process_and_its_descendants():
+    # a grandchild that spends half a second of CPU: counted for its parent and for this process
+    script = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
+              "'import time, sys\\nwhile time.process_time() < 0.5: pass\\nprint(1, flush=True)\\ntime.sleep(60)'])")
+    import subprocess
+    import sys
+    before = latency.cpu_seconds([os.getpid()])
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "1"
+        assert latency.cpu_seconds([child.pid]) >= 0.5
+        assert latency.cpu_seconds([os.getpid()]) - before >= 0.5
+    finally:
+        for pid in reversed(latency.descendants(child.pid)):
+            os.kill(pid, signal.SIGTERM)
+        child.wait()
 
 
 def test_keys_and_titles_follow_the_block_names():

@@ -324,6 +324,34 @@ def analysis_latency(models=ANALYSIS_MODELS) -> list[tuple[str, str, float, floa
 
 # ---------------------------------------------------------------- a new session's first page
 
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every process now: pid -> (parent pid, user + system CPU seconds) (Linux /proc)."""
+    table = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+        except OSError:  # a process that ended meanwhile
+            continue
+        table[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+    return table
+
+
+def descendants(pid: int, table: dict | None = None) -> list[int]:
+    """``pid`` and every process descended from it, parents before their children."""
+    table = _processes() if table is None else table
+    found, frontier = [], [pid]
+    while frontier:
+        found += frontier
+        frontier = [p for p, (parent, _) in table.items() if parent in frontier and p not in found]
+    return found
+
+
+def cpu_seconds(pids) -> float:
+    """User + system CPU seconds of the processes ``pids`` and all their descendants that are running now."""
+    table = _processes()
+    return sum(table[p][1] for p in {q for pid in pids for q in descendants(pid, table)} if p in table)
+
+
 # Marks, in the page's own clock (ms), the first moment each state is seen: the script run's states, and
 # the number of plotly SVG layers drawn (three per figure).
 _TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in window.__marks)) window.__marks[k] = performance.now(); };
@@ -343,8 +371,10 @@ def opening(sessions: int, root: Path | None = None, checkpoint: str | None = No
     request to the first drawn figure, to the script run's end, to the plotly chunk's download, to the
     last figure; figures drawn; kB received over the WebSocket and over HTTP."""
     rows = []
-    with server(root=root) as (_, url), chromium() as browser:
+    with server(root=root) as (proc, url), chromium() as browser:
         for _ in range(sessions + 1):
+            # Chromium's processes descend from this one through Playwright's driver, as the server does
+            cpu_before = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]), cpu_seconds([proc.pid])
             context = browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
             received = {"ws": 0, "http": 0}
@@ -370,9 +400,12 @@ def opening(sessions: int, root: Path | None = None, checkpoint: str | None = No
             svg = {int(k.split()[1]): v for k, v in marks.items() if k.startswith("svg ")}
             _, chunk_end = page.evaluate(_PLOTLY_CHUNK)
             figures = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
+            server_cpu = cpu_seconds([proc.pid]) - cpu_before[1]
+            browser_cpu = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]) - cpu_before[0]
             rows.append({"first figure": min(svg.values()) / 1e3, "script end": marks.get("script notRunning", math.nan) / 1e3,
                          "plotly chunk": chunk_end / 1e3, "last figure": svg[max(svg)] / 1e3, "figures": figures,
-                         "ws kB": received["ws"] / 1e3, "http kB": received["http"] / 1e3})
+                         "ws kB": received["ws"] / 1e3, "http kB": received["http"] / 1e3,
+                         "browser CPU": browser_cpu, "server CPU": server_cpu})
             context.close()
     return rows
 
@@ -490,11 +523,12 @@ def main(argv=None) -> None:
         print(f"{cpu_model()}; {load_line()} before; Chromium {VIEWPORT['width']}x{VIEWPORT['height']}; the first "
               f"page in {args.open} new sessions after one that loads the model (seconds from the request)")
         print("| code | first figure | script run ends | plotly chunk loaded | last figure | figures | WebSocket kB "
-              "| HTTP kB |\n|---|---:|---:|---:|---:|---:|---:|---:|")
+              "| HTTP kB | browser CPU (s) | server CPU (s) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name, root in roots.items():
             for row in opening(args.open, root)[1:]:
                 print(f"| {name} | {row['first figure']:.2f} | {row['script end']:.2f} | {row['plotly chunk']:.2f} | "
-                      f"{row['last figure']:.2f} | {row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} |",
+                      f"{row['last figure']:.2f} | {row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} | "
+                      f"{row['browser CPU']:.1f} | {row['server CPU']:.1f} |",
                       flush=True)
         print(f"{load_line()} after")
         return
