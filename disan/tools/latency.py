@@ -227,7 +227,7 @@ def browser_latency(checkpoint: str, n_tokens: int, repeats: int) -> list[tuple[
                  lambda: page.locator('[data-testid="stButtonGroup"] button', has_text=f"giraffe{r}").first.click(),
                  f"query {other}: giraffe{r}"),
                 ("feature mode: one feature", lambda: choose(page, "one feature"),
-                 "feature k = 0"),
+                 "feature k = "),  # the sharpest feature for the query, whichever it is
                 ("page: Fusion gates", lambda: navigate(page, "Fusion gates"), "fusion gate F"),
                 ("page: Source2token", lambda: navigate(page, "Source2token"), "source2token attention"),
                 ("page: Attention", lambda: navigate(page, "Attention"), "· query "),
