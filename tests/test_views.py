@@ -91,6 +91,26 @@ def test_the_latency_tool_counts_the_cpu_time_of_a_process_and_its_descendants()
         child.wait()
 
 
+def test_a_block_is_reduced_over_features_once_per_trace_and_reduction(monkeypatch):
+    s = sentence()
+    calls = []
+    reduce = views.measures.reduce_features
+
+    def spy(probs, mode):
+        calls.append(mode)
+        return reduce(probs, mode)
+
+    monkeypatch.setattr(views.measures, "reduce_features", spy)
+    first = views.attention(s)  # the heatmaps, the shading and the blocks' comparison all draw the mean
+    assert calls == ["mean", "mean"]
+    assert views.attention(s).figures["attention-pair"].to_dict() == first.figures["attention-pair"].to_dict()
+    views.attention(s, views.AttentionOptions(mode="max"))
+    assert calls == ["mean", "mean", "max", "max"]
+    block = s.trace.blocks[0]
+    shared = views.reduced(block, "mean")
+    assert np.array_equal(shared, reduce(np.asarray(block.probs), "mean")) and not shared.flags.writeable
+
+
 def test_keys_and_titles_follow_the_block_names():
     s = sentence("disan-nodir")
     assert views.block_names(s.trace) == ["diag 1", "diag 2"]

@@ -182,18 +182,37 @@ def find_block(trace, name: str | None):
     raise ValueError(f"no DiSA block is named {name!r}; the blocks are {block_names(trace)}")
 
 
-_ENTROPY: dict[int, np.ndarray] = {}
+# What is measured of a block's probabilities, once per trace: a cached trace is drawn on every rerun, and at
+# 200 tokens each measure is a pass over n²·d values. {id(probs): {what: value}}, kept while the probabilities live.
+_MEASURED: dict[int, dict] = {}
+
+
+def measured(block, what, compute):
+    """``compute()``, the measure ``what`` of a block's probabilities, computed at its first call for this trace."""
+    key = id(block.probs)
+    if key not in _MEASURED:
+        _MEASURED[key] = {}
+        weakref.finalize(block.probs, _MEASURED.pop, key, None)  # before the id can be reused
+    found = _MEASURED[key]
+    if what not in found:
+        found[what] = compute()
+    return found[what]
 
 
 def entropy(block) -> np.ndarray:
-    """(n, d) :func:`~disan.inspect.measures.query_entropy` of a block, computed once per trace: a cached
-    trace is drawn on every rerun, and at 200 tokens this is the costliest step. Kept while the block's
-    probabilities live (about 1 % of their size)."""
-    key = id(block.probs)
-    if key not in _ENTROPY:
-        _ENTROPY[key] = measures.query_entropy(np.asarray(block.probs), np.asarray(block.mask))
-        weakref.finalize(block.probs, _ENTROPY.pop, key, None)  # before the id can be reused
-    return _ENTROPY[key]
+    """(n, d) :func:`~disan.inspect.measures.query_entropy` of a block, computed once per trace (at 200 tokens the
+    costliest step of a drawing; about 1 % of the probabilities' size)."""
+    return measured(block, "entropy", lambda: measures.query_entropy(np.asarray(block.probs), np.asarray(block.mask)))
+
+
+def reduced(block, reduction: str | int) -> np.ndarray:
+    """(n, n) :func:`~disan.inspect.measures.reduce_features` of a block, computed once per trace and reduction
+    (the heatmaps, the shading and the blocks' comparison each draw it); read-only, as it is shared."""
+    def compute():
+        values = measures.reduce_features(np.asarray(block.probs), reduction)
+        values.flags.writeable = False
+        return values
+    return measured(block, ("reduced", reduction), compute)
 
 
 def sharpest_features(trace, block: str | None = None, top: int | None = TOP_RANKED) -> list[int]:
@@ -274,8 +293,7 @@ def shading(sentence: SentenceTrace, key: str, reduction: str | int = "mean") ->
                               importance * len(importance), 1.0, ratio=True)
     if kind == "received" and name in block_names(tr):
         block = find_block(tr, name)
-        received = rescaled_received_lift(measures.reduce_features(np.asarray(block.probs), reduction),
-                                          block.mask)
+        received = rescaled_received_lift(reduced(block, reduction), block.mask)
         return markup.Shading(f"attention received in the {name} block ({_received_text(reduction)}), "
                               f"÷ what uniform attention would give", received, 1.0, ratio=True)
     if kind == "gate" and name in block_names(tr):
@@ -356,7 +374,7 @@ class _Attention:
 
     def reduced(self) -> list[np.ndarray]:
         """(n, n) attention of each block, features reduced as the options say."""
-        return [measures.reduce_features(p, self.reduction) for p in self.probs]
+        return [reduced(block, self.reduction) for block in self.blocks]
 
 
 def _attention(sentence: SentenceTrace, options: AttentionOptions) -> _Attention:
