@@ -26,7 +26,7 @@ download of Streamlit's plotly chunk, every figure drawn, and the bytes the page
 fresh process with a fresh extension folder (so the C++ kernel builds in the background while the eager
 path serves, as at a checkout's first use), one thread: ``disan.load(...).predict`` and ``disan predict``
 to a CSV, in wall time and the process's CPU time (the background build, at low priority, is not counted),
-then the same with the kernel built. ``--baseline DIR`` runs ``--predict`` and ``--open`` on another
+then the same with the kernel built. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on another
 checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
@@ -207,11 +207,13 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     raise RuntimeError(f"no {field} in /proc")
 
 
-def browser_latency(checkpoint: str, n_tokens: int, repeats: int) -> list[tuple[str, list[float]]]:
-    """(interaction, seconds of each round) on the Attention page and across pages, in Chromium."""
+def browser_latency(checkpoint: str, n_tokens: int, repeats: int,
+                    root: Path | None = None) -> list[tuple[str, list[float]]]:
+    """(interaction, seconds of each round) on the Attention page and across pages, in Chromium, of the app of
+    ``root`` (default: this checkout's)."""
     middle, other = n_tokens // 2, max(0, n_tokens // 2 - 10)
     rounds: dict[str, list[float]] = {}
-    with server() as (_, url), chromium() as browser:
+    with server(root=root) as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(f"{url}/?model={checkpoint}")
         wait_drawn(page, "· query ")
@@ -492,7 +494,7 @@ def parser() -> argparse.ArgumentParser:
                         help="time the first page of SESSIONS new browser sessions (default 3)")
     parser.add_argument("--predict", action="store_true", help="time a checkout's first prediction of the "
                                                                "SST-5 dev and test sentences")
-    parser.add_argument("--baseline", type=Path, help="--open, --predict: another checkout to run side by side")
+    parser.add_argument("--baseline", type=Path, help="--open, --predict, --browser: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
@@ -556,9 +558,12 @@ def main(argv=None) -> None:
     tokens, repeats = args.tokens or 200, args.repeats or 3
     print(f"Chromium {VIEWPORT['width']}x{VIEWPORT['height']}, checkpoint {name}, {tokens} tokens, "
           f"{repeats} rounds (seconds: median, max)")
-    print("| interaction | median (s) | max (s) |\n|---|---:|---:|")
-    for interaction, seconds in browser_latency(name, tokens, repeats):
-        print(f"| {interaction} | {statistics.median(seconds):.2f} | {max(seconds):.2f} |")
+    print(f"{cpu_model()}; {load_line()} before")
+    print("| code | interaction | median (s) | max (s) |\n|---|---|---:|---:|")
+    for code, root in roots.items():
+        for interaction, seconds in browser_latency(name, tokens, repeats, root):
+            print(f"| {code} | {interaction} | {statistics.median(seconds):.2f} | {max(seconds):.2f} |", flush=True)
+    print(f"{load_line()} after")
     if args.sentences:
         memory = browser_memory(name, tokens, args.sentences, args.cache_mb)
         peak = max(memory["after_mb"])
