@@ -3,6 +3,8 @@
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
     python -m disan latency --browser --pages analyses [--models sst5,sick-e]
+    python -m disan latency --open [SESSIONS] [--baseline DIR]
+    python -m disan latency --predict [CHECKPOINT] [--baseline DIR]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
 the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
@@ -26,8 +28,8 @@ download of Streamlit's plotly chunk, every figure drawn, and the bytes the page
 fresh process with a fresh extension folder (so the C++ kernel builds in the background while the eager
 path serves, as at a checkout's first use), one thread: ``disan.load(...).predict`` and ``disan predict``
 to a CSV, in wall time and the process's CPU time (the background build, at low priority, is not counted),
-then the same with the kernel built. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on another
-checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
+then the same with the kernel built. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on
+another checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
 study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
@@ -494,7 +496,8 @@ def parser() -> argparse.ArgumentParser:
                         help="time the first page of SESSIONS new browser sessions (default 3)")
     parser.add_argument("--predict", action="store_true", help="time a checkout's first prediction of the "
                                                                "SST-5 dev and test sentences")
-    parser.add_argument("--baseline", type=Path, help="--open, --predict, --browser: another checkout to run side by side")
+    parser.add_argument("--baseline", type=Path,
+                        help="--browser, --open, --predict: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
