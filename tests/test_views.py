@@ -1,5 +1,7 @@
 """The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
 import html
+import os
+import time
 from dataclasses import replace
 from html.parser import HTMLParser
 
@@ -69,6 +71,15 @@ def test_the_latency_tool_times_the_registry_views_with_default_options(make_che
         torch.set_num_threads(threads)  # measure runs single-threaded, as the app does
     assert [row[0] for row in rows] == list(views.VIEWS)
     assert calls == [(name, view.options()) for name, view in views.VIEWS.items()]
+
+
+def test_the_latency_tool_reads_a_process_cpu_time_as_the_process_counts_it():
+    sum(i * i for i in range(3_000_000))  # CPU time to read
+    before = time.process_time()
+    read = latency.cpu_seconds(os.getpid())
+    after = time.process_time()
+    assert before > 0.1
+    assert before - 0.03 <= read <= after + 0.03  # /proc counts in clock ticks (10 ms each)
 
 
 def test_keys_and_titles_follow_the_block_names():

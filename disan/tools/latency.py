@@ -21,8 +21,8 @@ reports the server's resident memory after each, against the trace cache's bound
 study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
 whole corpus); then a second server, which finds the results on disk, and the same again. ``--trace`` adds
-when each page's script run started and ended, as the browser hears of it: the seconds before the start
-are the browser's loading and connecting, those after the end its drawing.
+when each page's script run started and ended, as the browser hears of it (the seconds before the start
+are the browser's loading and connecting), and the CPU seconds the server spent on each visit.
 """
 from __future__ import annotations
 
@@ -288,17 +288,25 @@ def cpu_model() -> str:
     return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system, all threads) a process has used so far, in seconds (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime and stime, in clock ticks
+
+
 def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tuple]:
     """(model, page, seconds to its first corpus figure, seconds to its final figure, seconds to the start of
-    its script run, seconds to the run's end) for the first visit of each analysis page (its link, in a new
-    browser session) on a server just started, results kept in ``cache_dir`` (DISAN_CACHE_DIR)."""
+    its script run, seconds to the run's end, the server's CPU seconds meanwhile) for the first visit of
+    each analysis page (its link, in a new browser session) on a server just started, results kept in
+    ``cache_dir`` (DISAN_CACHE_DIR)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     rows = []
-    with server({"DISAN_CACHE_DIR": cache_dir}) as (_, url), chromium() as browser:
+    with server({"DISAN_CACHE_DIR": cache_dir}) as (proc, url), chromium() as browser:
         for model in models:
             for name, (path, key) in ANALYSIS_PAGES.items():
                 page = browser.new_page(viewport=VIEWPORT)
                 page.add_init_script(_RUN_TIMES)
+                cpu = cpu_seconds(proc.pid)
                 t0 = time.perf_counter()
                 page.goto(f"{url}/{path}?model={model}")
                 first = final = float("nan")  # NaN: not drawn within timeout_s (an error on the page, say)
@@ -311,7 +319,7 @@ def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tupl
                     pass
                 run = page.evaluate("window.__disanRun")
                 rows.append((model, name, first, final, *(float("nan") if run[k] is None else run[k]
-                                                          for k in ("start", "end"))))
+                                                          for k in ("start", "end")), cpu_seconds(proc.pid) - cpu))
                 page.close()
     return rows
 
@@ -342,7 +350,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
                         help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
     parser.add_argument("--trace", action="store_true",
-                        help="--pages analyses: also when each page's script run started and ended")
+                        help="--pages analyses: also when each page's script run started and ended, and the "
+                             "server's CPU seconds per visit")
     return parser
 
 
@@ -361,14 +370,17 @@ def main(argv=None) -> None:
         for (model, page, first, final, *_), (_, _, first2, final2, *_) in zip(cold, warm):
             print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {first2:.1f} | {final2:.1f} |")
         if args.trace:
-            print("\nWhere the seconds go (since the link was opened): the script run's start as the browser "
-                  "hears of it (before it: loading the app and connecting), its end (the server's work, the "
-                  "partial stages drawn meanwhile), the first corpus figure drawn\n"
-                  "| server | model | page | run starts | run ends | first figure | final figure |\n"
-                  "|---|---|---|---:|---:|---:|---:|")
+            print("\nWhere the seconds go, since the link was opened: the script run's start and end as the browser "
+                  "hears of them (before the start: the browser loading the app and connecting; the end comes "
+                  "after the browser has handled what the run sent before it), the first and final corpus "
+                  "figure drawn, and the CPU seconds the server spent on the visit (its script run: imports, "
+                  "model, corpus, stages, reading the disk cache)\n"
+                  "| server | model | page | run starts | run ends | first figure | final figure | server CPU |\n"
+                  "|---|---|---|---:|---:|---:|---:|---:|")
             for label, rows in (("fresh", cold), ("restarted", warm)):
-                for model, page, first, final, start, end in rows:
-                    print(f"| {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} | {final:.1f} |")
+                for model, page, first, final, start, end, cpu in rows:
+                    print(f"| {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} | {final:.1f} "
+                          f"| {cpu:.1f} |")
         print(f"load average after {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return
     if args.checkpoint is None:
