@@ -21,7 +21,10 @@ def test_samples_grow_from_the_first_to_the_whole_corpus(monkeypatch):
     assert progressive.sizes(200, 50, 4) == [50, 200]
     assert progressive.sizes(30, 50, 4) == [30]
     assert progressive.sizes(500, 0) == [500]
+    monkeypatch.delenv(progressive.FIRST_ENV, raising=False)
+    assert progressive.first_size(20) == 20  # an analysis's own first sample, where the environment says nothing
     monkeypatch.setenv(progressive.FIRST_ENV, "10")
+    assert progressive.first_size(20) == 10
     assert [(s.number, s.count, s.size, s.final) for s in progressive.plan(100, growth=3)] == [
         (1, 4, 10, False), (2, 4, 30, False), (3, 4, 90, False), (4, 4, 100, True)]
     monkeypatch.setenv(progressive.FIRST_ENV, "many")
@@ -81,7 +84,8 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
 
     # a restart: nothing in memory, nothing computed or read again; every page draws what it drew, from disk
     st.cache_data.clear()
-    for name in ("measure", "analyse", "profile", "corpus_agreement", "trained_corpus", "trained_items"):
+    st.cache_resource.clear()
+    for name in ("measure", "analyse", "profile", "corpus_agreement", "split_corpus", "sample_items"):
         for module in (casestudy, corpus, atlas, attribution):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))

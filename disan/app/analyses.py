@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from disan.app.common import benchmark_label, checkpoint_args, load_pipeline, upload
-from disan.data.files import FORMATS, DataError
+from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.explore import atlas, diskcache, progressive, views
@@ -93,11 +93,23 @@ def data_stamp(entry) -> tuple:
     return tuple(stamps)
 
 
+@st.cache_resource(max_entries=4, show_spinner="Reading the data the model was trained on…")
+def trained_data(path: str, mtime: float, files: tuple, _config: dict) -> TaskData:
+    """The data a checkpoint was trained on (:func:`disan.data.files.trained_task`: every split, tokenised;
+    a file of one's own checked against its recorded SHA-256), read once per server, checkpoint and data
+    files (:func:`data_stamp`), whichever of its splits and samples the pages ask for (:func:`trained`,
+    :func:`test_items`): tokenising a benchmark's splits takes seconds. Shared by every session, which only
+    read it."""
+    return trained_task(_config)
+
+
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
 def trained(path: str, mtime: float, files: tuple, _config: dict, split: str) -> corpus.Corpus:
-    """A split of the data a checkpoint was trained on, read once per checkpoint, data files and split; a
-    benchmark's kept on disk, a file of one's own read (and checked against its recorded SHA-256) afresh."""
-    return read_kept(trained_key(_config, split), lambda: corpus.trained_corpus(_config, split))
+    """A split of the data a checkpoint was trained on (:func:`disan.explore.analyses.corpus.trained_corpus`),
+    read once per checkpoint, data files and split; a benchmark's kept on disk, a file of one's own read
+    afresh (from :func:`trained_data`)."""
+    return read_kept(trained_key(_config, split),
+                     lambda: corpus.split_corpus(trained_data(path, mtime, files, _config), split))
 
 
 def trained_key(config: dict, split: str, **more) -> str | None:
@@ -176,7 +188,7 @@ def kept_drawing(job, drawing_of) -> views.Drawing:
     return kept(f"{job[0]}.drawing", drawing_of)
 
 
-def refined(what: str, total: int, job_of, show):
+def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST):
     """The result of an analysis over ``total`` items, computed in the stages of
     :func:`disan.explore.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
     its sample is drawn by ``show(result, stage)`` under a progress bar naming ``what`` is computed, until
@@ -185,9 +197,11 @@ def refined(what: str, total: int, job_of, show):
 
     ``job_of(size)``: (result key, computation) of a sample of ``size`` items, as the ``*_job`` functions
     below give them; for ``total`` it must be the direct computation. ``show`` must give its figures keys of
-    their own (the stage's number in them): the page draws the final result under the usual ones.
+    their own (the stage's number in them): the page draws the final result under the usual ones. ``first``:
+    the first sample's size unless ``$DISAN_FIRST_SAMPLE`` says otherwise
+    (:func:`disan.explore.progressive.first_size`).
     """
-    stages = progressive.plan(total)
+    stages = progressive.plan(total, progressive.first_size(first))
     final = stages[-1]
     if len(stages) == 1 or diskcache.known(job_of(total)[0]):
         with st.spinner(f"{what}…"):
@@ -274,9 +288,18 @@ def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribut
 
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
 def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> list:
-    """A seeded sample of n test inputs of the data a checkpoint was trained on, keyed by the checkpoint and
-    its data files (:func:`data_stamp`)."""
-    return read_kept(trained_key(_config, "test", items=n), lambda: corpus.trained_items(_config, "test", n))
+    """A seeded sample of n test inputs of the data a checkpoint was trained on
+    (:func:`disan.explore.analyses.corpus.trained_items`), keyed by the checkpoint and its data files
+    (:func:`data_stamp`); a benchmark's kept on disk, a file of one's own drawn afresh (from
+    :func:`trained_data`)."""
+    return read_kept(trained_key(_config, "test", items=n),
+                     lambda: corpus.sample_items(trained_data(path, mtime, files, _config), "test", n))
+
+
+# Inputs in the first sample of the agreement over a corpus: integrated gradients over every input cost about
+# 60 ms of one core on sst5 and sick-e (CORPUS_STEPS steps in one batch), so the usual 50 take 3 s before
+# the first figure; 20 take just over 1 s.
+AGREEMENT_FIRST = 20
 
 
 def agreement_job(path: str, mtime: float, items: list):

@@ -29,9 +29,10 @@ FIRST = 50    # items in the first sample: a first figure within seconds on the 
 GROWTH = 4    # each sample this many times the size of the one before
 
 
-def first_size() -> int:
-    """The first sample's size: ``$DISAN_FIRST_SAMPLE`` (0: no partial stages), else :data:`FIRST`."""
-    return environment.number(FIRST_ENV, FIRST, "items", whole=True)
+def first_size(default: int = FIRST) -> int:
+    """The first sample's size: ``$DISAN_FIRST_SAMPLE`` (0: no partial stages), else ``default`` (an
+    analysis whose items cost more starts from fewer of them)."""
+    return environment.number(FIRST_ENV, default, "items", whole=True)
 
 
 def sizes(total: int, first: int | None = None, growth: int = GROWTH) -> list[int]:

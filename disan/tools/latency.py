@@ -2,7 +2,7 @@
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
-    python -m disan latency --browser --pages analyses [--models sst5,sick-e]
+    python -m disan latency --browser --pages analyses [--models sst5,sick-e] [--trace]
     python -m disan latency --open [SESSIONS] [--baseline DIR]
     python -m disan latency --predict [CHECKPOINT] [--baseline DIR]
 
@@ -34,7 +34,9 @@ another checkout too (``git archive REV | tar -x -C DIR``), side by side in one 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
 study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
-whole corpus); then a second server, which finds the results on disk, and the same again.
+whole corpus); then a second server, which finds the results on disk, and the same again. ``--trace`` adds
+when each page's script run started and ended, as the browser hears of it (the seconds before the start
+are the browser's loading and connecting), and the CPU seconds the server spent on each visit.
 """
 from __future__ import annotations
 
@@ -279,6 +281,19 @@ ANALYSIS_MODELS = ("sst5", "sick-e")
 _FIGURE = """k => [...document.querySelectorAll(`[class*="st-key-"][class*="${k}"] .main-svg`)].length > 0"""
 _FINAL = f"""k => ({_IDLE})() && !!document.querySelector(`.st-key-${{k}} .main-svg`)
   && !document.querySelector('[data-testid="stProgress"]')"""
+# Seconds since the page's navigation began (performance.now()) at which the page's script run first
+# started and last ended, as the browser hears of them: what comes before the start is the browser loading
+# the app and connecting, what comes after the end its drawing.
+_RUN_TIMES = """(() => {
+  const seen = window.__disanRun = {start: null, end: null};
+  new MutationObserver(() => {
+    const state = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+    const now = performance.now() / 1000;
+    if (state === 'running' && seen.start === null) seen.start = now;
+    if (state === 'notRunning' && seen.start !== null) seen.end = now;
+  }).observe(document, {subtree: true, childList: true, attributes: true,
+                        attributeFilter: ['data-test-script-state']});
+})()"""
 
 
 def cpu_model() -> str:
@@ -291,16 +306,19 @@ def cpu_model() -> str:
     return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
-def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tuple[str, str, float, float]]:
-    """(model, page, seconds to its first corpus figure, seconds to its final figure) for the first visit of
+def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tuple]:
+    """(model, page, seconds to its first corpus figure, seconds to its final figure, seconds to the start of
+    its script run, seconds to the run's end, the server's CPU seconds meanwhile) for the first visit of
     each analysis page (its link, in a new browser session) on a server just started, results kept in
     ``cache_dir`` (DISAN_CACHE_DIR)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     rows = []
-    with server({"DISAN_CACHE_DIR": cache_dir}) as (_, url), chromium() as browser:
+    with server({"DISAN_CACHE_DIR": cache_dir}) as (proc, url), chromium() as browser:
         for model in models:
             for name, (path, key) in ANALYSIS_PAGES.items():
                 page = browser.new_page(viewport=VIEWPORT)
+                page.add_init_script(_RUN_TIMES)
+                cpu = cpu_seconds([proc.pid])
                 t0 = time.perf_counter()
                 page.goto(f"{url}/{path}?model={model}")
                 first = final = float("nan")  # NaN: not drawn within timeout_s (an error on the page, say)
@@ -311,19 +329,20 @@ def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tupl
                     final = time.perf_counter() - t0
                 except PlaywrightTimeout:
                     pass
-                rows.append((model, name, first, final))
+                run = page.evaluate("window.__disanRun")
+                rows.append((model, name, first, final, *(float("nan") if run[k] is None else run[k]
+                                                          for k in ("start", "end")), cpu_seconds([proc.pid]) - cpu))
                 page.close()
     return rows
 
 
-def analysis_latency(models=ANALYSIS_MODELS) -> list[tuple[str, str, float, float, float, float]]:
-    """(model, page, first figure, final figure, then the same after a restart) in seconds: every analysis
-    page's first visit on a fresh server with an empty result cache, then on a second server that finds
-    the first one's results on disk."""
+def analysis_latency(models=ANALYSIS_MODELS) -> tuple[list[tuple], list[tuple]]:
+    """The rows of :func:`analysis_visits` for every analysis page's first visit on a fresh server with an
+    empty result cache, then on a second server that finds the first one's results on disk."""
     with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir:
         cold = analysis_visits(models, cache_dir)
         warm = analysis_visits(models, cache_dir)
-    return [(m, p, f, t, f2, t2) for (m, p, f, t), (_, _, f2, t2) in zip(cold, warm)]
+    return cold, warm
 
 
 # ---------------------------------------------------------------- a new session's first page
@@ -502,6 +521,9 @@ def parser() -> argparse.ArgumentParser:
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
                         help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
+    parser.add_argument("--trace", action="store_true",
+                        help="--pages analyses: also when each page's script run started and ended, and the "
+                             "server's CPU seconds per visit")
     return parser
 
 
@@ -542,10 +564,23 @@ def main(argv=None) -> None:
         print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
               f"{VIEWPORT['width']}x{VIEWPORT['height']}; first visit of each page by its link (seconds to the "
               "first drawn corpus figure, and to the final one)")
+        cold, warm = analysis_latency(models)
         print("| model | page | first figure | final figure | after a restart: first | final |\n"
               "|---|---|---:|---:|---:|---:|")
-        for model, page, first, final, first2, final2 in analysis_latency(models):
+        for (model, page, first, final, *_), (_, _, first2, final2, *_) in zip(cold, warm):
             print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {first2:.1f} | {final2:.1f} |")
+        if args.trace:
+            print("\nWhere the seconds go, since the link was opened: the script run's start and end as the browser "
+                  "hears of them (before the start: the browser loading the app and connecting; the end comes "
+                  "after the browser has handled what the run sent before it), the first and final corpus "
+                  "figure drawn, and the CPU seconds the server spent on the visit (its script run: imports, "
+                  "model, corpus, stages, reading the disk cache)\n"
+                  "| server | model | page | run starts | run ends | first figure | final figure | server CPU |\n"
+                  "|---|---|---|---:|---:|---:|---:|---:|")
+            for label, rows in (("fresh", cold), ("restarted", warm)):
+                for model, page, first, final, start, end, cpu in rows:
+                    print(f"| {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} | {final:.1f} "
+                          f"| {cpu:.1f} |")
         print(f"load average after {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return
     if args.checkpoint is None:
