@@ -6,6 +6,7 @@ from disan.data import environment
 NAME = "DISAN_TEST_SETTING"
 
 
+@pytest.mark.quick
 def test_unset_or_blank_gives_the_default(monkeypatch):
     monkeypatch.delenv(NAME, raising=False)
     assert environment.number(NAME, 7, "items") == 7
