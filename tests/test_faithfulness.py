@@ -137,6 +137,32 @@ def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_with
                     assert hits
 
 
+@pytest.mark.quick
+def test_the_permutation_gathers_what_take_along_dim_gathers():
+    pad = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    for direction in ("forward", "backward"):
+        mask = attention_mask(pad, direction)
+        probs = torch.rand(2, 6, 6, 3) * mask[..., None]
+        index = torch.as_tensor(F.stats.row_shuffle_index(mask.numpy(), np.random.default_rng(5)))
+        want = torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)  # the readable gather
+        assert torch.equal(F.permuted(probs, mask, np.random.default_rng(5)), want)
+
+
+def test_the_shared_noise_calibration_moves_each_block_by_the_distance_asked():
+    model, vocab = make_model("classify")
+    model.eval()
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    ids = torch.tensor([vocab.encode(["the", "cat", "sat", "on", "the", "mat"]), vocab.encode(["a", "dog"]) + [PAD_ID] * 4])
+    noise = F.Noise(model, ids, F.blocks_of(pipe), torch.Generator().manual_seed(0))
+    for block in F.blocks_of(pipe):
+        wanted = noise.reached[0][block] * torch.tensor([0.7, 1.6])  # inside and outside the calibrated span
+        out, reached = noise.matched(block, wanted)
+        assert torch.allclose(reached, wanted, rtol=0.02)
+        # what it returns is the encoding of the word vectors plus that much noise
+        moved, distances = noise.run(torch.zeros(2))
+        assert torch.allclose(moved, noise.base.encoding, atol=1e-6) and all((d == 0).all() for d in distances.values())
+
+
 def test_an_intervention_with_the_models_own_attention_gives_its_encoding():
     model, vocab = make_model("classify")
     pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
