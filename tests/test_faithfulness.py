@@ -307,3 +307,72 @@ def test_data_randomisation_against_a_tiny_model_trained_on_shuffled_labels(tmp_
     assert set(result.table.columns[1:]) == set(F.explanation_names(runs[False]))
     rho = np.concatenate([r for r in result.rho.values()])
     assert np.nanmin(rho) >= -1 and np.nanmax(rho) <= 1
+
+
+@pytest.mark.quick
+def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from disan.explore import diskcache
+
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
+    model, vocab = make_model("pair")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    items = [("the cat sat", "a dog"), ("a cat", "the dog sat")]
+    settings = F.Settings(random_draws=2, permutation_draws=2, resamples=50)
+    results = {"erasure": F.erasure_summary(F.erasure_records(pipe, items, settings), settings),
+               "interventions": F.intervention_summary(F.intervention_records(pipe, items, settings), 2, settings),
+               "cascade": F.cascade(pipe, items, settings)}
+    for name, result in results.items():
+        diskcache.store(name, result)
+        back = diskcache.fetch(name)
+        assert type(back) is type(result), name
+        for field in result.__dataclass_fields__:
+            want, got = getattr(result, field), getattr(back, field)
+            if isinstance(want, pd.DataFrame):
+                pd.testing.assert_frame_equal(got, want)
+            elif isinstance(want, dict):
+                assert list(got) == list(want), (name, field)
+                for key in want:
+                    if isinstance(want[key], np.ndarray):
+                        np.testing.assert_array_equal(got[key], want[key])
+                    else:
+                        assert got[key] == want[key], (name, field, key)
+            else:
+                assert got == want, (name, field)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation(tmp_path, monkeypatch):
+    from disan.app import analyses as glue
+    from disan.explore import diskcache, progressive
+    from disan.explore.analyses import corpus
+    from disan.inspect.pipeline import load
+    from disan.nn import checkpoint
+
+    from .conftest import LABELS
+    from .test_app import app, charts, visit
+
+    model, vocab = make_model("classify")
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv(progressive.FIRST_ENV, "50")  # stages on: the page's own first sample, F.FIRST
+    n = F.FIRST + 4
+    at = visit(app(**{"faith-n": n}), "app_pages/faithfulness.py")
+    pipe = load(tmp_path / "a-trec")
+    items = corpus.trained_items(pipe.config, "test", n)
+    settings = F.Settings()
+    direct = F.erasure_summary(F.erasure_records(pipe, items, settings), settings)
+    assert at.dataframe[0].value.equals(direct.table) and "faith-erasure-bars" in charts(at)
+    key = glue.faith_key("erasure", pipe, items, settings)
+    assert diskcache.known(key)  # a restart draws it at once
+    # a changed setting, sample or checkpoint names another entry: an old result is never read
+    assert glue.faith_key("erasure", pipe, items, F.Settings(removal="unk")) != key
+    assert glue.faith_key("erasure", pipe, items[:-1], settings) != key
+    assert glue.faith_key("interventions", pipe, items, settings) != key
+    with torch.no_grad():
+        model.out.linear.bias += 1
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    assert glue.faith_key("erasure", load(tmp_path / "a-trec"), items, settings) != key

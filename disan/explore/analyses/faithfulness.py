@@ -28,14 +28,14 @@ Corpus means come with 95% cluster-bootstrap intervals over sentences
 (:func:`disan.explore.analyses.stats.sentence_mean`); a verdict against random is given from
 :data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
 
-Every computation is a pure function ``(pipe, items, settings) -> result``; the ``refine_*`` generators
-give the same result over a growing prefix of the items, so that a page shows its first numbers at once.
+Every computation is a pure function ``(pipe, items, settings) -> result``, which the page computes over
+growing samples from :data:`FIRST` inputs (:func:`disan.app.analyses.refined`) and keeps on disk.
 """
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,7 +70,7 @@ CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors"
 NOISE_SCALES = (1.0, 2.0)  # the noise calibration's scales, times the word vectors' RMS: they bracket the
                            # 1.2 to 1.6 that the interventions need on SST-5
 NOISE_ROUNDS = 1  # rescalings of each intervention's noise after the calibration
-FIRST = 20        # the refine_* generators' first sample: as many sentences as a verdict needs
+FIRST = 20        # the page's first sample: as many inputs as a verdict needs
 CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
 
 
@@ -166,18 +166,21 @@ def _logits(pipe, inputs: Sequence[tuple[Sequence[int], ...]]) -> torch.Tensor:
     return out
 
 
-def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None]) -> np.ndarray:
-    """(N,) f of each edited input for its target; each distinct (input, target) runs once."""
-    keys = list(dict.fromkeys(zip(inputs, targets)))
-    if not keys:
-        return np.zeros(0)
-    index = {key: r for r, key in enumerate(keys)}
-    logits = _logits(pipe, [key[0] for key in keys])
-    if pipe.model.kind.scored:
-        got = _followed(pipe, logits, None)
-    else:  # each row's own target class
-        got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
-    return got[[index[key] for key in zip(inputs, targets)]]
+def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None],
+           known: dict | None = None) -> np.ndarray:
+    """(N,) f of each edited input for its target; each distinct (input, target) runs once, and not at all
+    when ``known`` (a dict from (input, target) to f, filled here) has it: leave-one-out's inputs are
+    erasure's top-1 removals."""
+    known = {} if known is None else known
+    keys = [key for key in dict.fromkeys(zip(inputs, targets)) if key not in known]
+    if keys:
+        logits = _logits(pipe, [key[0] for key in keys])
+        if pipe.model.kind.scored:
+            got = _followed(pipe, logits, None)
+        else:  # each row's own target class
+            got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
+        known.update(zip(keys, got.tolist()))
+    return np.array([known[key] for key in zip(inputs, targets)], dtype=float)
 
 
 def edited(item: Item, chosen: Sequence[int], keep: bool, removal: str) -> tuple[tuple[int, ...], ...]:
@@ -228,8 +231,10 @@ def explanation_names(pipe) -> list[str]:
             + ["gradient × input", "integrated gradients", "leave-one-out"])
 
 
-def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> list[dict[str, np.ndarray]]:
-    """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order)."""
+def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known: dict | None = None
+            ) -> list[dict[str, np.ndarray]]:
+    """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order); ``known`` as
+    :func:`values` takes it."""
     out, names = [], explanation_names(pipe)
     loo_inputs, loo_targets = [], []
     for item, sentences in zip(items, _sentence_traces(pipe, items)):
@@ -249,7 +254,7 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> lis
         for c in range(len(item.places)):
             loo_inputs.append(edited(item, [c], False, settings.removal))
             loo_targets.append(item.target)
-    without = values(pipe, loo_inputs, loo_targets)
+    without = values(pipe, loo_inputs, loo_targets, known)
     start = 0
     for item, scores in zip(items, out):
         scores["leave-one-out"] = item.value - without[start:start + len(item.places)]
@@ -281,17 +286,18 @@ class SentenceErasure:
     random_only: np.ndarray            # (draws, K)
 
 
-def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings()
-          ) -> tuple[np.ndarray, np.ndarray]:
+def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings(),
+          known: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """f after removing each ranking's top-k tokens and f keeping only them: (N, K) each, one row per
-    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first)."""
+    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first);
+    ``known`` as :func:`values` takes it."""
     inputs, targets = [], []
     for item, order in zip(items, orders):
         for k in settings.ks:
             top = list(order[:top_count(k, len(item.places))])
             inputs += [edited(item, top, False, settings.removal), edited(item, top, True, settings.removal)]
             targets += [item.target, item.target]
-    got = values(pipe, inputs, targets).reshape(len(orders), len(settings.ks), 2)
+    got = values(pipe, inputs, targets, known).reshape(len(orders), len(settings.ks), 2)
     return got[..., 0], got[..., 1]
 
 
@@ -299,11 +305,12 @@ def erasure_records(pipe, items: Sequence, settings: Settings = Settings(), star
     """The erasure curves of every input; ``start`` is the index of the first in the whole sample (it
     seeds the random rankings)."""
     prepared = prepare(pipe, items, settings)
-    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings)]
+    known: dict = {}  # f of the edited inputs run so far
+    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings, known)]
     draws = [random_rankings(start + r, len(item.places), settings) for r, item in enumerate(prepared)]
     pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
              for order in [*named.values(), *drawn]]
-    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings)
+    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings, known)
     out, row = [], 0
     for item, named, drawn in zip(prepared, ranked, draws):
         e = len(named)
@@ -382,25 +389,6 @@ def _row(name: str, estimates, n: int) -> dict:
         row[f"{m} − random"] = "—" if name == RANDOM else _interval(diff)
         row[f"{m}: verdict"] = "—" if name == RANDOM else verdict(diff, n, higher)
     return row
-
-
-def refine_erasure(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
-                   ) -> Iterator[tuple[int, ErasureSummary, list[SentenceErasure]]]:
-    """(inputs done, summary so far, records so far) over a sample that doubles from ``first`` inputs:
-    the page's first numbers come from ``first`` inputs, and every later summary is that of a longer prefix."""
-    records: list[SentenceErasure] = []
-    for start, stop in _growing(len(items), first):
-        records += erasure_records(pipe, items[start:stop], settings, start)
-        yield stop, erasure_summary(records, settings), records
-
-
-def _growing(n: int, first: int) -> list[tuple[int, int]]:
-    """(start, stop) of chunks whose prefixes double from ``first``: 20, 40, 80, ... up to n."""
-    bounds, stop = [0], max(1, first)
-    while bounds[-1] < n:
-        bounds.append(min(n, stop))
-        stop *= 2
-    return list(zip(bounds, bounds[1:]))
 
 
 # ---------------------------------------------------------------- attention interventions
@@ -613,17 +601,6 @@ def intervention_summary(records: dict, n: int, settings: Settings = Settings())
                                  "moves it more than noise" if diff.low > 0 else
                                  "moves it less than noise" if diff.high < 0 else "like noise")})
     return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips)
-
-
-def refine_interventions(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
-                         ) -> Iterator[tuple[int, InterventionSummary]]:
-    """(inputs done, summary so far) over a sample that doubles from ``first`` inputs."""
-    merged: dict = {}
-    for start, stop in _growing(len(items), first):
-        for key, (c, f) in intervention_records(pipe, items[start:stop], settings, start).items():
-            old = merged.get(key, (np.zeros(0), np.zeros(0)))
-            merged[key] = np.concatenate([old[0], c]), np.concatenate([old[1], f])
-        yield stop, intervention_summary(merged, stop, settings)
 
 
 # ---------------------------------------------------------------- randomisation checks
