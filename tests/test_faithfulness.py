@@ -112,6 +112,55 @@ def test_top_k_erasure_equals_a_literal_loop_over_edited_sentences():
                 assert got == pytest.approx(want, abs=1e-5)
 
 
+def test_every_explanations_erasure_records_equal_a_literal_loop_over_edited_sentences():
+    # erasure_records reuses leave-one-out's inputs for the top-1 removals: each value must still be f of
+    # the edited sentence, run on its own
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    settings = F.Settings(ks=(0.1, 0.5), random_draws=2)
+    records = F.erasure_records(pipe, ["the cat sat on the mat", "a dog sat"], settings)
+    for record in records:
+        tokens = record.tokens[0]
+        with torch.no_grad():
+            target = int(model(torch.tensor([vocab.encode(tokens)])).argmax())
+        orders = [(record.rankings[n], record.removed[n], record.only[n]) for n in record.rankings]
+        orders += list(zip(record.random_rankings, record.random_removed, record.random_only))
+        for order, removed, only in orders:
+            for j, k in enumerate(settings.ks):
+                top = set(order[:max(1, math.ceil(k * len(tokens)))])
+                for kept, got in ((False, removed[j]), (True, only[j])):
+                    edited = [t for p, t in enumerate(tokens) if (p in top) == kept]
+                    with torch.no_grad():
+                        ids = torch.tensor([vocab.encode(edited)]) if edited else torch.zeros(1, 1, dtype=torch.long)
+                        want = model(ids).softmax(dim=-1)[0, target].item()
+                    assert got == pytest.approx(want, abs=1e-5)
+        # leave-one-out is f(x) minus f without the token, the same literal loop
+        for p in range(len(tokens)):
+            with torch.no_grad():
+                want = model(torch.tensor([vocab.encode(tokens[:p] + tokens[p + 1:])])).softmax(dim=-1)[0, target].item()
+            assert record.value - want == pytest.approx(F.explain(pipe, F.prepare(pipe, [" ".join(tokens)]))[0]
+                                                        ["leave-one-out"][p], abs=1e-5)
+
+
+@pytest.mark.quick
+def test_the_summarys_random_row_is_the_hand_computed_expectation():
+    # one token of four carries the output: random's comprehensiveness at k = 1 token is drop / 4, at 2 tokens
+    # drop / 2; its sufficiency (keeping 1 token, then 2) is drop * 3/4, then drop / 2
+    pipe = token_pipe({"great": 5.0})
+    settings = F.Settings(ks=(0.25, 0.5), random_draws=2000, resamples=50)
+    item, = F.prepare(pipe, ["the movie is great"], settings)
+    orders = F.random_rankings(0, 4, settings)
+    removed, only = F.erase(pipe, [item] * len(orders), orders, settings)
+    record = F.SentenceErasure(item.tokens, item.places, item.value, {}, {}, {}, orders, removed, only)
+    summary = F.erasure_summary([record], settings)
+    drop = sigmoid(5) - 0.5
+    curves = summary.curves[summary.curves["explanation"] == F.RANDOM].set_index(["measure", "k"])["mean"]
+    se = drop * np.sqrt(0.25 / 2000)
+    for (measure, k), want in {("comprehensiveness", 0.25): drop / 4, ("comprehensiveness", 0.5): drop / 2,
+                               ("sufficiency", 0.25): drop * 3 / 4, ("sufficiency", 0.5): drop / 2}.items():
+        assert abs(curves[measure, k] - want) < 4 * se, (measure, k)
+
+
 @pytest.mark.quick
 def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_within_them():
     pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
