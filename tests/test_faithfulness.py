@@ -161,6 +161,28 @@ def test_the_summarys_random_row_is_the_hand_computed_expectation():
         assert abs(curves[measure, k] - want) < 4 * se, (measure, k)
 
 
+@pytest.mark.parametrize("kind", ["classify", "pair"])
+def test_integrated_gradients_in_batches_equal_one_input_at_a_time(kind):
+    from disan.explore.analyses.attribution import attribute
+
+    model, vocab = make_model(kind)
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    texts = (["the cat sat on the mat", "a dog", "the bird sang a very long song today", "cat"] if kind == "classify"
+             else [("the cat sat", "a dog"), ("a cat", "the dog sat on the mat today"), ("dog", "cat")])
+    traced = [pipe.trace(t).sentences for t in texts]
+    got = F.integrated_gradients(pipe, traced)
+    for sentences, attr in zip(traced, got):
+        # the readable search: one input at a time, the fewest steps whose gap is under COMPLETENESS
+        for steps in F.IG_STEPS:
+            want = attribute(pipe, sentences, steps)
+            if abs(want.completeness_gap) < F.COMPLETENESS:
+                break
+        assert attr.steps == want.steps and attr.target == want.target
+        assert attr.value == pytest.approx(want.value, abs=1e-6) and attr.baseline == pytest.approx(want.baseline, abs=1e-6)
+        for a, b in zip(attr.integrated + attr.gradient_input, want.integrated + want.gradient_input):
+            np.testing.assert_allclose(a, b, atol=1e-6)
+
+
 @pytest.mark.quick
 def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_within_them():
     pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])

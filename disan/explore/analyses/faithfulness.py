@@ -43,11 +43,11 @@ import pandas as pd
 import torch
 from torch import nn
 
-from disan.data.batching import length_batches, pad
+from disan.data.batching import BUDGET, length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
 from disan.data.vectors import OOV_RANGE
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.attribution import attribute
+from disan.explore.analyses.attribution import attribute_many
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
 from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
@@ -61,6 +61,7 @@ K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
 RANDOM_DRAWS = 10
 PERMUTATION_DRAWS = 20
 IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small
+IG_POINTS = 512  # points on the integrated-gradients paths per batch: several inputs share one backward pass
 COMPLETENESS = 0.01
 REMOVALS = ("delete", "unk")
 BOTH = "both"
@@ -214,14 +215,25 @@ def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
     return out
 
 
-def integrated_gradients(pipe, sentences: Sequence[SentenceTrace]):
-    """:func:`attribute` with the fewest of :data:`IG_STEPS` whose completeness gap is under
-    :data:`COMPLETENESS` (the last one tried when none is)."""
+def integrated_gradients(pipe, inputs: Sequence[Sequence[SentenceTrace]]) -> list:
+    """:func:`disan.explore.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
+    whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is); the inputs
+    still searching are run together (:func:`~disan.explore.analyses.attribution.attribute_many`), in
+    batches of similar length of at most :data:`IG_POINTS` points."""
+    out = [None] * len(inputs)
+    searching = list(range(len(inputs)))
     for steps in IG_STEPS:
-        attr = attribute(pipe, sentences, steps)
-        if abs(attr.completeness_gap) < COMPLETENESS or not math.isfinite(attr.completeness_gap):
+        lengths = [max(len(s.tokens) for s in inputs[i]) for i in searching]
+        per_batch = max(1, IG_POINTS // (steps + 1))
+        for batch in length_batches(lengths, per_batch, max(1, BUDGET // (steps + 1))):
+            chosen = [searching[b] for b in batch]
+            for i, attr in zip(chosen, attribute_many(pipe, [inputs[i] for i in chosen], steps)):
+                out[i] = attr
+        searching = [i for i in searching
+                     if math.isfinite(out[i].completeness_gap) and abs(out[i].completeness_gap) >= COMPLETENESS]
+        if not searching:
             break
-    return attr
+    return out
 
 
 def explanation_names(pipe) -> list[str]:
@@ -237,7 +249,8 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known:
     :func:`values` takes it."""
     out, names = [], explanation_names(pipe)
     loo_inputs, loo_targets = [], []
-    for item, sentences in zip(items, _sentence_traces(pipe, items)):
+    traced = _sentence_traces(pipe, items)
+    for item, sentences, attr in zip(items, traced, integrated_gradients(pipe, traced)):
         per: dict[str, list[np.ndarray]] = {}
         for tr in (s.trace for s in sentences):
             per.setdefault(SOURCE2TOKEN, []).append(measures.token_importance(tr.source2token.probs))
@@ -246,7 +259,6 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known:
                     measures.received_lift(block.probs, block.mask))
                 per.setdefault(f"gate-weighted · {block.name}", []).append(
                     measures.gate_weighted_received(block.probs, block.gate).double().numpy())
-        attr = integrated_gradients(pipe, sentences)
         per["gradient × input"] = attr.gradient_input
         per["integrated gradients"] = attr.integrated
         out.append({name: np.array([per[name][s][p] for s, p in item.places], dtype=float)
