@@ -162,7 +162,7 @@ def test_the_summarys_random_row_is_the_hand_computed_expectation():
 
 
 @pytest.mark.parametrize("kind", ["classify", "pair"])
-def test_integrated_gradients_in_batches_equal_one_input_at_a_time(kind):
+def test_integrated_gradients_in_batches_reusing_points_equal_one_input_at_a_time(kind):
     from disan.explore.analyses.attribution import attribute
 
     model, vocab = make_model(kind)
@@ -170,6 +170,7 @@ def test_integrated_gradients_in_batches_equal_one_input_at_a_time(kind):
     texts = (["the cat sat on the mat", "a dog", "the bird sang a very long song today", "cat"] if kind == "classify"
              else [("the cat sat", "a dog"), ("a cat", "the dog sat on the mat today"), ("dog", "cat")])
     traced = [pipe.trace(t).sentences for t in texts]
+    assert all(b == 2 * a for a, b in zip(F.IG_STEPS, F.IG_STEPS[1:]))  # what reusing the points needs
     got = F.integrated_gradients(pipe, traced)
     for sentences, attr in zip(traced, got):
         # the readable search: one input at a time, the fewest steps whose gap is under COMPLETENESS

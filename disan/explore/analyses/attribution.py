@@ -74,37 +74,50 @@ def attribute_many(pipe, inputs: Sequence[Sequence[SentenceTrace]], steps: int =
     """:func:`attribute` of each of several inputs, all in one batch of ``len(inputs) * (steps + 1)`` points
     (each sentence padded to the longest of its position): the same values up to rounding, without the cost
     of one small batch per input. The caller bounds the batch."""
+    outputs, points, targets = path_points(pipe, inputs, np.linspace(0, 1, steps + 1))
+    return [from_points(pipe, sentences, outputs[r], [p[r] for p in points], targets[r])
+            for r, sentences in enumerate(inputs)]
+
+
+def path_points(pipe, inputs: Sequence[Sequence[SentenceTrace]], alphas: Sequence[float]
+                ) -> tuple[np.ndarray, list[np.ndarray], list[int | None]]:
+    """At each point alpha x of each input's straight path from zero word vectors (all inputs in one
+    batch): the followed output (m, S), per sentence the gradient times the word vectors summed over the
+    embedding, (df/dx_i at alpha x) . x_i (m, S, n_k), and each input's target (None: the score)."""
     model = pipe.model
-    points = steps + 1
+    count = len(alphas)
     ids = [pipe.ids([x[k].tokens for x in inputs]) for k in range(len(inputs[0]))]    # (m, n_k) each
     with torch.no_grad():
         x = [model.embed(i) for i in ids]                                                 # (m, n_k, d_e) each
         logits = model.head(*(model.encoder(e, i != PAD_ID) for e, i in zip(x, ids)))   # (m, K)
     targets = None if model.kind.scored else model.kind.read(logits)                     # (m,) class indices
-    alphas = torch.linspace(0, 1, points, device=x[0].device, dtype=x[0].dtype)         # (S,)
+    alphas = torch.as_tensor(alphas, device=x[0].device, dtype=x[0].dtype)               # (S,)
     # input r's path is rows r S .. r S + S - 1
     path = [(alphas[None, :, None, None] * e[:, None]).flatten(0, 1).requires_grad_() for e in x]  # (m S, n_k, d_e)
-    pads = [(i != PAD_ID).repeat_interleave(points, dim=0) for i in ids]
+    pads = [(i != PAD_ID).repeat_interleave(count, dim=0) for i in ids]
     with torch.enable_grad():
         logits = model.head(*(model.encoder(e, p) for e, p in zip(path, pads)))          # (m S, K)
         out = (model.kind.read(logits) if targets is None else
-               logits.softmax(dim=-1).gather(1, targets.repeat_interleave(points)[:, None])[:, 0])  # (m S,)
+               logits.softmax(dim=-1).gather(1, targets.repeat_interleave(count)[:, None])[:, 0])  # (m S,)
         grads = torch.autograd.grad(out.sum(), path)                                      # (m S, n_k, d_e) each
-    weights = torch.full((points,), 1.0 / steps, dtype=x[0].dtype, device=x[0].device)
+    points = [(g.view(len(inputs), count, *g.shape[1:]) * e[:, None]).sum(-1).detach().cpu().numpy()
+              for g, e in zip(grads, x)]                                                  # (m, S, n_k) each
+    return (out.detach().view(len(inputs), count).cpu().numpy(), points,
+            [None] * len(inputs) if targets is None else [int(t) for t in targets])
+
+
+def from_points(pipe, sentences: Sequence[SentenceTrace], outputs: np.ndarray, points: Sequence[np.ndarray],
+                target: int | None) -> Attribution:
+    """The :class:`Attribution` of one input from :func:`path_points` at the S = steps + 1 equally spaced
+    points from 0 to 1: outputs (S,), per sentence (S, n_k) (padding past its tokens left out)."""
+    steps = len(outputs) - 1
+    weights = np.full(steps + 1, 1.0 / steps)
     weights[[0, -1]] /= 2                                                                 # trapezoidal rule
-    grads = [g.view(len(inputs), points, *g.shape[1:]) for g in grads]                   # (m, S, n_k, d_e) each
-    integrated = [((g * weights[None, :, None, None]).sum(1) * e).sum(-1).detach().cpu().numpy()
-                  for g, e in zip(grads, x)]                                              # (m, n_k) each
-    gradient_input = [(g[:, -1] * e).sum(-1).detach().cpu().numpy() for g, e in zip(grads, x)]
-    out = out.detach().view(len(inputs), points)
-    results = []
-    for r, sentences in enumerate(inputs):
-        label = look_of(pipe.kind).followed if targets is None else pipe.labels[int(targets[r])]
-        results.append(Attribution([list(s.tokens) for s in sentences],
-                                   [a[r, :len(s.tokens)] for a, s in zip(integrated, sentences)],
-                                   [a[r, :len(s.tokens)] for a, s in zip(gradient_input, sentences)],
-                                   label, float(out[r, -1]), float(out[r, 0]), steps))
-    return results
+    label = look_of(pipe.kind).followed if target is None else pipe.labels[target]
+    return Attribution([list(s.tokens) for s in sentences],
+                       [weights @ p[:, :len(s.tokens)] for p, s in zip(points, sentences)],
+                       [p[-1, :len(s.tokens)] for p, s in zip(points, sentences)],
+                       label, float(outputs[-1]), float(outputs[0]), steps)
 
 
 def attention_measures(sentence: SentenceTrace) -> pd.DataFrame:

@@ -47,7 +47,7 @@ from disan.data.batching import BUDGET, length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
 from disan.data.vectors import OOV_RANGE
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.attribution import attribute_many
+from disan.explore.analyses.attribution import from_points, path_points
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
 from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
@@ -60,7 +60,8 @@ from disan.nn.model import DiSA
 K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
 RANDOM_DRAWS = 10
 PERMUTATION_DRAWS = 20
-IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small
+IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small;
+                                      # each doubles the one before (the points are reused)
 IG_POINTS = 512  # points on the integrated-gradients paths per batch: several inputs share one backward pass
 COMPLETENESS = 0.01
 REMOVALS = ("delete", "unk")
@@ -217,23 +218,44 @@ def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
 
 def integrated_gradients(pipe, inputs: Sequence[Sequence[SentenceTrace]]) -> list:
     """:func:`disan.explore.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
-    whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is); the inputs
-    still searching are run together (:func:`~disan.explore.analyses.attribution.attribute_many`), in
-    batches of similar length of at most :data:`IG_POINTS` points."""
-    out = [None] * len(inputs)
-    searching = list(range(len(inputs)))
+    whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is). Each step count
+    doubles the one before, so its path's points are the last one's and the midpoints between them: only
+    the midpoints are computed (:func:`~disan.explore.analyses.attribution.path_points`), for the inputs
+    still searching together, in batches of similar length of at most :data:`IG_POINTS` points."""
+    outputs: list = [np.zeros(0)] * len(inputs)          # per input (S,), and per sentence (S, n_k)
+    points: list = [[np.zeros((0, 0))] * len(x) for x in inputs]
+    targets: list = [None] * len(inputs)
+    out: list = [None] * len(inputs)
+    searching, last = list(range(len(inputs))), 0
     for steps in IG_STEPS:
+        # the first count's every point, then the midpoints between the last count's
+        alphas = np.linspace(0, 1, steps + 1) if not last else (np.arange(last) + 0.5) / last
         lengths = [max(len(s.tokens) for s in inputs[i]) for i in searching]
-        per_batch = max(1, IG_POINTS // (steps + 1))
-        for batch in length_batches(lengths, per_batch, max(1, BUDGET // (steps + 1))):
+        for batch in length_batches(lengths, max(1, IG_POINTS // len(alphas)), max(1, BUDGET // len(alphas))):
             chosen = [searching[b] for b in batch]
-            for i, attr in zip(chosen, attribute_many(pipe, [inputs[i] for i in chosen], steps)):
-                out[i] = attr
+            got, per, aims = path_points(pipe, [inputs[i] for i in chosen], alphas)
+            for r, i in enumerate(chosen):
+                outputs[i] = _interleave(outputs[i], got[r])
+                points[i] = [_interleave(old, new[r][:, :len(sentence.tokens)])  # the batch's padding left out
+                             for old, new, sentence in zip(points[i], per, inputs[i])]
+                targets[i] = aims[r]
+                out[i] = from_points(pipe, inputs[i], outputs[i], points[i], targets[i])
         searching = [i for i in searching
                      if math.isfinite(out[i].completeness_gap) and abs(out[i].completeness_gap) >= COMPLETENESS]
+        last = steps
         if not searching:
             break
     return out
+
+
+def _interleave(old: np.ndarray, midpoints: np.ndarray) -> np.ndarray:
+    """A path's points (S, ...) with the midpoints between them (S - 1, ...) put in place; the midpoints
+    alone where there were none."""
+    if not len(old):
+        return midpoints
+    merged = np.empty((len(old) + len(midpoints), *old.shape[1:]), dtype=midpoints.dtype)
+    merged[0::2], merged[1::2] = old, midpoints
+    return merged
 
 
 def explanation_names(pipe) -> list[str]:
