@@ -3,8 +3,9 @@ each against its null."""
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import current_pipeline, draw
-from disan.explore.analyses import corpus, faithfulness
+from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.explore import diskcache
+from disan.explore.analyses import faithfulness
 from disan.explore.kinds import look_of
 from disan.inspect.pipeline import load
 
@@ -18,6 +19,7 @@ st.caption("A heatmap invites a reading: “the model looked at this word”. He
            f"intervals over inputs; below {faithfulness.MIN_SENTENCES} inputs there is no verdict.")
 
 entry, pipe = current_pipeline()
+args = checkpoint_args(entry)
 missing = glue.no_split(entry)
 if missing is not None:
     st.info(missing)
@@ -32,30 +34,37 @@ if pipe.is_pair:
                     key="faith-side")
 settings = faithfulness.Settings(removal=removal, side=side)
 try:
-    items = corpus.trained_items(entry.config, "test", n)
+    items = glue.test_items(*args, glue.data_stamp(entry), entry.config, n)
 except (glue.DataError, ValueError, OSError) as e:
     st.error(f"The test split of {entry.task} cannot be read: {e}")
     st.stop()
+few = items[:faithfulness.CASCADE_SENTENCES]
+
+
+def stages(what: str, job, drawing):
+    """A check over the sample in stages from faithfulness.FIRST inputs, kept on disk once done."""
+    return glue.refined(what, len(items), lambda size: job(*args, glue.stage_items(items, size), settings),
+                        lambda part, stage: draw(drawing(part), prefix=f"stage-{stage.number}-"),
+                        first=faithfulness.FIRST)
+
 
 erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"])
 with erasure:
-    bar, slot = st.progress(0.0, text="Erasing…"), st.empty()
-    for done, summary, _ in faithfulness.refine_erasure(pipe, items, settings):
-        bar.progress(done / len(items), text=f"{done} of {len(items)} inputs")
-        with slot.container():  # a partial summary's figures keyed apart from the final one's (one key, one element)
-            draw(faithfulness.erasure_drawing(summary, pipe), prefix="" if done == len(items) else f"{done}-")
+    summary = stages(f"Erasing the top tokens of {entry.task} test inputs", glue.faith_erasure_job,
+                     lambda part: faithfulness.erasure_drawing(part, pipe))
+    draw(faithfulness.erasure_drawing(summary, pipe))
 with interventions:
-    if st.button("Replace the attention", key="faith-intervene"):
-        bar, slot = st.progress(0.0, text="Intervening…"), st.empty()
-        for done, summary in faithfulness.refine_interventions(pipe, items, settings):
-            bar.progress(done / len(items), text=f"{done} of {len(items)} inputs")
-            with slot.container():
-                draw(faithfulness.intervention_drawing(summary), prefix="" if done == len(items) else f"{done}-")
+    # a result kept on disk is drawn at once; otherwise it is computed when asked
+    if (st.button("Replace the attention", key="faith-intervene")
+            or diskcache.known(glue.faith_interventions_job(*args, items, settings)[0])):
+        draw(faithfulness.intervention_drawing(stages(f"Replacing the attention of {entry.task} test inputs",
+                                                      glue.faith_interventions_job,
+                                                      faithfulness.intervention_drawing)))
 with randomisation:
-    if st.button(f"Cascading model randomisation ({min(n, faithfulness.CASCADE_SENTENCES)} inputs)",
-                 key="faith-cascade"):
+    job = glue.faith_cascade_job(*args, few, settings)
+    if st.button(f"Cascading model randomisation ({len(few)} inputs)", key="faith-cascade") or diskcache.known(job[0]):
         with st.spinner("Randomising the model from the top…"):
-            result = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES], settings)
+            result = glue.kept(*job)
         draw(faithfulness.agreement_drawing(result, "Cascading model randomisation"))
     shuffled = st.text_input("A model of the same settings trained on shuffled labels (its checkpoint folder, "
                              "e.g. runs/trec-shuffled-labels from `scripts/reproduce.sh faithfulness`)",
@@ -67,5 +76,5 @@ with randomisation:
             st.error(str(e))
             st.stop()
         with st.spinner("Explaining both models…"):
-            result = faithfulness.data_randomisation(pipe, other, items[:faithfulness.CASCADE_SENTENCES], settings)
+            result = glue.kept(*glue.faith_data_job(*args, other, few, settings))
         draw(faithfulness.agreement_drawing(result, "Data randomisation: trained against shuffled labels"))

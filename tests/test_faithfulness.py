@@ -112,6 +112,78 @@ def test_top_k_erasure_equals_a_literal_loop_over_edited_sentences():
                 assert got == pytest.approx(want, abs=1e-5)
 
 
+def test_every_explanations_erasure_records_equal_a_literal_loop_over_edited_sentences():
+    # erasure_records reuses leave-one-out's inputs for the top-1 removals: each value must still be f of
+    # the edited sentence, run on its own
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    settings = F.Settings(ks=(0.1, 0.5), random_draws=2)
+    records = F.erasure_records(pipe, ["the cat sat on the mat", "a dog sat"], settings)
+    for record in records:
+        tokens = record.tokens[0]
+        with torch.no_grad():
+            target = int(model(torch.tensor([vocab.encode(tokens)])).argmax())
+        orders = [(record.rankings[n], record.removed[n], record.only[n]) for n in record.rankings]
+        orders += list(zip(record.random_rankings, record.random_removed, record.random_only))
+        for order, removed, only in orders:
+            for j, k in enumerate(settings.ks):
+                top = set(order[:max(1, math.ceil(k * len(tokens)))])
+                for kept, got in ((False, removed[j]), (True, only[j])):
+                    edited = [t for p, t in enumerate(tokens) if (p in top) == kept]
+                    with torch.no_grad():
+                        ids = torch.tensor([vocab.encode(edited)]) if edited else torch.zeros(1, 1, dtype=torch.long)
+                        want = model(ids).softmax(dim=-1)[0, target].item()
+                    assert got == pytest.approx(want, abs=1e-5)
+        # leave-one-out is f(x) minus f without the token, the same literal loop
+        for p in range(len(tokens)):
+            with torch.no_grad():
+                want = model(torch.tensor([vocab.encode(tokens[:p] + tokens[p + 1:])])).softmax(dim=-1)[0, target].item()
+            assert record.value - want == pytest.approx(F.explain(pipe, F.prepare(pipe, [" ".join(tokens)]))[0]
+                                                        ["leave-one-out"][p], abs=1e-5)
+
+
+@pytest.mark.quick
+def test_the_summarys_random_row_is_the_hand_computed_expectation():
+    # one token of four carries the output: random's comprehensiveness at k = 1 token is drop / 4, at 2 tokens
+    # drop / 2; its sufficiency (keeping 1 token, then 2) is drop * 3/4, then drop / 2
+    pipe = token_pipe({"great": 5.0})
+    settings = F.Settings(ks=(0.25, 0.5), random_draws=2000, resamples=50)
+    item, = F.prepare(pipe, ["the movie is great"], settings)
+    orders = F.random_rankings(0, 4, settings)
+    removed, only = F.erase(pipe, [item] * len(orders), orders, settings)
+    record = F.SentenceErasure(item.tokens, item.places, item.value, {}, {}, {}, orders, removed, only)
+    summary = F.erasure_summary([record], settings)
+    drop = sigmoid(5) - 0.5
+    curves = summary.curves[summary.curves["explanation"] == F.RANDOM].set_index(["measure", "k"])["mean"]
+    se = drop * np.sqrt(0.25 / 2000)
+    for (measure, k), want in {("comprehensiveness", 0.25): drop / 4, ("comprehensiveness", 0.5): drop / 2,
+                               ("sufficiency", 0.25): drop * 3 / 4, ("sufficiency", 0.5): drop / 2}.items():
+        assert abs(curves[measure, k] - want) < 4 * se, (measure, k)
+
+
+@pytest.mark.parametrize("kind", ["classify", "pair"])
+def test_integrated_gradients_in_batches_reusing_points_equal_one_input_at_a_time(kind):
+    from disan.explore.analyses.attribution import attribute
+
+    model, vocab = make_model(kind)
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    texts = (["the cat sat on the mat", "a dog", "the bird sang a very long song today", "cat"] if kind == "classify"
+             else [("the cat sat", "a dog"), ("a cat", "the dog sat on the mat today"), ("dog", "cat")])
+    traced = [pipe.trace(t).sentences for t in texts]
+    assert all(b == 2 * a for a, b in zip(F.IG_STEPS, F.IG_STEPS[1:]))  # what reusing the points needs
+    got = F.integrated_gradients(pipe, traced)
+    for sentences, attr in zip(traced, got):
+        # the readable search: one input at a time, the fewest steps whose gap is under COMPLETENESS
+        for steps in F.IG_STEPS:
+            want = attribute(pipe, sentences, steps)
+            if abs(want.completeness_gap) < F.COMPLETENESS:
+                break
+        assert attr.steps == want.steps and attr.target == want.target
+        assert attr.value == pytest.approx(want.value, abs=1e-6) and attr.baseline == pytest.approx(want.baseline, abs=1e-6)
+        for a, b in zip(attr.integrated + attr.gradient_input, want.integrated + want.gradient_input):
+            np.testing.assert_allclose(a, b, atol=1e-6)
+
+
 @pytest.mark.quick
 def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_within_them():
     pad = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
@@ -135,6 +207,32 @@ def test_uniform_attention_is_uniform_over_valid_keys_and_permutations_stay_with
                     hits = [int(i2) for i2 in torch.nonzero(keys).flatten()
                             if torch.equal(moved[b, j, i], probs[b, j, i2])]
                     assert hits
+
+
+@pytest.mark.quick
+def test_the_permutation_gathers_what_take_along_dim_gathers():
+    pad = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    for direction in ("forward", "backward"):
+        mask = attention_mask(pad, direction)
+        probs = torch.rand(2, 6, 6, 3) * mask[..., None]
+        index = torch.as_tensor(F.stats.row_shuffle_index(mask.numpy(), np.random.default_rng(5)))
+        want = torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)  # the readable gather
+        assert torch.equal(F.permuted(probs, mask, np.random.default_rng(5)), want)
+
+
+def test_the_shared_noise_calibration_moves_each_block_by_the_distance_asked():
+    model, vocab = make_model("classify")
+    model.eval()
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    ids = torch.tensor([vocab.encode(["the", "cat", "sat", "on", "the", "mat"]), vocab.encode(["a", "dog"]) + [PAD_ID] * 4])
+    noise = F.Noise(model, ids, F.blocks_of(pipe), torch.Generator().manual_seed(0))
+    for block in F.blocks_of(pipe):
+        wanted = noise.reached[0][block] * torch.tensor([0.7, 1.6])  # inside and outside the calibrated span
+        out, reached = noise.matched(block, wanted)
+        assert torch.allclose(reached, wanted, rtol=0.02)
+        # what it returns is the encoding of the word vectors plus that much noise
+        moved, distances = noise.run(torch.zeros(2))
+        assert torch.allclose(moved, noise.base.encoding, atol=1e-6) and all((d == 0).all() for d in distances.values())
 
 
 def test_an_intervention_with_the_models_own_attention_gives_its_encoding():
@@ -281,3 +379,72 @@ def test_data_randomisation_against_a_tiny_model_trained_on_shuffled_labels(tmp_
     assert set(result.table.columns[1:]) == set(F.explanation_names(runs[False]))
     rho = np.concatenate([r for r in result.rho.values()])
     assert np.nanmin(rho) >= -1 and np.nanmax(rho) <= 1
+
+
+@pytest.mark.quick
+def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from disan.explore import diskcache
+
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
+    model, vocab = make_model("pair")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    items = [("the cat sat", "a dog"), ("a cat", "the dog sat")]
+    settings = F.Settings(random_draws=2, permutation_draws=2, resamples=50)
+    results = {"erasure": F.erasure_summary(F.erasure_records(pipe, items, settings), settings),
+               "interventions": F.intervention_summary(F.intervention_records(pipe, items, settings), 2, settings),
+               "cascade": F.cascade(pipe, items, settings)}
+    for name, result in results.items():
+        diskcache.store(name, result)
+        back = diskcache.fetch(name)
+        assert type(back) is type(result), name
+        for field in result.__dataclass_fields__:
+            want, got = getattr(result, field), getattr(back, field)
+            if isinstance(want, pd.DataFrame):
+                pd.testing.assert_frame_equal(got, want)
+            elif isinstance(want, dict):
+                assert list(got) == list(want), (name, field)
+                for key in want:
+                    if isinstance(want[key], np.ndarray):
+                        np.testing.assert_array_equal(got[key], want[key])
+                    else:
+                        assert got[key] == want[key], (name, field, key)
+            else:
+                assert got == want, (name, field)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation(tmp_path, monkeypatch):
+    from disan.app import analyses as glue
+    from disan.explore import diskcache, progressive
+    from disan.explore.analyses import corpus
+    from disan.inspect.pipeline import load
+    from disan.nn import checkpoint
+
+    from .conftest import LABELS
+    from .test_app import app, charts, visit
+
+    model, vocab = make_model("classify")
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv(progressive.FIRST_ENV, str(F.FIRST))  # stages on (conftest turns them off): F.FIRST, then all
+    n = F.FIRST + 4
+    at = visit(app(**{"faith-n": n}), "app_pages/faithfulness.py")
+    pipe = load(tmp_path / "a-trec")
+    items = corpus.trained_items(pipe.config, "test", n)
+    settings = F.Settings()
+    direct = F.erasure_summary(F.erasure_records(pipe, items, settings), settings)
+    assert at.dataframe[0].value.equals(direct.table) and "faith-erasure-bars" in charts(at)
+    key = glue.faith_key("erasure", pipe, items, settings)
+    assert diskcache.known(key)  # a restart draws it at once
+    # a changed setting, sample or checkpoint names another entry: an old result is never read
+    assert glue.faith_key("erasure", pipe, items, F.Settings(removal="unk")) != key
+    assert glue.faith_key("erasure", pipe, items[:-1], settings) != key
+    assert glue.faith_key("interventions", pipe, items, settings) != key
+    with torch.no_grad():
+        model.out.linear.bias += 1
+    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    assert glue.faith_key("erasure", load(tmp_path / "a-trec"), items, settings) != key

@@ -11,6 +11,7 @@ restart costs nothing. Arguments with a leading underscore are left out of Strea
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pandas as pd
@@ -21,7 +22,7 @@ from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.explore import atlas, diskcache, progressive, views
-from disan.explore.analyses import attribution, casestudy, corpus
+from disan.explore.analyses import attribution, casestudy, corpus, faithfulness
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
                  "(then set `DISAN_DATA_DIR=DIR`); an uploaded file of sentences works without them.")
@@ -307,3 +308,37 @@ def agreement_job(path: str, mtime: float, items: list):
     pipe = load_pipeline(path, mtime)
     key = diskcache.result_key("attribution agreement", pipe, corpus=diskcache.corpus_digest(items))
     return key, lambda: attribution.corpus_agreement(pipe, items)
+
+
+def faith_key(analysis: str, pipe, items: list, settings: faithfulness.Settings, **more) -> str:
+    """The on-disk key of a faithfulness check over inputs with its settings."""
+    return diskcache.result_key(f"faithfulness {analysis}", pipe, corpus=diskcache.corpus_digest(items),
+                                settings=dataclasses.asdict(settings), **more)
+
+
+def faith_erasure_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
+    """(key, computation) of the erasure summary of every explanation over inputs."""
+    pipe = load_pipeline(path, mtime)
+    return faith_key("erasure", pipe, items, settings), lambda: faithfulness.erasure_summary(
+        faithfulness.erasure_records(pipe, items, settings), settings)
+
+
+def faith_interventions_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
+    """(key, computation) of the attention interventions' summary over inputs."""
+    pipe = load_pipeline(path, mtime)
+    return faith_key("interventions", pipe, items, settings), lambda: faithfulness.intervention_summary(
+        faithfulness.intervention_records(pipe, items, settings), len(items), settings)
+
+
+def faith_cascade_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
+    """(key, computation) of the cascading model randomisation over inputs."""
+    pipe = load_pipeline(path, mtime)
+    return faith_key("cascade", pipe, items, settings), lambda: faithfulness.cascade(pipe, items, settings)
+
+
+def faith_data_job(path: str, mtime: float, shuffled, items: list, settings: faithfulness.Settings):
+    """(key, computation) of the data randomisation against ``shuffled``, a pipeline trained on shuffled
+    labels (its content in the key)."""
+    pipe = load_pipeline(path, mtime)
+    key = faith_key("data randomisation", pipe, items, settings, shuffled=diskcache.model_digest(shuffled))
+    return key, lambda: faithfulness.data_randomisation(pipe, shuffled, items, settings)

@@ -275,7 +275,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
 ANALYSIS_PAGES = {"Corpus senses": ("corpus_senses", "corpus-scatter"),
                   "Attribution": ("attribution", "attr-corpus-0"),
                   "Case study": ("case_study", "case-received"),
-                  "Feature atlas": ("feature_atlas", "atlas-map")}
+                  "Feature atlas": ("feature_atlas", "atlas-map"),
+                  "Faithfulness": ("faithfulness", "faith-erasure-bars")}
 ANALYSIS_MODELS = ("sst5", "sick-e")
 # Streamlit gives an element drawn with a key the class st-key-<key>; plotly's .main-svg is there once drawn.
 _FIGURE = """k => [...document.querySelectorAll(`[class*="st-key-"][class*="${k}"] .main-svg`)].length > 0"""

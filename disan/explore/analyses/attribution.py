@@ -64,36 +64,60 @@ class Attribution:
         return self.integrated if name == METHODS[0] else self.gradient_input
 
 
-def _output(model, embeddings: Sequence[torch.Tensor], pads: Sequence[torch.Tensor], target: int | None):
-    """(B,) the followed output of the model on word vectors: class ``target``'s probability, or (None) the
-    relatedness score."""
-    logits = model.head(*(model.encoder(e, p) for e, p in zip(embeddings, pads)))
-    return model.kind.read(logits) if target is None else logits.softmax(dim=-1)[:, target]
-
-
 def attribute(pipe, sentences: Sequence[SentenceTrace], steps: int = STEPS) -> Attribution:
     """Integrated gradients and gradient x input of every token of the input (one sentence, or a premise
     and a hypothesis) for the predicted class, in one batch of ``steps + 1`` points on the path."""
+    return attribute_many(pipe, [sentences], steps)[0]
+
+
+def attribute_many(pipe, inputs: Sequence[Sequence[SentenceTrace]], steps: int = STEPS) -> list[Attribution]:
+    """:func:`attribute` of each of several inputs, all in one batch of ``len(inputs) * (steps + 1)`` points
+    (each sentence padded to the longest of its position): the same values up to rounding, without the cost
+    of one small batch per input. The caller bounds the batch."""
+    outputs, points, targets = path_points(pipe, inputs, np.linspace(0, 1, steps + 1))
+    return [from_points(pipe, sentences, outputs[r], [p[r] for p in points], targets[r])
+            for r, sentences in enumerate(inputs)]
+
+
+def path_points(pipe, inputs: Sequence[Sequence[SentenceTrace]], alphas: Sequence[float]
+                ) -> tuple[np.ndarray, list[np.ndarray], list[int | None]]:
+    """At each point alpha x of each input's straight path from zero word vectors (all inputs in one
+    batch): the followed output (m, S), per sentence the gradient times the word vectors summed over the
+    embedding, (df/dx_i at alpha x) . x_i (m, S, n_k), and each input's target (None: the score)."""
     model = pipe.model
-    ids = [pipe.ids([s.tokens]) for s in sentences]                      # (1, n) each
+    count = len(alphas)
+    ids = [pipe.ids([x[k].tokens for x in inputs]) for k in range(len(inputs[0]))]    # (m, n_k) each
     with torch.no_grad():
-        x = [model.embed(i) for i in ids]                                 # (1, n, d_e) each
-        logits = model.head(*(model.encoder(e, i != PAD_ID) for e, i in zip(x, ids)))[0]
-    target = None if model.kind.scored else int(model.kind.read(logits))
-    alphas = torch.linspace(0, 1, steps + 1, device=x[0].device, dtype=x[0].dtype)   # (S,)
-    path = [(alphas[:, None, None] * e).requires_grad_() for e in x]                  # (S, n, d_e) each
-    pads = [(i != PAD_ID).expand(steps + 1, -1) for i in ids]
+        x = [model.embed(i) for i in ids]                                                 # (m, n_k, d_e) each
+        logits = model.head(*(model.encoder(e, i != PAD_ID) for e, i in zip(x, ids)))   # (m, K)
+    targets = None if model.kind.scored else model.kind.read(logits)                     # (m,) class indices
+    alphas = torch.as_tensor(alphas, device=x[0].device, dtype=x[0].dtype)               # (S,)
+    # input r's path is rows r S .. r S + S - 1
+    path = [(alphas[None, :, None, None] * e[:, None]).flatten(0, 1).requires_grad_() for e in x]  # (m S, n_k, d_e)
+    pads = [(i != PAD_ID).repeat_interleave(count, dim=0) for i in ids]
     with torch.enable_grad():
-        out = _output(model, path, pads, target)                                      # (S,)
-        grads = torch.autograd.grad(out.sum(), path)                                  # (S, n, d_e) each
-    weights = torch.full((steps + 1,), 1.0 / steps, dtype=x[0].dtype, device=x[0].device)
-    weights[[0, -1]] /= 2                                                             # trapezoidal rule
-    integrated = [((g * weights[:, None, None]).sum(0) * e[0]).sum(-1).detach().cpu().numpy()
-                  for g, e in zip(grads, x)]
-    gradient_input = [(g[-1] * e[0]).sum(-1).detach().cpu().numpy() for g, e in zip(grads, x)]
+        logits = model.head(*(model.encoder(e, p) for e, p in zip(path, pads)))          # (m S, K)
+        out = (model.kind.read(logits) if targets is None else
+               logits.softmax(dim=-1).gather(1, targets.repeat_interleave(count)[:, None])[:, 0])  # (m S,)
+        grads = torch.autograd.grad(out.sum(), path)                                      # (m S, n_k, d_e) each
+    points = [(g.view(len(inputs), count, *g.shape[1:]) * e[:, None]).sum(-1).detach().cpu().numpy()
+              for g, e in zip(grads, x)]                                                  # (m, S, n_k) each
+    return (out.detach().view(len(inputs), count).cpu().numpy(), points,
+            [None] * len(inputs) if targets is None else [int(t) for t in targets])
+
+
+def from_points(pipe, sentences: Sequence[SentenceTrace], outputs: np.ndarray, points: Sequence[np.ndarray],
+                target: int | None) -> Attribution:
+    """The :class:`Attribution` of one input from :func:`path_points` at the S = steps + 1 equally spaced
+    points from 0 to 1: outputs (S,), per sentence (S, n_k) (padding past its tokens left out)."""
+    steps = len(outputs) - 1
+    weights = np.full(steps + 1, 1.0 / steps)
+    weights[[0, -1]] /= 2                                                                 # trapezoidal rule
     label = look_of(pipe.kind).followed if target is None else pipe.labels[target]
-    return Attribution([list(s.tokens) for s in sentences], integrated, gradient_input, label,
-                       float(out[-1].detach()), float(out[0].detach()), steps)
+    return Attribution([list(s.tokens) for s in sentences],
+                       [weights @ p[:, :len(s.tokens)] for p, s in zip(points, sentences)],
+                       [p[-1, :len(s.tokens)] for p, s in zip(points, sentences)],
+                       label, float(outputs[-1]), float(outputs[0]), steps)
 
 
 def attention_measures(sentence: SentenceTrace) -> pd.DataFrame:

@@ -28,14 +28,14 @@ Corpus means come with 95% cluster-bootstrap intervals over sentences
 (:func:`disan.explore.analyses.stats.sentence_mean`); a verdict against random is given from
 :data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
 
-Every computation is a pure function ``(pipe, items, settings) -> result``; the ``refine_*`` generators
-give the same result over a growing prefix of the items, so that a page shows its first numbers at once.
+Every computation is a pure function ``(pipe, items, settings) -> result``, which the page computes over
+growing samples from :data:`FIRST` inputs (:func:`disan.app.analyses.refined`) and keeps on disk.
 """
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,11 +43,11 @@ import pandas as pd
 import torch
 from torch import nn
 
-from disan.data.batching import length_batches, pad
+from disan.data.batching import BUDGET, length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
 from disan.data.vectors import OOV_RANGE
 from disan.explore.analyses import charts, stats
-from disan.explore.analyses.attribution import attribute
+from disan.explore.analyses.attribution import from_points, path_points
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
 from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
@@ -60,15 +60,19 @@ from disan.nn.model import DiSA
 K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
 RANDOM_DRAWS = 10
 PERMUTATION_DRAWS = 20
-IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small
+IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small;
+                                      # each doubles the one before (the points are reused)
+IG_POINTS = 512  # points on the integrated-gradients paths per batch: several inputs share one backward pass
 COMPLETENESS = 0.01
 REMOVALS = ("delete", "unk")
 BOTH = "both"
 RANDOM = "random"
 SOURCE2TOKEN = "source2token"
 CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors")
-NOISE_ROUNDS = 3  # rescalings of the noise towards the intervention's distance
-FIRST = 20        # the refine_* generators' first sample: as many sentences as a verdict needs
+NOISE_SCALES = (1.0, 2.0)  # the noise calibration's scales, times the word vectors' RMS: they bracket the
+                           # 1.2 to 1.6 that the interventions need on SST-5
+NOISE_ROUNDS = 1  # rescalings of each intervention's noise after the calibration
+FIRST = 20        # the page's first sample: as many inputs as a verdict needs
 CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
 
 
@@ -164,18 +168,21 @@ def _logits(pipe, inputs: Sequence[tuple[Sequence[int], ...]]) -> torch.Tensor:
     return out
 
 
-def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None]) -> np.ndarray:
-    """(N,) f of each edited input for its target; each distinct (input, target) runs once."""
-    keys = list(dict.fromkeys(zip(inputs, targets)))
-    if not keys:
-        return np.zeros(0)
-    index = {key: r for r, key in enumerate(keys)}
-    logits = _logits(pipe, [key[0] for key in keys])
-    if pipe.model.kind.scored:
-        got = _followed(pipe, logits, None)
-    else:  # each row's own target class
-        got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
-    return got[[index[key] for key in zip(inputs, targets)]]
+def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None],
+           known: dict | None = None) -> np.ndarray:
+    """(N,) f of each edited input for its target; each distinct (input, target) runs once, and not at all
+    when ``known`` (a dict from (input, target) to f, filled here) has it: leave-one-out's inputs are
+    erasure's top-1 removals."""
+    known = {} if known is None else known
+    keys = [key for key in dict.fromkeys(zip(inputs, targets)) if key not in known]
+    if keys:
+        logits = _logits(pipe, [key[0] for key in keys])
+        if pipe.model.kind.scored:
+            got = _followed(pipe, logits, None)
+        else:  # each row's own target class
+            got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
+        known.update(zip(keys, got.tolist()))
+    return np.array([known[key] for key in zip(inputs, targets)], dtype=float)
 
 
 def edited(item: Item, chosen: Sequence[int], keep: bool, removal: str) -> tuple[tuple[int, ...], ...]:
@@ -209,14 +216,46 @@ def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
     return out
 
 
-def integrated_gradients(pipe, sentences: Sequence[SentenceTrace]):
-    """:func:`attribute` with the fewest of :data:`IG_STEPS` whose completeness gap is under
-    :data:`COMPLETENESS` (the last one tried when none is)."""
+def integrated_gradients(pipe, inputs: Sequence[Sequence[SentenceTrace]]) -> list:
+    """:func:`disan.explore.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
+    whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is). Each step count
+    doubles the one before, so its path's points are the last one's and the midpoints between them: only
+    the midpoints are computed (:func:`~disan.explore.analyses.attribution.path_points`), for the inputs
+    still searching together, in batches of similar length of at most :data:`IG_POINTS` points."""
+    outputs: list = [np.zeros(0)] * len(inputs)          # per input (S,), and per sentence (S, n_k)
+    points: list = [[np.zeros((0, 0))] * len(x) for x in inputs]
+    targets: list = [None] * len(inputs)
+    out: list = [None] * len(inputs)
+    searching, last = list(range(len(inputs))), 0
     for steps in IG_STEPS:
-        attr = attribute(pipe, sentences, steps)
-        if abs(attr.completeness_gap) < COMPLETENESS or not math.isfinite(attr.completeness_gap):
+        # the first count's every point, then the midpoints between the last count's
+        alphas = np.linspace(0, 1, steps + 1) if not last else (np.arange(last) + 0.5) / last
+        lengths = [max(len(s.tokens) for s in inputs[i]) for i in searching]
+        for batch in length_batches(lengths, max(1, IG_POINTS // len(alphas)), max(1, BUDGET // len(alphas))):
+            chosen = [searching[b] for b in batch]
+            got, per, aims = path_points(pipe, [inputs[i] for i in chosen], alphas)
+            for r, i in enumerate(chosen):
+                outputs[i] = _interleave(outputs[i], got[r])
+                points[i] = [_interleave(old, new[r][:, :len(sentence.tokens)])  # the batch's padding left out
+                             for old, new, sentence in zip(points[i], per, inputs[i])]
+                targets[i] = aims[r]
+                out[i] = from_points(pipe, inputs[i], outputs[i], points[i], targets[i])
+        searching = [i for i in searching
+                     if math.isfinite(out[i].completeness_gap) and abs(out[i].completeness_gap) >= COMPLETENESS]
+        last = steps
+        if not searching:
             break
-    return attr
+    return out
+
+
+def _interleave(old: np.ndarray, midpoints: np.ndarray) -> np.ndarray:
+    """A path's points (S, ...) with the midpoints between them (S - 1, ...) put in place; the midpoints
+    alone where there were none."""
+    if not len(old):
+        return midpoints
+    merged = np.empty((len(old) + len(midpoints), *old.shape[1:]), dtype=midpoints.dtype)
+    merged[0::2], merged[1::2] = old, midpoints
+    return merged
 
 
 def explanation_names(pipe) -> list[str]:
@@ -226,11 +265,14 @@ def explanation_names(pipe) -> list[str]:
             + ["gradient × input", "integrated gradients", "leave-one-out"])
 
 
-def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> list[dict[str, np.ndarray]]:
-    """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order)."""
+def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known: dict | None = None
+            ) -> list[dict[str, np.ndarray]]:
+    """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order); ``known`` as
+    :func:`values` takes it."""
     out, names = [], explanation_names(pipe)
     loo_inputs, loo_targets = [], []
-    for item, sentences in zip(items, _sentence_traces(pipe, items)):
+    traced = _sentence_traces(pipe, items)
+    for item, sentences, attr in zip(items, traced, integrated_gradients(pipe, traced)):
         per: dict[str, list[np.ndarray]] = {}
         for tr in (s.trace for s in sentences):
             per.setdefault(SOURCE2TOKEN, []).append(measures.token_importance(tr.source2token.probs))
@@ -239,7 +281,6 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> lis
                     measures.received_lift(block.probs, block.mask))
                 per.setdefault(f"gate-weighted · {block.name}", []).append(
                     measures.gate_weighted_received(block.probs, block.gate).double().numpy())
-        attr = integrated_gradients(pipe, sentences)
         per["gradient × input"] = attr.gradient_input
         per["integrated gradients"] = attr.integrated
         out.append({name: np.array([per[name][s][p] for s, p in item.places], dtype=float)
@@ -247,7 +288,7 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings()) -> lis
         for c in range(len(item.places)):
             loo_inputs.append(edited(item, [c], False, settings.removal))
             loo_targets.append(item.target)
-    without = values(pipe, loo_inputs, loo_targets)
+    without = values(pipe, loo_inputs, loo_targets, known)
     start = 0
     for item, scores in zip(items, out):
         scores["leave-one-out"] = item.value - without[start:start + len(item.places)]
@@ -279,17 +320,18 @@ class SentenceErasure:
     random_only: np.ndarray            # (draws, K)
 
 
-def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings()
-          ) -> tuple[np.ndarray, np.ndarray]:
+def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings(),
+          known: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """f after removing each ranking's top-k tokens and f keeping only them: (N, K) each, one row per
-    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first)."""
+    (item, ranking) pair of ``items`` and ``orders`` (indices into the item's places, most important first);
+    ``known`` as :func:`values` takes it."""
     inputs, targets = [], []
     for item, order in zip(items, orders):
         for k in settings.ks:
             top = list(order[:top_count(k, len(item.places))])
             inputs += [edited(item, top, False, settings.removal), edited(item, top, True, settings.removal)]
             targets += [item.target, item.target]
-    got = values(pipe, inputs, targets).reshape(len(orders), len(settings.ks), 2)
+    got = values(pipe, inputs, targets, known).reshape(len(orders), len(settings.ks), 2)
     return got[..., 0], got[..., 1]
 
 
@@ -297,11 +339,12 @@ def erasure_records(pipe, items: Sequence, settings: Settings = Settings(), star
     """The erasure curves of every input; ``start`` is the index of the first in the whole sample (it
     seeds the random rankings)."""
     prepared = prepare(pipe, items, settings)
-    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings)]
+    known: dict = {}  # f of the edited inputs run so far
+    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings, known)]
     draws = [random_rankings(start + r, len(item.places), settings) for r, item in enumerate(prepared)]
     pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
              for order in [*named.values(), *drawn]]
-    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings)
+    removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings, known)
     out, row = [], 0
     for item, named, drawn in zip(prepared, ranked, draws):
         e = len(named)
@@ -382,25 +425,6 @@ def _row(name: str, estimates, n: int) -> dict:
     return row
 
 
-def refine_erasure(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
-                   ) -> Iterator[tuple[int, ErasureSummary, list[SentenceErasure]]]:
-    """(inputs done, summary so far, records so far) over a sample that doubles from ``first`` inputs:
-    the page's first numbers come from ``first`` inputs, and every later summary is that of a longer prefix."""
-    records: list[SentenceErasure] = []
-    for start, stop in _growing(len(items), first):
-        records += erasure_records(pipe, items[start:stop], settings, start)
-        yield stop, erasure_summary(records, settings), records
-
-
-def _growing(n: int, first: int) -> list[tuple[int, int]]:
-    """(start, stop) of chunks whose prefixes double from ``first``: 20, 40, 80, ... up to n."""
-    bounds, stop = [0], max(1, first)
-    while bounds[-1] < n:
-        bounds.append(min(n, stop))
-        stop *= 2
-    return list(zip(bounds, bounds[1:]))
-
-
 # ---------------------------------------------------------------- attention interventions
 
 INTERVENTIONS = ("uniform", "permuted")
@@ -417,7 +441,7 @@ def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tupl
         return out, out
     i = [t.name for t in trace.blocks].index(block)
     t, module = trace.blocks[i], encoder.blocks[i]
-    s = torch.einsum("bjik,bik->bjk", probs, t.h)                                       # (B, n, d)
+    s = (probs * t.h[:, None]).sum(dim=2)          # (B, n, d): s_j = Σ_i P'_ji ⊙ h_i, faster than einsum here
     gate = torch.sigmoid(module.fuse_s(s) + module.fuse_h(t.h) + module.b_f)
     us[i] = torch.lerp(s, t.h, gate) * pad_mask[..., None]
     out, _ = encoder.s2t(torch.cat(us, dim=-1), pad_mask)
@@ -452,7 +476,11 @@ def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) 
     """Each query row's attention permuted among its valid keys (one permutation per row, for every feature:
     :func:`disan.explore.analyses.stats.row_shuffle_index`); masked cells stay 0."""
     index = torch.as_tensor(stats.row_shuffle_index(mask.numpy(), rng))                # (B, m, n)
-    return torch.take_along_dim(probs, index[..., None].expand_as(probs), dim=2)
+    # whole feature rows gathered by a flat row index: the same values as take_along_dim with the index
+    # expanded over the features, at a fraction of its cost (tests/test_faithfulness.py compares them)
+    B, m, n = index.shape
+    rows = (torch.arange(B * m)[:, None] * n + index.reshape(B * m, n)).flatten()      # (B m n,)
+    return probs.reshape(B * m * n, -1).index_select(0, rows).view(probs.shape)
 
 
 def _unflatten(block: str, probs: torch.Tensor) -> torch.Tensor:
@@ -471,29 +499,46 @@ def _change(pipe, before: torch.Tensor, after: torch.Tensor) -> tuple[np.ndarray
     return 0.5 * (p - q).abs().sum(dim=-1).double().numpy(), (kind.read(before) != kind.read(after)).numpy()
 
 
-@torch.no_grad()
-def _noisy_outputs(pipe, ids: torch.Tensor, block: str, distance: torch.Tensor, rng: torch.Generator
-                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Encodings (B, D) of ``ids`` with Gaussian noise on the word vectors, scaled per sentence so that the
-    block's output moves by ``distance`` (B,) in L2, and the distance reached. The scale starts at 1% of
-    the word vectors' RMS and is rescaled :data:`NOISE_ROUNDS` times by distance wanted / distance reached
-    (the output is near linear in a small noise)."""
-    model = pipe.model
-    pad_mask = ids != PAD_ID
-    x = model.embed(ids)                                                                 # (B, n, d_e)
-    noise = torch.randn(x.shape, generator=rng, dtype=x.dtype) * pad_mask[..., None]
-    _, base = model.encoder(x, pad_mask, "tokens")
-    scale = 0.01 * x.pow(2).mean(dim=(1, 2), keepdim=True).sqrt()                       # (B, 1, 1)
+class Noise:
+    """Gaussian noise on the word vectors of a batch (B, n, d_e), one draw for every block and intervention,
+    and how far it moves each block's output: the encoder runs once at each of :data:`NOISE_SCALES` times
+    the word vectors' RMS per sentence, and per sentence and block the distance is fitted as a power of the
+    scale (the output is close to linear in the noise: powers 0.99 to 1.02 on SST-5), so that each
+    intervention reads its scale off that curve instead of searching for it from a small noise. Then
+    :data:`NOISE_ROUNDS` rescalings by distance wanted / distance reached close the remaining gap (under
+    1% on SST-5)."""
 
-    def run(scale):
-        out, tr = model.encoder(x + scale * noise, pad_mask, "tokens")
-        return out, (block_output(tr, block) - block_output(base, block)).flatten(1).norm(dim=-1)
+    @torch.no_grad()
+    def __init__(self, model, ids: torch.Tensor, blocks: Sequence[str], rng: torch.Generator):
+        self.model, self.blocks, self.pad_mask = model, list(blocks), ids != PAD_ID
+        self.x = model.embed(ids)                                                        # (B, n, d_e)
+        self.noise = torch.randn(self.x.shape, generator=rng, dtype=self.x.dtype) * self.pad_mask[..., None]
+        _, self.base = model.encoder(self.x, self.pad_mask, "tokens")
+        rms = self.x.pow(2).mean(dim=(1, 2)).sqrt()                                      # (B,)
+        self.scales = [f * rms for f in NOISE_SCALES]
+        self.reached = [self.run(scale)[1] for scale in self.scales]
 
-    for _ in range(NOISE_ROUNDS):
-        _, reached = run(scale)
-        ratio = torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))
-        scale = scale * ratio[:, None, None]
-    return run(scale)
+    @torch.no_grad()
+    def run(self, scale: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The encodings (B, D) with the noise at ``scale`` (B,), and how far each block's output moved (B,)."""
+        out, tr = self.model.encoder(self.x + scale[:, None, None] * self.noise, self.pad_mask, "tokens")
+        return out, {b: (block_output(tr, b) - block_output(self.base, b)).flatten(1).norm(dim=-1)
+                     for b in self.blocks}
+
+    @torch.no_grad()
+    def matched(self, block: str, distance: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The encodings (B, D) with the noise scaled per sentence so that ``block``'s output moves by
+        ``distance`` (B,) in L2, and the distance reached (B,). A sentence whose block the noise does not
+        move (a single token's forward block has no key) keeps the first scale."""
+        (s0, s1), (d0, d1) = self.scales, (r[block] for r in self.reached)
+        power = torch.log(d1 / d0) / torch.log(s1 / s0)
+        power = torch.where(torch.isfinite(power) & (power > 0), power, torch.ones_like(power))
+        scale = torch.where(d0 > 0, s0 * (distance / d0.clamp_min(1e-12)) ** (1 / power), s0)
+        for _ in range(NOISE_ROUNDS):
+            reached = self.run(scale)[1][block]
+            scale = scale * torch.where(reached > 0, distance / reached.clamp_min(1e-12), torch.ones_like(reached))
+        out, reached = self.run(scale)
+        return out, reached[block]
 
 
 @dataclass
@@ -528,7 +573,9 @@ def intervention_records(pipe, items: Sequence, settings: Settings = Settings(),
         noisy: dict = {}
         for batch, trace in traces(pipe, [prepared[i].tokens[s] for i, s in flat]):
             original[batch] = trace.encoding
-            ids = pad([sentences[k] for k in batch])
+            # one draw of noise per batch, calibrated once for every block and intervention
+            noise = Noise(model, pad([sentences[k] for k in batch]), blocks_of(pipe),
+                          torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0]))
             for block in blocks_of(pipe):
                 probs, mask = block_attention(trace, block)
                 for how in INTERVENTIONS:
@@ -542,8 +589,7 @@ def intervention_records(pipe, items: Sequence, settings: Settings = Settings(),
                         moved.append((s - block_output(trace, block)).flatten(1).norm(dim=-1))
                     after.setdefault((block, how), [None] * len(flat))
                     noisy.setdefault((block, how), [None] * len(flat))
-                    gen = torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0])
-                    noise_out, _ = _noisy_outputs(pipe, ids, block, torch.stack(moved).mean(dim=0), gen)
+                    noise_out, _ = noise.matched(block, torch.stack(moved).mean(dim=0))
                     for b, k in enumerate(batch):
                         after[block, how][k] = torch.stack([o[b] for o in outs])          # (draws, D)
                         noisy[block, how][k] = noise_out[b][None]                         # (1, D)
@@ -589,17 +635,6 @@ def intervention_summary(records: dict, n: int, settings: Settings = Settings())
                                  "moves it more than noise" if diff.low > 0 else
                                  "moves it less than noise" if diff.high < 0 else "like noise")})
     return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips)
-
-
-def refine_interventions(pipe, items: Sequence, settings: Settings = Settings(), first: int = FIRST
-                         ) -> Iterator[tuple[int, InterventionSummary]]:
-    """(inputs done, summary so far) over a sample that doubles from ``first`` inputs."""
-    merged: dict = {}
-    for start, stop in _growing(len(items), first):
-        for key, (c, f) in intervention_records(pipe, items[start:stop], settings, start).items():
-            old = merged.get(key, (np.zeros(0), np.zeros(0)))
-            merged[key] = np.concatenate([old[0], c]), np.concatenate([old[1], f])
-        yield stop, intervention_summary(merged, stop, settings)
 
 
 # ---------------------------------------------------------------- randomisation checks
