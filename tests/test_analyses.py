@@ -628,3 +628,13 @@ def test_the_analysis_bench_times_each_step_of_the_case_study(make_checkpoint):
     rows = case_rows(pipe, chosen, repeats=2)
     assert [name.split(" (")[0] for name, _ in rows] == ["trace and measure", "claims and figures"]
     assert all(0 < seconds < 60 for _, seconds in rows)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_analysis_bench_times_a_fresh_servers_start_without_spacy():
+    from disan.tools.analysis_bench import startup_rows
+    rows = startup_rows("trec", repeats=1)
+    assert [name for name, _ in rows] == [
+        "importing disan.app.common and disan.app.analyses (spaCy imported: False)",
+        "reading trec's train, dev, test", "reading trec's test"]
+    assert all(cpu >= 0 for _, cpu in rows)

@@ -269,3 +269,32 @@ def test_snli_dev_and_test_only(data_root):
     assert label_counts(snli.test, 3) == [3368, 3219, 3237]
     assert all(isinstance(e.text, tuple) and len(e.text) == 2 and e.text[0] == e.text[0].strip()
                for e in snli.dev + snli.test)
+
+
+# ---------------------------------------------------------------- reading only the splits asked for
+
+@pytest.mark.usefixtures("data_root")
+@pytest.mark.parametrize("name", list(BENCHMARKS))
+def test_a_split_read_alone_equals_that_split_read_with_the_others(name):
+    """The pages read one split of a checkpoint's benchmark; where each split is a file of its own, only that
+    file is read, and a split carved out of another file (TREC's dev, the folds) is drawn exactly as before."""
+    options = {"fold": 2, "seed": 3} if BENCHMARKS[name].folds else {"seed": 3}
+    whole = task(name, phrases=False, **options)
+    for split in data.SPLITS:
+        alone = load_task(name, phrases=False, splits=[split], **options)
+        assert getattr(alone, split) == getattr(whole, split), split  # texts and labels, in order
+        assert (alone.name, alone.kind, alone.labels, alone.protocol) == \
+            (whole.name, whole.kind, whole.labels, whole.protocol)
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_test_split_of_sst_leaves_the_training_trees_unread(monkeypatch):
+    read = []
+    monkeypatch.setattr(data, "read_trees", lambda path: read.append(path.name) or [])
+    load_task("sst5", phrases=False, splits=["test"])
+    assert read == ["test.txt"]
+
+
+def test_an_unknown_split_is_refused_by_name():
+    with pytest.raises(ValueError, match="'validation'.*train, dev, test"):
+        load_task("sst5", splits=["validation"])

@@ -95,13 +95,13 @@ def data_stamp(entry) -> tuple:
 
 
 @st.cache_resource(max_entries=4, show_spinner="Reading the data the model was trained on…")
-def trained_data(path: str, mtime: float, files: tuple, _config: dict) -> TaskData:
-    """The data a checkpoint was trained on (:func:`disan.data.files.trained_task`: every split, tokenised;
-    a file of one's own checked against its recorded SHA-256), read once per server, checkpoint and data
-    files (:func:`data_stamp`), whichever of its splits and samples the pages ask for (:func:`trained`,
-    :func:`test_items`): tokenising a benchmark's splits takes seconds. Shared by every session, which only
-    read it."""
-    return trained_task(_config)
+def trained_data(path: str, mtime: float, files: tuple, _config: dict, split: str) -> TaskData:
+    """The data a checkpoint was trained on (:func:`disan.data.files.trained_task`: ``split``, the other splits
+    read only where ``split`` is carved out of them; a file of one's own checked against its recorded SHA-256),
+    read once per server, checkpoint, data files (:func:`data_stamp`) and split, whichever samples the pages
+    ask for (:func:`trained`, :func:`test_items`): reading a benchmark's splits takes seconds. Shared by every
+    session, which only read it."""
+    return trained_task(_config, splits=[split])
 
 
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
@@ -110,7 +110,7 @@ def trained(path: str, mtime: float, files: tuple, _config: dict, split: str) ->
     read once per checkpoint, data files and split; a benchmark's kept on disk, a file of one's own read
     afresh (from :func:`trained_data`)."""
     return read_kept(trained_key(_config, split),
-                     lambda: corpus.split_corpus(trained_data(path, mtime, files, _config), split))
+                     lambda: corpus.split_corpus(trained_data(path, mtime, files, _config, split), split))
 
 
 def trained_key(config: dict, split: str, **more) -> str | None:
@@ -294,7 +294,7 @@ def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> 
     (:func:`data_stamp`); a benchmark's kept on disk, a file of one's own drawn afresh (from
     :func:`trained_data`)."""
     return read_kept(trained_key(_config, "test", items=n),
-                     lambda: corpus.sample_items(trained_data(path, mtime, files, _config), "test", n))
+                     lambda: corpus.sample_items(trained_data(path, mtime, files, _config, "test"), "test", n))
 
 
 # Inputs in the first sample of the agreement over a corpus: integrated gradients over every input cost about

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from disan.data.kinds import kind_of, kinds_taking
-from disan.data.loaders import Example, TaskData, sha256_file
+from disan.data.loaders import SPLITS, Example, TaskData, sha256_file
 from disan.data.registry import load_task
 
 DEFAULT_FRACTION = 0.1               # --dev-fraction and --test-fraction
@@ -513,12 +513,14 @@ def summarize(path: str | os.PathLike, text_column: str, label_column: str, text
     return Summary(task.kind, task.labels, splits, counts.tolist(), [])
 
 
-def trained_task(config: dict, data_dir: str | os.PathLike | None = None) -> TaskData:
+def trained_task(config: dict, data_dir: str | os.PathLike | None = None,
+                 splits: Sequence[str] = SPLITS) -> TaskData:
     """The data a checkpoint was trained on, from its config (``config.json``), whole sentences: the
     splits recorded of a file of one's own (:func:`load_recorded`; DataError when a file is gone or has
-    changed), else its benchmark with the recorded fold and seed."""
+    changed), else its benchmark with the recorded fold and seed, of which only ``splits`` need be read
+    (:func:`disan.data.registry.load_task`)."""
     if "data" in config:
         return load_recorded(config["data"])
     tc = config.get("train_config") or {}
     return load_task(config["task"], data_dir or tc.get("data_dir"), fold=tc.get("fold", 0),
-                     seed=tc.get("seed", 0), phrases=False)
+                     seed=tc.get("seed", 0), phrases=False, splits=splits)

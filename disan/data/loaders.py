@@ -263,10 +263,11 @@ def _sst_phrases(trees: list[Tree], binary: bool, nodes: str = "unique") -> list
 
 
 def load_sst(paths: tuple[Path, Path, Path], binary: bool, phrases: bool,
-             nodes: str = "unique") -> tuple[list[Example], ...]:
+             nodes: str = "unique", splits=SPLITS) -> tuple[list[Example], ...]:
     """(train, dev, test) examples of SST's train, dev and test tree files: the training examples are every
-    phrase (``_sst_phrases``) or the whole sentences; dev and test are whole sentences."""
-    train, dev, test = (read_trees(path) for path in paths)
+    phrase (``_sst_phrases``) or the whole sentences; dev and test are whole sentences. Only the files of
+    ``splits`` are read (each split is a file of its own); the others come back empty."""
+    train, dev, test = (read_trees(path) if split in splits else [] for split, path in zip(SPLITS, paths))
     train_examples = _sst_phrases(train, binary, nodes) if phrases else _sst_sentences(train, binary)
     return train_examples, _sst_sentences(dev, binary), _sst_sentences(test, binary)
 

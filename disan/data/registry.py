@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from disan.data.loaders import (
     FOLDS,
     NLI_LABELS,
     OVERSAMPLE_COPIES,
+    SPLITS,
     SST5_LABELS,
     TREC_LABELS,
     TaskData,
@@ -45,11 +46,15 @@ SCORE_LEVELS = ["1", "2", "3", "4", "5"]  # SICK's relatedness scores run from 1
 @dataclass(frozen=True)
 class Options:
     """What a caller chooses of a benchmark's split: the cross-validation fold, the seed of the folds and of
-    drawn dev sets, and for SST whether to train on every labelled phrase and which nodes (``--sst-nodes``)."""
+    drawn dev sets, for SST whether to train on every labelled phrase and which nodes (``--sst-nodes``), and
+    the splits wanted: a loader may leave the others empty where each is a file of its own (reading and
+    parsing SST's train trees takes a second when only test is shown); a split carved out of another file
+    (TREC's dev, the folds) reads that file whole, so what it holds never depends on what else is asked."""
     fold: int = 0
     seed: int = 0
     phrases: bool = True
     nodes: str = "unique"
+    splits: tuple[str, ...] = SPLITS
 
 
 @dataclass(frozen=True)
@@ -87,7 +92,7 @@ SST_UNITS = {"unique": "every labelled phrase of the train trees (deduplicated b
 
 def sst_task(b: Benchmark, root: Path, o: Options, binary: bool) -> TaskData:
     """SST's train, dev and test trees; ``binary`` drops neutral and merges the polarities (SST-2)."""
-    train, dev, test = load_sst(tuple(b.paths(root)), binary, o.phrases, o.nodes)
+    train, dev, test = load_sst(tuple(b.paths(root)), binary, o.phrases, o.nodes, o.splits)
     unit = SST_UNITS[o.nodes] if o.phrases else "train sentences"
     drop = "; neutral sentences and phrases removed" if binary else ""
     return b.task(train, dev, test, f"standard SST split: train on {unit}, dev and test on whole sentences{drop}.")
@@ -96,7 +101,8 @@ def sst_task(b: Benchmark, root: Path, o: Options, binary: bool) -> TaskData:
 def trec_task(b: Benchmark, root: Path, o: Options) -> TaskData:
     """TREC's training and test questions; dev is a seeded share of the training questions."""
     train_path, test_path = b.paths(root)
-    full = read_trec(train_path)
+    # the test file is read whatever is asked: the protocol counts its questions
+    full = read_trec(train_path) if {"train", "dev"} & set(o.splits) else []
     kept, held = hold_out(len(full), DEV_FRACTION, np.random.default_rng(o.seed))
     test = read_trec(test_path)
     return b.task(subset(full, kept), subset(full, held), test,
@@ -116,14 +122,16 @@ def sick_task(b: Benchmark, root: Path, o: Options) -> TaskData:
     """SemEval-2014's SICK train, trial and test files: the relatedness score for a scored kind, else the
     entailment judgment."""
     paths = b.paths(root)
-    train, dev, test = (read_sick(path, kind_of(b.kind).scored) for path in paths)
+    train, dev, test = (read_sick(path, kind_of(b.kind).scored) if split in o.splits else []
+                        for split, path in zip(SPLITS, paths))
     return b.task(train, dev, test, f"SemEval-2014 Task 1 split: train = {paths[0].stem}, dev = {paths[1].stem}, "
                                     f"test = {paths[2].stem}.")
 
 
 def snli_task(b: Benchmark, root: Path, o: Options) -> TaskData:
     """SNLI's dev and test pairs in SentEval's format; there is no training split here."""
-    return b.task([], read_snli(root / b.folder, "dev"), read_snli(root / b.folder, "test"),
+    dev, test = (read_snli(root / b.folder, split) if split in o.splits else [] for split in ("dev", "test"))
+    return b.task([], dev, test,
                   "SNLI 1.0 dev and test in SentEval format; no train split is available here, "
                   "so train is empty and a model must be trained elsewhere.")
 
@@ -177,16 +185,20 @@ _locate = data_dir
 
 
 def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 0, seed: int = 0,
-              phrases: bool = True, nodes: str = "unique") -> TaskData:
+              phrases: bool = True, nodes: str = "unique", splits: Sequence[str] = SPLITS) -> TaskData:
     """Load one benchmark's train / dev / test examples, as its entry's loader does.
 
     ``fold`` and ``seed`` select the cross-validation split of the k-fold benchmarks (``seed`` also draws
     trec's dev set); ``phrases`` trains SST on every labelled phrase, as the original DiSAN code did,
     rather than on whole sentences only; ``nodes`` says how ("unique", "every" or "oversampled", see
-    :data:`disan.data.loaders.SST_NODES`).
+    :data:`disan.data.loaders.SST_NODES`). ``splits``: the splits the caller reads; each of them is what
+    loading every split gives, and the others may come back empty (see :class:`Options`).
     """
     b = benchmark(name)
-    return b.loader(b, _locate(data_dir), Options(fold, seed, phrases, nodes))
+    unknown = [s for s in splits if s not in SPLITS]
+    if unknown:
+        raise ValueError(f"unknown split {unknown[0]!r}; choose among {', '.join(SPLITS)}")
+    return b.loader(b, _locate(data_dir), Options(fold, seed, phrases, nodes, tuple(splits)))
 
 
 

@@ -34,11 +34,10 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import torch
-from spacy.lang.en.stop_words import STOP_WORDS
-
 from disan.data.text import normalize
 
 WORD_CLASSES = ("stop", "content", "other")
@@ -51,10 +50,19 @@ def is_punctuation(token: str) -> bool:
     return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 
+@lru_cache(maxsize=1)
+def _stop_words() -> frozenset[str]:
+    """spaCy's English stop words, loaded at the first word classified: importing them imports spaCy, which
+    takes seconds, and a page that classifies no word (or a machine without spaCy) should not pay for it."""
+    from spacy.lang.en.stop_words import STOP_WORDS
+
+    return frozenset(STOP_WORDS)
+
+
 def is_stop_word(token: str) -> bool:
     """Whether a token is on spaCy's English stop-word list, compared in its normalised form
     (:func:`disan.data.text.normalize`: "The" is one)."""
-    return normalize(token) in STOP_WORDS
+    return normalize(token) in _stop_words()
 
 
 def word_class(token: str) -> str:

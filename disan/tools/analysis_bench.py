@@ -1,7 +1,7 @@
 """Speed of the analysis pages' computations, once the model is loaded and the corpus read:
 
     python -m disan analysis-bench [--checkpoint DIR] [--occurrences 1000] [--sentences 2000]
-                                   [--only senses|case|atlas|faithfulness]
+                                   [--only senses|case|atlas|faithfulness|startup]
 
 * Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
   word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
@@ -16,6 +16,9 @@
   interventions and their sum; then the cascade on ``--cascade-sentences`` (default 100). Targets: the
   first numbers within 5 s, erasure and interventions on 500 SST-5 sentences in 180 s, the cascade in
   120 s, on one core: run it as ``OMP_NUM_THREADS=1 python -m disan analysis-bench --only faithfulness``.
+* Start-up: what a fresh server pays before any model runs: importing the modules a page imports (in a
+  fresh interpreter, saying whether spaCy came with them), and reading the checkpoint's test split alone
+  beside reading every split, as the pages did before.
 
 Torch runs on one thread, as in the app. The machine's load average is printed with the figures, since
 other work on the machine slows every figure.
@@ -25,10 +28,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
 
+from disan.data.loaders import SPLITS
+from disan.data.registry import load_task
 from disan.explore import atlas, progressive
 from disan.explore.analyses import casestudy, corpus, faithfulness, stats
 from disan.explore.catalog import default_entry, list_checkpoints
@@ -121,7 +128,25 @@ def faithfulness_rows(pipe, items: list, cascade_items: list) -> list[tuple[str,
     return rows
 
 
-ANALYSES = ("senses", "case", "atlas", "faithfulness")
+# What a page imports before it draws anything, timed in a fresh interpreter, where nothing is imported yet.
+PAGE_IMPORTS = ("import sys, time\nstart = time.process_time()\nimport disan.app.common, disan.app.analyses\n"
+                "print(time.process_time() - start, 'spacy' in sys.modules)")
+
+
+def startup_rows(task: str, repeats: int) -> list[tuple[str, float]]:
+    """(step, CPU seconds) of a fresh server's start before any model runs: the pages' imports, and reading a
+    benchmark's test split alone and with the other splits (median of ``repeats``)."""
+    done = subprocess.run([sys.executable, "-c", PAGE_IMPORTS], capture_output=True, text=True, check=True)
+    seconds, spacy = done.stdout.split()
+    rows = [(f"importing disan.app.common and disan.app.analyses (spaCy imported: {spacy == 'True'})",
+             float(seconds))]
+    for splits in (SPLITS, ("test",)):
+        cpu = _median_times(lambda: load_task(task, phrases=False, splits=splits), repeats)[1]
+        rows.append((f"reading {task}'s {', '.join(splits)}", cpu))
+    return rows
+
+
+ANALYSES = ("senses", "case", "atlas", "faithfulness", "startup")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -155,6 +180,11 @@ def main(argv=None) -> None:
     print(f"checkpoint {args.checkpoint}; token2token kernel {kernels.resolve(wait=True)}; torch threads 1; "
           f"{os.cpu_count()} CPUs; median of {args.repeats}; load average before {_load()}")
     wanted = [args.only] if args.only else ANALYSES
+    if "startup" in wanted:
+        print("Start-up, before any model runs\n\n| step | CPU seconds |\n|---|---:|")
+        for step, cpu in startup_rows(args.task, args.repeats):
+            print(f"| {step} | {cpu:.2f} |")
+        print()
     if "senses" in wanted:
         start = time.perf_counter()
         train = corpus.benchmark_corpus(args.task, "train")

@@ -63,7 +63,7 @@ def examples_table(path, split: str = "test", data_dir=None, device: str | torch
     :func:`disan.nn.checkpoint.load`)."""
     model, vocab, config, _ = checkpoint.load(path, device=device, vocabulary=vocabulary)
     tc = config.get("train_config", {})
-    data = trained_task(config, data_dir)  # whole sentences, whatever the training used
+    data = trained_task(config, data_dir, splits=[split])  # whole sentences, whatever the training used
     examples = getattr(data, split)
     if not examples:
         raise ValueError(f"{config['task']} has no {split} split here")

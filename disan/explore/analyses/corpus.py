@@ -70,14 +70,14 @@ def make_corpus(name: str, texts, labels=None, pairs=None) -> Corpus:
 
 def benchmark_corpus(task: str, split: str = "test", data_dir=None) -> Corpus:
     """A benchmark split as a corpus (:func:`split_corpus`)."""
-    return split_corpus(load_task(task, data_dir, phrases=False), split)
+    return split_corpus(load_task(task, data_dir, phrases=False, splits=[split]), split)
 
 
 def trained_corpus(config: dict, split: str = "test") -> Corpus:
     """A split of the data a checkpoint was trained on, from its config (``config.json``), as a corpus: of
     its benchmark, or the split recorded of its own file (:func:`disan.data.files.trained_task`, which
     raises DataError when that file is gone or has changed)."""
-    return split_corpus(trained_task(config), split)
+    return split_corpus(trained_task(config, splits=[split]), split)
 
 
 def split_corpus(data: TaskData, split: str) -> Corpus:
@@ -114,13 +114,13 @@ def subset(corpus: Corpus, keep, name: str) -> Corpus:
 
 def benchmark_items(task: str, split: str = "test", n: int = 200, seed: int = 0, data_dir=None) -> list:
     """A seeded random sample of ``n`` inputs of a benchmark split (:func:`sample_items`)."""
-    return sample_items(load_task(task, data_dir, phrases=False), split, n, seed)
+    return sample_items(load_task(task, data_dir, phrases=False, splits=[split]), split, n, seed)
 
 
 def trained_items(config: dict, split: str = "test", n: int = 200, seed: int = 0) -> list:
     """A seeded random sample of ``n`` inputs of a split of the data a checkpoint was trained on (see
     :func:`trained_corpus`)."""
-    return sample_items(trained_task(config), split, n, seed)
+    return sample_items(trained_task(config, splits=[split]), split, n, seed)
 
 
 def sample_items(data: TaskData, split: str, n: int, seed: int = 0) -> list:
