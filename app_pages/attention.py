@@ -73,7 +73,8 @@ for role, sentence, where in side_by_side(sentences):
         choices = views.sharpest_features(tr, rank_by)
         key = f"attention-ranked-{role}"
         kept(key, (tokens, rank_by), choices[0])
-        feature = persistent(where.selectbox, "Feature (sharpest first)", key, options=choices,
+        feature = persistent(where.selectbox, "Feature ▶ shown in the sentence and the comparison (sharpest first)",
+                             key, options=choices,
                              format_func=lambda k, tr=tr: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
     draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")
