@@ -15,6 +15,7 @@ come from plotly's own state on the figure's element.
 import json
 import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -185,6 +186,7 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
     drawn(page)
     problems = []
+    spent = Counter()  # seconds per page
     for n in MATRIX[model]:
         text = sentence(n, seed=n)
         if pairs:  # premise and hypothesis: each of the length
@@ -198,6 +200,7 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
                 continue
             if title in NEEDS_DATA and data_root_or_none is None and model != "two-class":
                 continue
+            visited = time.perf_counter()
             navigate(page, title)
             if title == "Faithfulness":
                 # the fewest test inputs that get a verdict, not the page's 100: every figure is drawn, at a fifth
@@ -218,5 +221,8 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
                     summary.click()
                 drawn(page)
             problems += [f"{model}, {n} tokens, {title}: {p}" for p in audit(page) + page.evaluate(SHAPES, labels)]
-    print(f"{model}: audited in {time.perf_counter() - started:.0f} s")  # the matrix's cost, with pytest -s
+            spent[title] += time.perf_counter() - visited
+    # the matrix's cost, with pytest -s
+    print(f"{model}: audited in {time.perf_counter() - started:.0f} s, of which Faithfulness "
+          f"{spent['Faithfulness']:.0f} s")
     assert not problems, "\n".join(problems)
