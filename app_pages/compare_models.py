@@ -25,8 +25,8 @@ if not others:
             "same task with the disan-nodir or bilstm encoder.")
     st.stop()
 labels = {e.name: e.label for e in others}
-other = next(e for e in others if e.name == st.selectbox("Model B", list(labels), format_func=labels.get,
-                                                         key="compare-other"))
+chosen = st.selectbox("Model B", list(labels), format_func=labels.get, key="compare-other")
+other = next(e for e in others if e.name == chosen)  # drawn once: in the generator it was drawn per model
 text = current_input(pipe)
 result_a = run_trace(entry, text)
 result_b = run_trace(other, text)

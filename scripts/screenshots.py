@@ -55,7 +55,8 @@ SHOTS = [
      "[data-testid='stMain'] [data-testid='stMultiSelect']",
      ((partial(open_tab, name="Attention knockout"), "with the knockout"),)),
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
-    ("compare-models.png", "/compare_models" + EXAMPLE, "A · forward", "h2", ()),
+    ("compare-models.png", "/compare_models" + EXAMPLE, "A · forward", "h2",
+     ((partial(type_option, label="Model B", option="trec"), "B · forward"),)),  # as docs/analyses/ says
     ("case-study.png", "/case_study", "by word class", "h2", ()),
     ("feature-atlas.png", "/feature_atlas", "attention features of",
      "[data-testid='stRadio']:has-text('Colour the map by')", ()),

@@ -115,6 +115,10 @@ def test_compare_says_what_an_encoder_lacks(models):
     assert "has every part of DiSAN" in statements and "d-bilstm (bilstm) has no token2token attention" in statements
     drawn = charts(at)
     assert "compare-attention-a-forward" in drawn and not any(k.startswith("compare-attention-b") for k in drawn)
+    models("g-trec-nodir", encoder="disan-nodir")
+    at = visit(app(), PAGES["compare"])
+    at.selectbox(key="compare-other").set_value("g-trec-nodir").run()  # not the first model offered
+    assert not at.exception and "compare-attention-b-diag_1" in charts(at)
 
 
 def test_a_baseline_encoder_gets_a_message_where_it_lacks_the_parts(models):
