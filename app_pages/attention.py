@@ -16,6 +16,7 @@ from disan.app.common import (
     persistent,
     setting,
     side_by_side,
+    token_window,
 )
 from disan.explore import markup, views
 
@@ -48,14 +49,7 @@ for role, sentence, where in side_by_side(sentences):
     # wrap: in a pair's column the tokens would otherwise scroll sideways, hiding the highlighted one
     query = persistent(where.pills, "Query token j: click a token", key, options=range(n), required=True,
                        format_func=labels.__getitem__, wrap=True)
-    window = None
-    if n > views.WINDOW:
-        key = f"attention-window-{role}"
-        start, stop = views.default_window(n, query)
-        kept(key, (tokens, query), (start, stop - 1))  # a new query moves the window around it
-        first, last = persistent(where.slider, "Tokens shown in the heatmaps", key, min_value=0, max_value=n - 1,
-                                 help=f"Sentences over {views.WINDOW} tokens are shown a window at a time.")
-        window = (first, last + 1)  # the slider's ends are tokens; a window's stop is past its last token
+    window = token_window(where, tokens, query, f"attention-window-{role}")
     feature = None
     if mode == "one feature":
         # every feature, the sharpest for this query first; the mode starts at the first, and the feature
@@ -73,7 +67,8 @@ for role, sentence, where in side_by_side(sentences):
         choices = views.sharpest_features(tr, rank_by)
         key = f"attention-ranked-{role}"
         kept(key, (tokens, rank_by), choices[0])
-        feature = persistent(where.selectbox, "Feature (sharpest first)", key, options=choices,
+        feature = persistent(where.selectbox, "Feature ▶ shown in the sentence and the comparison (sharpest first)",
+                             key, options=choices,
                              format_func=lambda k, tr=tr: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
     draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")

@@ -8,7 +8,9 @@ from disan.app.common import (
     entries,
     reads_pairs,
     run_trace,
+    token_window,
 )
+from disan.explore import views
 from disan.explore.analyses import compare
 
 st.header("Compare models")
@@ -23,8 +25,8 @@ if not others:
             "same task with the disan-nodir or bilstm encoder.")
     st.stop()
 labels = {e.name: e.label for e in others}
-other = next(e for e in others if e.name == st.selectbox("Model B", list(labels), format_func=labels.get,
-                                                         key="compare-other"))
+chosen = st.selectbox("Model B", list(labels), format_func=labels.get, key="compare-other")
+other = next(e for e in others if e.name == chosen)  # drawn once: in the generator it was drawn per model
 text = current_input(pipe)
 result_a = run_trace(entry, text)
 result_b = run_trace(other, text)
@@ -35,4 +37,6 @@ sides = [compare.Side(e.name, e.encoder, r.prediction, getattr(r, which))
          for e, r in ((entry, result_a), (other, result_b))]
 for label, side in zip("AB", sides):
     st.text(f"{label}: {compare.statement(side)}")
-draw(compare.drawing(*sides))
+tokens = sides[0].sentence.tokens
+window = token_window(st, tokens, views.default_query(len(tokens)), "compare-window")
+draw(compare.drawing(*sides, window=window))

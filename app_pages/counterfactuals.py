@@ -1,7 +1,7 @@
 """Edit the sentence, drop each token, or forbid attention edges, and see what changes."""
 import streamlit as st
 
-from disan.app.common import draw, open_input
+from disan.app.common import draw, open_input, token_window
 from disan.explore import views
 from disan.explore.analyses import counterfactual as cf
 
@@ -37,7 +37,8 @@ def edit_part() -> None:
         st.info(str(e))
         return
     st.text("After: " + " ".join(edited))
-    draw(cf.edit_drawing(pipe, cf.compare_edit(pipe, sentences, which, edited)))
+    window = token_window(st, tokens, position, "cf-edit-window")  # around the edited token
+    draw(cf.edit_drawing(pipe, cf.compare_edit(pipe, sentences, which, edited), window))
 
 
 @st.fragment
@@ -58,7 +59,8 @@ def knockout_part() -> None:
     except ValueError as e:
         st.info(str(e))
         return
-    draw(cf.knockout_drawing(pipe, knocked, blocks))
+    window = token_window(st, tokens, min(keys), "cf-knockout-window")  # around the first key knocked out
+    draw(cf.knockout_drawing(pipe, knocked, blocks, window))
 
 
 edit_tab, occlusion_tab, knockout_tab = st.tabs(["Edit a token", "Occlusion", "Attention knockout"])

@@ -19,7 +19,10 @@ from disan.inspect.senses import VECTORS
 from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = REPO_ROOT / "docs"
-# the analyses' example for one sentence (docs/analyses/), as a link's text (the sidebar's model: sst5)
+# the model of the shots whose path names none: the app's default is the first single-sentence model by name,
+# which the 2-class model (TWO_CLASS) would be
+MODEL = "sst5"
+# the analyses' example for one sentence (docs/analyses/), as a link's text (the sidebar's model: MODEL)
 EXAMPLE = "?text=" + quote("A gorgeous , witty film that nobody should miss")
 # a 2-class model as a user trains one: customer reviews (CR), 1,500 training sentences, 2 epochs
 TWO_CLASS = "cr-small"
@@ -52,7 +55,8 @@ SHOTS = [
      "[data-testid='stMain'] [data-testid='stMultiSelect']",
      ((partial(open_tab, name="Attention knockout"), "with the knockout"),)),
     ("attribution.png", "/attribution" + EXAMPLE, "beside attention", "h2", ()),
-    ("compare-models.png", "/compare_models" + EXAMPLE, "A · forward", "h2", ()),
+    ("compare-models.png", "/compare_models" + EXAMPLE, "A · forward", "h2",
+     ((partial(type_option, label="Model B", option="trec"), "B · forward"),)),  # as docs/analyses/ says
     ("case-study.png", "/case_study", "by word class", "h2", ()),
     ("feature-atlas.png", "/feature_atlas", "attention features of",
      "[data-testid='stRadio']:has-text('Colour the map by')", ()),
@@ -91,12 +95,12 @@ def main() -> None:
     with server({"DISAN_CHECKPOINTS": str(folder)}) as (_, url), chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         # the first run loads the models and builds the kernel: the shots after it are drawn at their usual pace
-        page.goto(url)
+        page.goto(f"{url}/?model={MODEL}")
         wait_drawn(page, "· query ")
         for name, path, title, top, steps in SHOTS:
             if sys.argv[1:] and name not in sys.argv[1:]:
                 continue
-            page.goto(url + path)
+            page.goto(url + path + ("" if "model=" in path else ("&" if "?" in path else "?") + f"model={MODEL}"))
             wait_drawn(page, title)
             for step, drawn in steps:
                 step(page)

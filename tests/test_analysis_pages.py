@@ -3,11 +3,12 @@ import pytest
 
 import disan
 from disan.data import files
+from disan.explore import views
 from disan.explore.analyses import corpus
 from disan.nn import checkpoint
 
 from .conftest import LABELS, make_model
-from .test_app import app, assert_page_draws, charts, texts, visit
+from .test_app import app, assert_page_draws, charts, texts, title, visit
 from .test_own_data import ROWS, write_csv
 
 PAGES = {"corpus": "app_pages/corpus_senses.py", "counterfactuals": "app_pages/counterfactuals.py",
@@ -114,6 +115,10 @@ def test_compare_says_what_an_encoder_lacks(models):
     assert "has every part of DiSAN" in statements and "d-bilstm (bilstm) has no token2token attention" in statements
     drawn = charts(at)
     assert "compare-attention-a-forward" in drawn and not any(k.startswith("compare-attention-b") for k in drawn)
+    models("g-trec-nodir", encoder="disan-nodir")
+    at = visit(app(), PAGES["compare"])
+    at.selectbox(key="compare-other").set_value("g-trec-nodir").run()  # not the first model offered
+    assert not at.exception and "compare-attention-b-diag_1" in charts(at)
 
 
 def test_a_baseline_encoder_gets_a_message_where_it_lacks_the_parts(models):
@@ -156,3 +161,32 @@ def test_the_corpus_pages_use_the_recorded_test_split_and_say_when_the_file_chan
     data.unlink()
     visit(at, PAGES["corpus"])
     assert "is not there any more" in texts(at.error)
+
+
+def test_compare_and_counterfactuals_move_their_window_over_a_long_sentence(models):
+    # the Attention page's window control, on the pages that draw tokens x tokens: it starts around the middle
+    # token (Compare), the edited token (Edit) or the first key knocked out (Knockout), and a move redraws
+    models("b-trec-nodir", encoder="disan-nodir")
+    words = ("the glass bottle is big a man pouring of tea restaurant about to close biker fountain " * 5).split()
+    n = 75
+    at = visit(app(text=" ".join(words[:n])), PAGES["compare"])
+    start, stop = views.default_window(n, views.default_query(n))
+    assert at.slider(key="_compare-window").value == (start, stop - 1)
+    assert title(at, "compare-attention-a-forward").endswith(f"tokens {start}–{stop - 1} of {n}")
+    at.slider(key="_compare-window").set_value((0, 29)).run()
+    for key in ("compare-attention-a-forward", "compare-attention-b-diag_1", "compare-s2t", "compare-gates"):
+        assert "tokens 0–29 of 75" in title(at, key), key
+    visit(at, PAGES["counterfactuals"])
+    at.radio(key="cf-op").set_value("delete").run()
+    at.selectbox(key="cf-position").set_value(70).run()
+    start, stop = views.default_window(n, 70)
+    assert at.slider(key="_cf-edit-window").value == (start, stop - 1)
+    at.slider(key="_cf-edit-window").set_value((0, 29)).run()
+    # the heatmaps draw the 74 tokens both sentences share: the window's 30, token 70 being deleted outside it
+    assert title(at, "cf-edit-forward").endswith("tokens 0–29 of 74")
+    at.multiselect(key="cf-keys").set_value([60, 10]).run()
+    start, stop = views.default_window(n, 10)
+    assert at.slider(key="_cf-knockout-window").value == (start, stop - 1)
+    assert title(at, "cf-knockout-forward").endswith(f"tokens {start}–{stop - 1} of {n}")
+    at.slider(key="_cf-knockout-window").set_value((40, n - 1)).run()
+    assert title(at, "cf-knockout-backward-change").endswith(f"tokens 40–{n - 1} of {n}")

@@ -1,10 +1,11 @@
 """A layout audit in Chromium at 1600x1000, every page × every shape of model × sentences of 1, 9, 60 and 126
 tokens: a 2-class model trained here from a small file in seconds, sick-e (3 classes, pairs: premise and
 hypothesis side by side at half width), sst5 (5 classes) and sick (relatedness pairs). The pages that draw the
-sidebar's sentence are audited at each length of the model's row of :data:`MATRIX`; the others (the corpus
-pages, Models, Training) once per model. In every figure no two text elements overlap and no text is clipped
-by the figure's edges, the plot area is at least 150 px high, a prediction chart names every class of the
-model, and a token × token heatmap has at most 60 rows (a longer sentence is windowed).
+sidebar's sentence are audited at each length of the model's row of :data:`MATRIX`; the others (the corpus pages,
+Models, Training, Faithfulness on 20 inputs with its tabs' buttons pressed for :data:`PRESSED`) once per model. In
+every figure no two text elements overlap and no text is clipped by the figure's edges, the plot area is at least
+150 px high, a prediction chart names every class of the model, and a token × token heatmap has at most 60 rows (a
+longer sentence is windowed).
 
 The boxes come from the DOM: each of plotly's SVG text elements (titles, subplot titles, axis titles, tick
 labels, colour-bar ticks, legend entries) as the quadrilateral its local bounding box makes on the screen, so
@@ -12,13 +13,16 @@ that rotated tick labels are measured as drawn, not as their axis-aligned hull; 
 come from plotly's own state on the figure's element.
 """
 import json
+import re
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from disan.__main__ import run
 from disan.data.kinds import kind_of
+from disan.explore.analyses import faithfulness
 from disan.tools.latency import (
     CHROMIUM,
     VIEWPORT,
@@ -82,8 +86,15 @@ AUDIT = """sel => {
 # (page in the sidebar, whether it draws the sidebar's sentence)
 PAGES = [("Attention", True), ("Fusion gates", True), ("Source2token", True), ("Counterfactuals", True),
          ("Attribution", True), ("Compare models", True), ("Word senses", False), ("Models", False),
-         ("Training", False), ("Corpus senses", False), ("Case study", False), ("Feature atlas", False)]
-NEEDS_DATA = {"Corpus senses", "Case study", "Feature atlas"}
+         ("Training", False), ("Corpus senses", False), ("Case study", False), ("Feature atlas", False),
+         ("Faithfulness", False)]
+NEEDS_DATA = {"Corpus senses", "Case study", "Feature atlas", "Faithfulness"}
+# the Faithfulness page's buttons, each in its tab: (tab, the start of the button's label); each click draws
+# that tab's figures, which are audited as the page's others. Pressed for a single-sentence model and a pair
+# model only: at 20 inputs the two cost about 2.5 min a model under load, and their charts are shaped by the
+# explanations and stages, which every model shares, not by the classes.
+FAITHFULNESS_TABS = (("Interventions", "Replace the attention"), ("Randomisation", "Cascading model randomisation"))
+PRESSED = {"two-class", "sick-e"}
 
 
 # For every figure: a plot area under 150 px, a token x token heatmap over 60 rows, a prediction chart (an x axis
@@ -175,6 +186,7 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
     drawn(page)
     problems = []
+    spent = Counter()  # seconds per page
     for n in MATRIX[model]:
         text = sentence(n, seed=n)
         if pairs:  # premise and hypothesis: each of the length
@@ -188,12 +200,29 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
                 continue
             if title in NEEDS_DATA and data_root_or_none is None and model != "two-class":
                 continue
+            visited = time.perf_counter()
             navigate(page, title)
+            if title == "Faithfulness":
+                # the fewest test inputs that get a verdict, not the page's 100: every figure is drawn, at a fifth
+                # of the cost (a new number stops the run that the visit started)
+                sample = page.locator('[data-testid="stNumberInput"]', has_text="Test inputs sampled").locator("input")
+                sample.fill(str(faithfulness.MIN_SENTENCES))
+                sample.press("Enter")
             drawn(page)
+            if title == "Faithfulness" and model in PRESSED:
+                for tab, button in FAITHFULNESS_TABS:
+                    problems += [f"{model}, {n} tokens, {title}: {p}"
+                                 for p in audit(page) + page.evaluate(SHAPES, labels)]
+                    page.get_by_role("tab", name=tab).click()
+                    page.get_by_role("button", name=re.compile(f"^{re.escape(button)}")).click()
+                    drawn(page)
             if title == "Models":  # every model card open, with its training curves
                 for summary in page.locator('[data-testid="stExpander"] summary').all():
                     summary.click()
                 drawn(page)
             problems += [f"{model}, {n} tokens, {title}: {p}" for p in audit(page) + page.evaluate(SHAPES, labels)]
-    print(f"{model}: audited in {time.perf_counter() - started:.0f} s")  # the matrix's cost, with pytest -s
+            spent[title] += time.perf_counter() - visited
+    # the matrix's cost, with pytest -s
+    print(f"{model}: audited in {time.perf_counter() - started:.0f} s, of which Faithfulness "
+          f"{spent['Faithfulness']:.0f} s")
     assert not problems, "\n".join(problems)

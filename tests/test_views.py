@@ -1,5 +1,6 @@
 """The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
 import html
+import json
 import os
 import signal
 from dataclasses import replace
@@ -186,9 +187,48 @@ def test_default_options_pick_what_the_widgets_start_with():
     assert default["attention-sentence"] == explicit["attention-sentence"]
     sharpest = views.sharpest_features(s.trace, "backward")
     assert len(sharpest) == min(views.TOP_RANKED, views.feature_count(s.trace))
+    # both feature modes start at the sharpest feature: the sentence's shading and the blocks' comparison agree
     by_rank = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))
-    by_k = views.attention(s, views.AttentionOptions("one feature", sharpest[0]))
-    np.testing.assert_array_equal(by_rank["attention-pair"].data[0].z, by_k["attention-pair"].data[0].z)
+    by_k = views.attention(s, views.AttentionOptions("one feature", sharpest[0], rank_by="backward"))
+    assert by_rank["attention-sentence"] == by_k["attention-sentence"]
+    data = [json.loads(d["attention-blocks"].to_json())["data"] for d in (by_rank, by_k)]
+    assert data[0] == data[1]
+
+
+def mean_entropy(block) -> np.ndarray:
+    """(d,) each feature's entropy (nats) over the keys of each query row that has one, averaged over those rows."""
+    p, mask = block.probs.numpy().astype(float), block.mask.numpy()
+    rows = [j for j in range(len(mask)) if mask[j].any()]
+    return np.mean([[-sum(p[j, i, k] * np.log(p[j, i, k]) for i in np.flatnonzero(mask[j]) if p[j, i, k] > 0)
+                     for k in range(p.shape[-1])] for j in rows], axis=0)
+
+
+def test_one_feature_and_sharpest_features_draw_different_things():
+    s = sentence()
+    backward = s.trace.blocks[1]
+    entropy = mean_entropy(backward)
+    ranked = sorted(range(len(entropy)), key=lambda k: entropy[k])  # sharpest first
+    chosen = ranked[1]
+    one = views.attention(s, views.AttentionOptions("one feature", chosen, "backward", scale="probability"))
+    top = views.attention(s, views.AttentionOptions("sharpest features", chosen, "backward", scale="probability"))
+    # one feature: that feature's heatmap in both blocks (beside the sharpest of each block), titled by its k and
+    # its rank at the query token
+    assert "attention-ranked" not in one and {"attention-pair", "attention-grid"} <= set(one)
+    assert one.rows[1].title == f"Feature k = {chosen} in both blocks" and "rank " in one.rows[1].caption
+    for heatmap, block in zip(one["attention-pair"].data, s.trace.blocks):
+        expected = np.where(block.mask.numpy(), block.probs.numpy()[..., chosen], np.nan)
+        np.testing.assert_allclose(np.asarray(heatmap.z, dtype=float), expected, rtol=1e-6)
+    # sharpest features: the ranking block's features in rank order as small multiples, in place of the one heatmap
+    assert "attention-pair" not in top and "attention-grid" not in top
+    grid = top["attention-ranked"]
+    shown = ranked[:views.TOP_RANKED]
+    assert len(grid.data) == len(shown)
+    for heatmap, k in zip(grid.data, shown):
+        expected = np.where(backward.mask.numpy(), backward.probs.numpy()[..., k], np.nan)
+        np.testing.assert_allclose(np.asarray(heatmap.z, dtype=float), expected, rtol=1e-6)
+    titles = [a.text for a in grid.layout.annotations if "#" in a.text]
+    assert titles == [f"{'▶' if k == chosen else ''}#{r + 1} k={k} H={entropy[k]:.2f}"
+                      for r, k in enumerate(shown)]
 
 
 @pytest.mark.parametrize("options", [views.AttentionOptions(mode="median"), views.AttentionOptions(query=5),
@@ -362,9 +402,12 @@ def test_every_figure_says_which_model_sentence_mode_and_feature(make_checkpoint
             assert fig.layout.title.subtitle.text == "model my-model · “the glass bottle is big and the man is pouring…”"
     pair = views.attention(s, views.AttentionOptions("one feature", 3, scale="probability"))["attention-pair"]
     assert pair.layout.title.text.startswith("feature k = 3, probability")
-    ranked = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))["attention-pair"]
+    ranked = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))
     k = views.sharpest_features(s.trace, "backward")[0]
-    assert ranked.layout.title.text.startswith(f"feature k = {k} (the sharpest in backward), lift over uniform")
+    shown = min(views.TOP_RANKED, views.feature_count(s.trace))
+    assert ranked["attention-ranked"].layout.title.text.startswith(
+        f"backward: its {shown} sharpest features, #1 first (H: mean entropy, nats), lift over uniform")
+    assert f"feature k = {k} (the sharpest in backward)" in ranked["attention-blocks"].layout.title.text
     for drawing in (views.gates(s), views.source2token(s)):
         assert all("my-model" in fig.layout.title.subtitle.text for fig in drawing.figures.values())
     probs = views.prediction(pipe.trace("the glass bottle is big"))

@@ -143,6 +143,21 @@ def setting(widget, label: str, key: str, options, default=None, **kwargs):
     return persistent(widget, label, key, options=options, **kwargs)
 
 
+def token_window(where, tokens: Sequence[str], centre: int, key: str) -> tuple[int, int] | None:
+    """The tokens a page's token x token figures show: None where the sentence fits
+    :data:`~disan.explore.views.WINDOW`, else the [start, stop) of a slider over the sentence that starts at
+    :func:`~disan.explore.views.default_window` around ``centre`` (the query token, a token knocked out) and
+    starts there again when the sentence or the centre changes. One control for every page that windows."""
+    n = len(tokens)
+    if n <= views.WINDOW:
+        return None
+    start, stop = views.default_window(n, centre)
+    kept(key, (tokens, centre), (start, stop - 1))  # a new centre moves the window around it
+    first, last = persistent(where.slider, "Tokens shown in the heatmaps", key, min_value=0, max_value=n - 1,
+                             help=f"Sentences over {views.WINDOW} tokens are shown a window at a time.")
+    return first, last + 1  # the slider's ends are tokens; a window's stop is past its last token
+
+
 def reads_pairs(entry: catalog.Entry) -> bool:
     """Whether a listed checkpoint takes (premise, hypothesis) pairs rather than one sentence."""
     return kind_of(entry.kind).pairs

@@ -37,7 +37,7 @@ PRESET_PAIR = ("A man is pouring a glass of tea", "A man is drinking tea")
 
 MODES = ("mean", "max", "one feature", "sharpest features")  # how the Attention page reduces features
 SCALES = figures.SCALES   # how attention is coloured: lift over uniform (the default) or probability
-TOP_RANKED = 20           # the sharpest features offered in "sharpest features" mode
+TOP_RANKED = 12           # the sharpest features drawn, ranked, and offered in "sharpest features" mode
 GRID = 6                  # the sharpest features per block in the small multiples
 QUERY_FEATURES = 40       # the features (sharpest for the query first) in the per-query view
 WINDOW = 60               # a longer sentence's heatmaps show this many tokens at a time, around the query
@@ -423,6 +423,26 @@ def sharpest_grid(sentence: SentenceTrace, options: AttentionOptions = Attention
     return figures.describe(fig, source(sentence), width)
 
 
+def ranked_grid(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(),
+                width: float = FULL) -> go.Figure:
+    """"sharpest features" mode: the :data:`TOP_RANKED` features of the ranking block (``options.rank_by``) with the
+    lowest mean entropy as small multiples in rank order, each titled by its rank, k and mean entropy, the chosen
+    one marked, as many to a row as fit ``width`` pixels."""
+    a = _attention(sentence, options)
+    b = find_block(sentence.trace, options.rank_by)
+    k = [x.name for x in a.blocks].index(b.name)
+    sharpness = measures.feature_sharpness(a.probs[k], a.masks[k], entropy(b))  # (d_h,) mean entropy
+    ranked = sharpest_features(sentence.trace, b.name)
+    fig = figures.feature_grid(
+        # short: a title wider than a small multiple (figures.PANEL_PX) is cut
+        [(f"{'▶' if f == a.reduction else ''}#{r + 1} k={f} H={sharpness[f]:.2f}", a.probs[k][..., f],
+          a.masks[k]) for r, f in enumerate(ranked)],
+        sentence.tokens, GRID, scale=options.scale, window=a.window,
+        title=f"{b.name}: its {len(ranked)} sharpest features, #1 first (H: mean entropy, nats), {a.scale}{a.shown}",
+        width=width)
+    return figures.describe(fig, source(sentence), width)
+
+
 def query_panel(sentence: SentenceTrace, block: str | None = None,
                 options: AttentionOptions = AttentionOptions(), width: float = FULL) -> go.Figure | Note:
     """What the query token attends to in one block (None: the first), its :data:`QUERY_FEATURES` sharpest
@@ -465,8 +485,10 @@ def blocks_compared(sentence: SentenceTrace, options: AttentionOptions = Attenti
 
 def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOptions(), width: float = FULL) -> Drawing:
     """The Attention page (the paper's Fig. 4): the sentence shaded by what the options say; both blocks'
-    attention side by side, reduced over features, as lift over uniform or as probabilities; the
-    sharpest features of each block as small multiples; what one query token attends to, feature by
+    attention side by side, reduced over features (mean, max, or the one feature k, titled by its rank), as lift
+    over uniform or as probabilities, and the sharpest features of each block as small multiples; in "sharpest
+    features" mode in their place the ranking block's :data:`TOP_RANKED` sharpest features as small multiples,
+    each titled by its rank, k and mean entropy (:func:`ranked_grid`); what one query token attends to, feature by
     feature, sharpest first; the two blocks compared. A sentence in which no token may attend another
     (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`~disan.explore.figures.HALF_WIDTH` for each
     sentence of a pair)."""
@@ -486,13 +508,30 @@ def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOpti
                  "attention spread evenly over them gives, red above, blue below." if options.scale == "lift" else "")
     overlap = (a.masks[0] & a.masks[1]).any()
     each = panel_width(width, len(tr.blocks))
+    if options.mode == "sharpest features":  # the ranked features themselves, in place of one reduced heatmap
+        ranking = find_block(tr, options.rank_by).name
+        top = [Row({"attention-ranked": ranked_grid(sentence, options, width)},
+                   f"The sharpest features of the {ranking} block, ranked",
+                   f"Each panel is one feature k of the {ranking} block, ranked by the entropy of its attention "
+                   f"averaged over the query tokens (lower: attention on fewer tokens); ▶ marks the feature the "
+                   f"sentence and the comparison below show. Grey cells are masked." + lift_note)]
+    else:
+        heatmaps = attention_heatmaps(sentence, options, width)  # refuses a feature the blocks do not have
+        what, about = None, "Grey cells are masked." + lift_note
+        if options.mode == "one feature":
+            ranking = find_block(tr, options.rank_by).name
+            order = feature_choices(tr, ranking, a.query)
+            what = f"Feature k = {a.reduction} in both blocks"
+            about = (f"{feature_label(tr, ranking, a.reduction, a.query)} in the {ranking} block: rank "
+                     f"{order.index(a.reduction) + 1} of {len(order)} there. The same k is another feature in each "
+                     f"block; the Feature atlas page profiles each over a corpus. " + about)
+        top = [Row({"attention-pair": heatmaps}, what, about),
+               Row({"attention-grid": sharpest_grid(sentence, options, width)}, "Sharpest features",
+                   "Each panel is one feature k of one block: the features whose attention is most concentrated "
+                   "(lowest entropy, averaged over query tokens).")]
     return Drawing([
         Row({"attention-sentence": Html(markup.shaded_sentence(tokens, shading(sentence, shade, a.reduction)))}),
-        Row({"attention-pair": attention_heatmaps(sentence, options, width)},
-            caption=("Grey cells are masked." + lift_note)),
-        Row({"attention-grid": sharpest_grid(sentence, options, width)}, "Sharpest features",
-            "Each panel is one feature k of one block: the features whose attention is most concentrated "
-            "(lowest entropy, averaged over query tokens)."),
+        *top,
         *rows_of({f"attention-query-{file_name(b.name)}": query_panel(sentence, b.name, options, each)
                   for b in tr.blocks}, width,
                  "One query token, feature by feature",

@@ -111,15 +111,17 @@ def agreements(a: Side, b: Side, draws: int = NULL_DRAWS, seed: int = 0) -> pd.D
                          "largest |A − B|": [r.largest_difference for _, r in rows]})
 
 
-def drawing(a: Side, b: Side) -> Drawing:
+def drawing(a: Side, b: Side, window: tuple[int, int] | None = None) -> Drawing:
     """The comparison's rows: predictions; the attention of the blocks both have, A beside B on one lift
     scale, and their difference; the blocks only one has; how alike the two are against unrelated
-    models; mean gates; source2token importance and its difference."""
+    models; mean gates; source2token importance and its difference. ``window``: the [start, stop) of the
+    tokens the token x token figures and the token bars show (None: the Attention page's first window, around
+    the middle token)."""
     if a.sentence.tokens != b.sentence.tokens:
         raise ValueError("the two traces are of different token sequences")
     tokens = a.sentence.tokens
-    # a longer sentence's token x token figures show the Attention page's first window, around the middle token
-    window = views.default_window(len(tokens), views.default_query(len(tokens)))
+    if window is None:
+        window = views.default_window(len(tokens), views.default_query(len(tokens)))
     shown = views.window_words(window, len(tokens))
     sides = (a, b)
     labels = [f"A: {a.name}", f"B: {b.name}"]

@@ -7,6 +7,7 @@ tokens (never re-tokenised), and masking a token puts the unknown word ``<unk>``
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -155,14 +156,20 @@ def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: s
     return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
 
 
-def edit_drawing(pipe, result: Counterfactual) -> Drawing:
+def edit_drawing(pipe, result: Counterfactual, window: tuple[int, int] | None = None) -> Drawing:
     """Predictions before and after the edit, then per DiSA block the change of the mean attention on the
-    tokens both sentences share (red: more attention after the edit)."""
+    tokens both sentences share (red: more attention after the edit). ``window``: the [start, stop) of the
+    sentence's tokens the heatmaps show, of which they draw the shared ones (None: the Attention page's first
+    window, around the middle shared token)."""
     rows = [_prediction_row(pipe, result, ("before", "after"), "cf-edit-prediction")]
     shared, attention = aligned_attention(result.before, result.after)
     if attention and shared:
-        # a longer sentence shows the Attention page's first window, around the middle token
-        window = views.default_window(len(shared), views.default_query(len(shared)))
+        if window is None:
+            window = views.default_window(len(shared), views.default_query(len(shared)))
+        else:  # the shared tokens inside the sentence's window, at least one (the edited token may be all of it)
+            kept = align(result.before.tokens, result.after.tokens)[0]  # positions in the sentence, ascending
+            start = min(bisect.bisect_left(kept, window[0]), len(kept) - 1)
+            window = (start, max(start + 1, bisect.bisect_left(kept, window[1])))
         rows.append(Row({f"cf-edit-{file_name(name)}": figures.difference_heatmap(
             after, before, shared, f"{name}: after − before{views.window_words(window, len(shared))}", window=window,
             width=views.panel_width(views.FULL, len(attention)))
@@ -180,9 +187,11 @@ def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Dra
     return Drawing([Row({"cf-occlusion-table": table, "cf-occlusion-bars": bars}, "Occlusion: drop each token")])
 
 
-def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Drawing:
+def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str],
+                     window: tuple[int, int] | None = None) -> Drawing:
     """Predictions with and without the knockout, and each knocked-out block's attention after it
-    (removed edges grey, as masked ones) next to its change."""
+    (removed edges grey, as masked ones) next to its change. ``window``: the [start, stop) of the tokens the
+    heatmaps show (None: the Attention page's first window, around the first key knocked out)."""
     rows = [_prediction_row(pipe, result, ("without knockout", "with knockout"), "cf-knockout-prediction")]
     tokens = result.before.tokens
     for x, y in zip(result.before.trace.blocks, result.after.trace.blocks):
@@ -190,17 +199,18 @@ def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str]) -> Dra
             continue
         key = file_name(x.name)
         after = reduce_features(np.asarray(y.probs), "mean")
-        # a longer sentence shows the window of the Attention page around the first key knocked out
-        removed = np.flatnonzero((np.asarray(x.mask) & ~np.asarray(y.mask)).any(axis=0))
-        centre = int(removed[0]) if removed.size else views.default_query(len(tokens))
-        window = views.default_window(len(tokens), centre)
-        shown = views.window_words(window, len(tokens))
+        span = window
+        if span is None:  # a longer sentence: the window of the Attention page around the first key knocked out
+            removed = np.flatnonzero((np.asarray(x.mask) & ~np.asarray(y.mask)).any(axis=0))
+            centre = int(removed[0]) if removed.size else views.default_query(len(tokens))
+            span = views.default_window(len(tokens), centre)
+        shown = views.window_words(span, len(tokens))
         rows.append(Row({
             f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
-                                                            f"{x.name} with the knockout{shown}", window=window,
+                                                            f"{x.name} with the knockout{shown}", window=span,
                                                             width=views.HALF),
             f"cf-knockout-{key}-change": figures.difference_heatmap(
                 after, reduce_features(np.asarray(x.probs), "mean"), tokens, f"{x.name}: with − without{shown}",
-                window=window, width=views.HALF),
+                window=span, width=views.HALF),
         }, f"{x.name} DiSA"))
     return Drawing(rows)
