@@ -142,9 +142,10 @@ def reference_lowercase_index(words):
 
 def reference_extended(itos, words):
     """A vocabulary's words followed by the lowercase ``words`` it lacks, in their order, each once."""
-    grown = list(itos)
+    grown, seen = list(itos), set(itos)
     for word in words:
-        if word.lower() not in grown:
+        if word.lower() not in seen:
+            seen.add(word.lower())
             grown.append(word.lower())
     return grown
 
