@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from disan.data.kinds import relatedness_score, relatedness_target
-from disan.nn.attention import masked_softmax, token2token_dense
+from disan.nn import attention
+from disan.nn.attention import masked_softmax, token2token_dense, weighted_sum
 from disan.nn.baselines import ENCODERS, build_encoder
 from disan.nn.heads import ModelConfig, TextModel, count_parameters, param_groups
 from disan.nn.kernels import token2token
@@ -177,10 +178,30 @@ def test_the_trace_makes_the_reference_probabilities_in_place_to_the_bit(dtype):
         with torch.no_grad():
             s, probs = token2token_dense(key, query, values, mask)
         assert torch.equal(probs, expected)
-        assert torch.equal(s, torch.einsum("bjid,bid->bjd", expected, values))
+        # s_j = sum_i P[j, i] values_i: a product summed in another order than the reference's, so equal within rounding
+        assert torch.allclose(s, torch.einsum("bjid,bid->bjd", expected, values), rtol=1e-5, atol=1e-6)
         grad_key = key.clone().requires_grad_()  # with a gradient wanted: the reference itself, differentiable
         s_grad, probs_grad = token2token_dense(grad_key, query, values, mask)
         assert torch.equal(probs_grad.detach(), expected) and s_grad.requires_grad
+
+
+@pytest.mark.parametrize("cells", [1, 60, 2**18])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_weighted_sum_is_the_reference_product_in_values_and_gradients(cells, dtype, monkeypatch):
+    # cells: one query row at a time, 2 of 7 rows (a last chunk of 1), every row at once
+    monkeypatch.setattr(attention, "PRODUCT_CELLS", cells)
+    torch.manual_seed(5)
+    probs = torch.rand(2, 7, 7, 4, dtype=dtype, requires_grad=True)
+    values = torch.randn(2, 7, 4, dtype=dtype, requires_grad=True)
+    # the reference, as the equation reads: s[b, j, k] = sum_i P[b, j, i, k] * values[b, i, k]
+    expected = torch.stack([torch.stack([sum(probs[b, j, i] * values[b, i] for i in range(7)) for j in range(7)])
+                            for b in range(2)])
+    s = weighted_sum(probs, values)
+    assert s.shape == (2, 7, 4) and s.dtype == dtype
+    assert torch.allclose(s, expected, rtol=1e-5, atol=1e-6)
+    g = torch.randn_like(s)
+    for fast, ref in zip(torch.autograd.grad(s, (probs, values), g), torch.autograd.grad(expected, (probs, values), g)):
+        assert torch.allclose(fast, ref, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("kernel", [CPP, "eager"])

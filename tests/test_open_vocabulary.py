@@ -10,8 +10,9 @@ import torch
 from disan.__main__ import main
 from disan.data.batching import tokens_of
 from disan.data.registry import load_task
-from disan.data.text import UNK_ID
-from disan.data.vectors import fingerprint
+from disan.data import glove100
+from disan.data.text import UNK_ID, Vocab
+from disan.data.vectors import fingerprint, load_glove, rows_beyond
 from disan.nn import checkpoint
 from disan.training.train import train
 
@@ -128,3 +129,56 @@ def test_the_app_says_which_vocabulary_a_model_predicts_with(tmp_path, vectors_f
     vectors_file.unlink()  # what the app says is what loading does
     assert catalog.describe(path).vocabulary == checkpoint.load(path)[2]["vocabulary"]
     assert catalog.describe(path).vocabulary.startswith("stored words only: ")
+
+
+def reference_lowercase_index(words):
+    """lowercase word -> row, one word at a time: the lowercase spelling itself, else its first variant."""
+    index = {}
+    for i, word in enumerate(words):
+        if word == word.lower() or word.lower() not in index:
+            index[word.lower()] = i
+    return index
+
+
+def reference_extended(itos, words):
+    """A vocabulary's words followed by the lowercase ``words`` it lacks, in their order, each once."""
+    grown, seen = list(itos), set(itos)
+    for word in words:
+        if word.lower() not in seen:
+            seen.add(word.lower())
+            grown.append(word.lower())
+    return grown
+
+
+def test_extended_and_the_rows_beyond_are_the_word_by_word_reference(tmp_path):
+    words = ["the", "Paris", "PARIS", "paris", "Kettle", "KETTLE", "glass", "Rome", "ROME", "tea"]
+    path = tmp_path / "cased.txt"
+    path.write_text("".join(f"{w} {i} {-i}\n" for i, w in enumerate(words)), encoding="utf-8")
+    stored = Vocab(["<pad>", "<unk>", "the", "glass"])
+    added, rows = rows_beyond(str(path), stored.stoi)
+    index = reference_lowercase_index(words)
+    keep = sorted(i for key, i in index.items() if key not in stored.stoi)
+    assert added == [words[i].lower() for i in keep] == ["paris", "kettle", "rome", "tea"]
+    assert np.array_equal(rows, np.array([[i, -i] for i in keep], np.float32))  # "paris" is row 3, not "Paris"'s 1
+    given = ["Tea", "the", "tea", "Cup", "cup", "GLASS", "saucer"]
+    grown = stored.extended(given)
+    assert grown.itos == reference_extended(stored.itos, given)
+    assert grown.stoi == Vocab(grown.itos).stoi and stored.itos == ["<pad>", "<unk>", "the", "glass"]
+
+
+FETCHED = glove100.cache_dir()  # where they are fetched: read at collection, before conftest points it elsewhere
+
+
+@pytest.mark.skipif(not glove100.installed(FETCHED), reason="GloVe 6B 100d is not fetched")
+def test_the_shipped_sst5_opens_to_the_word_by_word_reference(monkeypatch):
+    monkeypatch.setenv(glove100.VECTORS_ENV, str(FETCHED))
+    path = Path(__file__).parents[1] / "checkpoints" / "sst5"
+    stored, vocab, config, _ = checkpoint.load(path, vocabulary="stored")
+    if checkpoint.vectors_to_open(config)[0] != glove100.NAME:
+        pytest.skip("sst5's vectors are not those here")
+    model, grown, _, _ = checkpoint.load(path)
+    words, vectors = load_glove(glove100.NAME)
+    keep = sorted(i for key, i in reference_lowercase_index(words).items() if key not in vocab.stoi)
+    assert grown.itos == reference_extended(vocab.itos, [words[i] for i in keep])
+    assert grown.stoi == {word: i for i, word in enumerate(grown.itos)}
+    assert torch.equal(model.embed.frozen[-len(keep):], torch.from_numpy(np.asarray(vectors[keep])).half())

@@ -10,6 +10,9 @@ from __future__ import annotations
 import torch
 
 C_SCALE = 5.0  # c in f(h_i, h_j) = c * tanh((W1 h_i + W2 h_j + b1) / c)
+# Cells of P multiplied into the values at a time by :func:`weighted_sum`: 2**18 float32 values (1 MB) stay
+# in a core's cache between the product and the sum; a 200-token sentence of 300 features goes 4 rows at a time.
+PRODUCT_CELLS = 2**18
 
 
 def token2token_logits(key: torch.Tensor, query: torch.Tensor, c: float = C_SCALE) -> torch.Tensor:
@@ -43,8 +46,23 @@ def token2token_dense(key, query, values, mask, c: float = C_SCALE):
         probs = masked_softmax(token2token_logits(key, query, c), mask[..., None], dim=2)  # (B, n, n, d)
     else:
         probs = probs_in_place(key, query, mask, c)
-    s = torch.einsum("bjid,bid->bjd", probs, values)
-    return s, probs
+    return weighted_sum(probs, values), probs
+
+
+def weighted_sum(probs: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """s_j = sum_i P[j, i] * values_i, feature by feature: probs (B, n, n, d), values (B, n, d) -> (B, n, d).
+
+    A multiply and a sum over a few query rows at a time (:data:`PRODUCT_CELLS`), not one einsum: the einsum
+    is a batched matrix-vector product over (B, d) that first copies P into a (B, d, n, n) layout, which made
+    it 40% of a 200-token trace. Differentiable; within float32 rounding of the einsum (tests/test_core.py).
+    """
+    B, n, _, d = probs.shape
+    rows = max(1, PRODUCT_CELLS // max(1, n * d))
+    out = values.new_empty(B, n, d)
+    for b in range(B):
+        for j in range(0, n, rows):
+            out[b, j:j + rows] = (probs[b, j:j + rows] * values[b]).sum(dim=1)   # (rows, n, d) -> (rows, d)
+    return out
 
 
 def probs_in_place(key, query, mask, c: float = C_SCALE) -> torch.Tensor:
