@@ -12,7 +12,7 @@ from disan.tools.results import brief, chosen, portable, table
 
 def run(test, dev, fold=0, metric="accuracy"):
     return {"test": test, "dev": dev, "metric": metric, "name": f"f{fold}", "fold": fold, "seed": 0,
-            "command": "python -m disan train --task cr", "minutes": 2.0}
+            "command": "python -m disan train --task cr", "minutes": 2.0, "shuffled": False}
 
 
 def test_folds_are_summarised_as_mean_and_std_with_the_gap_to_the_paper():
@@ -52,12 +52,13 @@ def test_dev_of_one_seed_s_disan_runs_with_100d_vectors_chooses_a_task_s_figure(
     assert "| sick-e (accuracy) | 79.00 |  | sick-e |" in rows  # the paper has no SICK-E figure
 
 
-def trained(folder, task, dev, test=None, seed=0, embeddings="glove-100d", fold=0, **metrics):
+def trained(folder, task, dev, test=None, seed=0, embeddings="glove-100d", fold=0, shuffle_labels=False, **metrics):
     """A run's folder as training leaves it and results/ keeps it: config, metrics and model card, no weights
     (``test`` None: a run still training)."""
     folder.mkdir(parents=True)
     config = {"task": task, "kind": "classify", "model": {"encoder": "disan"},
               "train_config": {"embeddings": embeddings, "seed": seed, "fold": fold, "out": str(folder),
+                               "shuffle_labels": shuffle_labels,
                                "command": f"python -m disan train --task {task} --out {folder}"}}
     metrics = {"dev": {"accuracy": dev}, "train_seconds": 120, "best_epoch": 2, "epochs_run": 3, **metrics}
     if test is not None:
@@ -82,6 +83,18 @@ def test_runs_without_weights_are_collected_and_vectors_make_separate_rows(tmp_p
     assert len(runs[("cr", "cr", "disan · 100d")]) == 1
     row = next(r for r in table(runs).splitlines() if "50d" in r)
     assert "82.00 ± 2.83" in row
+
+
+def test_a_run_on_shuffled_labels_is_a_row_of_its_own_without_the_papers_figure_and_never_chosen(tmp_path):
+    from disan.tools.results import collect
+    trained(tmp_path / "trec", "trec", 0.90, 0.92)
+    trained(tmp_path / "trec-shuffled-labels", "trec", 0.95, 0.30, shuffle_labels=True)  # its dev as high as can be
+    runs = collect([tmp_path])
+    assert sorted(runs) == [("trec", "trec", "disan · 100d"),
+                            ("trec", "trec-shuffled-labels", "disan, labels shuffled · 100d")]
+    cells = [c.strip() for c in next(r for r in table(runs).splitlines() if "shuffled" in r).split("|")]
+    assert cells[4] == "30.00" and cells[5] == cells[6] == ""
+    assert {task: name for task, (name, _) in chosen(runs).items()} == {"trec": "trec"}
 
 
 @pytest.mark.quick

@@ -44,11 +44,14 @@ def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
             tc = config.get("train_config") or {}
             optimizer = tc.get("optimizer", "adadelta")
             model = encoder if optimizer == "adadelta" else f"{encoder} ({optimizer})"
+            if tc.get("shuffle_labels"):  # a sanity check's model, not DiSAN's figure for the task
+                model += ", labels shuffled"
             model += f" · {vectors_label(tc.get('embeddings'))}"
             runs[(task, re.sub(r"-fold\d+$", "", folder.name), model)].append({
                 "test": metrics["test"][key], "dev": metrics["dev"][key], "metric": key, "name": folder.name,
                 "fold": tc.get("fold"), "seed": tc.get("seed"), "command": tc.get("command", ""),
                 "encoder": encoder, "vectors": vectors_label(tc.get("embeddings")),
+                "shuffled": bool(tc.get("shuffle_labels")),
                 "minutes": metrics.get("train_seconds", 0) / 60})
     return runs
 
@@ -100,8 +103,10 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
         devs = [scale(metric, r["dev"]) for r in rs]
         digits = 2 if metric == "accuracy" else 4
         ours = figure(metric, [r["test"] for r in rs])
-        # the paper's figures are DiSAN's: a baseline row gets neither the figure nor a gap
-        paper = BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == PAPER_ENCODER else None
+        # the paper's figures are DiSAN's on the true labels: a baseline's row or a shuffled-label check's gets
+        # neither the figure nor a gap
+        paper = (BENCHMARKS[task].paper if task in BENCHMARKS and encoder.split(" ")[0] == PAPER_ENCODER
+                 and not rs[0]["shuffled"] else None)
         gap = f"{statistics.mean(tests) - paper:+.{digits}f}" if paper is not None else ""
         shown_paper = paper if paper is not None else ""
         lines.append(f"| {task} ({metric}) | {name} | {encoder} | {ours} | {shown_paper} | {gap} | "
@@ -127,7 +132,8 @@ def chosen(runs: dict[tuple[str, str, str], list[dict]]) -> dict[str, tuple[str,
     best = {}
     for (task, name, _), rs in runs.items():
         first = rs[0]
-        if first["encoder"] != PAPER_ENCODER or first["vectors"] != CHOSEN_VECTORS or (first["seed"] or 0) != 0:
+        if (first["encoder"] != PAPER_ENCODER or first["shuffled"] or first["vectors"] != CHOSEN_VECTORS
+                or (first["seed"] or 0) != 0):
             continue
         dev = statistics.mean(r["dev"] for r in rs)
         if task not in best or dev > best[task][0]:
