@@ -52,7 +52,7 @@ def _block(key, query, mask, j0, j1, i0, i1, c):
 
 
 def _exponentials(key, query, mask, j0, j1, i0, i1, c):
-    """The masked exponentials E (B, cq, ck, d) of one block, as :func:`_block` gives them, where the forward
+    """The masked exponentials E (B, cq, ck, d) of one block, as ``_block`` gives them, where the forward
     pass needs no t: computed in place in one buffer, which halves the passes over memory of the eager
     forward (the path that serves while a checkout builds the C++ kernel)."""
     if _needs_shift(c, key.dtype):
