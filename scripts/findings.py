@@ -199,7 +199,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The learned-attention run each uniform baseline is trained like (scripts/reproduce.sh faithfulness): TREC's
 # shipped model (trec-dropout0.4); for SST-5 our recipe's sst5-100d, as the shipped sst5 adds the authors' item 4.
-UNIFORM_BASELINES = {"trec": CHECKPOINTS / "trec", "sst5": ROOT / "results" / "sst5-100d"}
+UNIFORM_BASELINES = {"trec-disan-uniform": CHECKPOINTS / "trec",
+                     "sst5-disan-uniform": ROOT / "results" / "sst5-100d"}
 
 
 def trained_run(name: str) -> Path | None:
@@ -246,8 +247,9 @@ def faithfulness_checks() -> None:
         print(markdown(result.table) + "\n")
     print("### Uniform attention (Wiegreffe & Pinter's baseline): test accuracy against the learned attention "
           "trained with the same settings\n")
-    for task, learned_run in UNIFORM_BASELINES.items():
-        run = trained_run(f"{task}-disan-uniform")
+    for name, learned_run in UNIFORM_BASELINES.items():
+        run = trained_run(name)
+        task = json.loads((learned_run / "config.json").read_text())["task"]
         learned = json.loads((learned_run / "metrics.json").read_text())["test"]["accuracy"]
         uniform = (json.loads((run / "metrics.json").read_text()).get("test", {}).get("accuracy")
                    if run is not None else None)
