@@ -324,16 +324,21 @@ def test_the_command_writes_records_that_recompute_outside_the_tool(tmp_path):
                     assert step[key] == pytest.approx(want, abs=1e-5)
 
 
-@pytest.mark.usefixtures("data_root")
-def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_path, monkeypatch):
+def save_trec(folder, model, vocab):
+    """A tiny classifier saved as a TREC checkpoint, whose test split the page samples."""
     from disan.nn import checkpoint
 
     from .conftest import LABELS
+    checkpoint.save(folder, model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_path, monkeypatch):
     from .test_app import app, charts, visit
 
     model, vocab = make_model("classify")
-    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
-                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    save_trec(tmp_path / "a-trec", model, vocab)
     monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
     at = app(**{"faith-n": 24})
     visit(at, "app_pages/faithfulness.py")
@@ -420,14 +425,11 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     from disan.explore import diskcache, progressive
     from disan.explore.analyses import corpus
     from disan.inspect.pipeline import load
-    from disan.nn import checkpoint
 
-    from .conftest import LABELS
     from .test_app import app, charts, visit
 
     model, vocab = make_model("classify")
-    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
-                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    save_trec(tmp_path / "a-trec", model, vocab)
     monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
     monkeypatch.setenv(progressive.FIRST_ENV, str(F.FIRST))  # stages on (conftest turns them off): F.FIRST, then all
     n = F.FIRST + 4
@@ -445,6 +447,5 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     assert glue.faith_key("interventions", pipe, items, settings) != key
     with torch.no_grad():
         model.out.linear.bias += 1
-    checkpoint.save(tmp_path / "a-trec", model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
-                    {"test": {"accuracy": 0.5}}, "# tiny\n")
+    save_trec(tmp_path / "a-trec", model, vocab)
     assert glue.faith_key("erasure", load(tmp_path / "a-trec"), items, settings) != key
