@@ -20,9 +20,12 @@ reports the server's resident memory after each, against the trace cache's bound
 (``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
 
 ``--open`` times what a new browser session waits for on the first page: a server whose model is
-loaded, then new sessions (each a fresh browser context: nothing cached, plotly.js fetched again), timed
-from the page's request to its first drawn figure, with where the time went: the script run's end, the
-download of Streamlit's plotly chunk, every figure drawn, and the bytes the page received.
+loaded, then new sessions, each in a fresh browser context (nothing cached, plotly.js fetched again) and
+in a new tab of one browser (what its HTTP cache holds is not fetched again), timed from the page's
+request to its first drawn figure, with where the time went: the script run's end, the download of
+Streamlit's plotly chunk, every figure drawn, and the bytes the page received. The same is measured for a
+bare Streamlit page that draws one 2x2 plotly heatmap: the least any page with a plotly figure costs
+on the machine.
 
 ``--predict`` times a checkout's first prediction of the SST-5 dev and test sentences (3,311), each in a
 fresh process with a fresh extension folder (so the C++ kernel builds in the background while the eager
@@ -34,7 +37,9 @@ another checkout too (``git archive REV | tar -x -C DIR``), side by side in one 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
 study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
-whole corpus); then a second server, which finds the results on disk, and the same again. ``--trace`` adds
+whole corpus); then a server started again on the same port, which finds the results on disk, and the
+same again, in new browser sessions and in the browser that had the app open before the restart (as a user
+who restarts the server and reloads the tab: Streamlit's and plotly's code come from its cache). ``--trace`` adds
 when each page's script run started and ended, as the browser hears of it (the seconds before the start
 are the browser's loading and connecting), and the CPU seconds the server spent on each visit.
 """
@@ -114,10 +119,12 @@ def _free_port() -> int:
 
 
 @contextmanager
-def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path | None = None):
-    """``streamlit run app.py`` of ``root`` (default: this checkout's site) on a free local port: yields
+def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path | None = None,
+           port: int | None = None):
+    """``streamlit run app.py`` of ``root`` (default: this checkout's site) on ``port`` (default: a free local
+    one; a restarted server given the port of the one before keeps the origin a browser has cached): yields
     (process, URL); stopped on exit."""
-    port = _free_port()
+    port = port or _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
@@ -307,17 +314,23 @@ def cpu_model() -> str:
     return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
 
 
-def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tuple]:
+def new_page(opener):
+    """A page of a browser (a new context: nothing cached) or of a browser context (its cache kept)."""
+    return opener.new_page(viewport=VIEWPORT) if hasattr(opener, "new_context") else opener.new_page()
+
+
+def analysis_visits(opener, models, cache_dir: str, port: int, timeout_s: float = 300) -> list[tuple]:
     """(model, page, seconds to its first corpus figure, seconds to its final figure, seconds to the start of
     its script run, seconds to the run's end, the server's CPU seconds meanwhile) for the first visit of
-    each analysis page (its link, in a new browser session) on a server just started, results kept in
-    ``cache_dir`` (DISAN_CACHE_DIR)."""
+    each analysis page (its link, in a new page of ``opener``: a browser, so a new session with nothing
+    cached, or a browser context, which keeps what it has cached) on a server just started on ``port``,
+    results kept in ``cache_dir`` (DISAN_CACHE_DIR)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     rows = []
-    with server({"DISAN_CACHE_DIR": cache_dir}) as (proc, url), chromium() as browser:
+    with server({"DISAN_CACHE_DIR": cache_dir}, port=port) as (proc, url):
         for model in models:
             for name, (path, key) in ANALYSIS_PAGES.items():
-                page = browser.new_page(viewport=VIEWPORT)
+                page = new_page(opener)
                 page.add_init_script(_RUN_TIMES)
                 cpu = cpu_seconds([proc.pid])
                 t0 = time.perf_counter()
@@ -337,16 +350,30 @@ def analysis_visits(models, cache_dir: str, timeout_s: float = 300) -> list[tupl
     return rows
 
 
-def analysis_latency(models=ANALYSIS_MODELS) -> tuple[list[tuple], list[tuple]]:
+# The restarts :func:`analysis_latency` times: a new browser session (nothing cached), and the browser that
+# had the app open before the restart (its HTTP cache holds Streamlit's and plotly's code), as when a user
+# restarts the server and reloads the tab.
+RESTARTS = ("new browser", "same browser")
+
+
+def analysis_latency(models=ANALYSIS_MODELS) -> tuple[list[tuple], dict[str, list[tuple]]]:
     """The rows of :func:`analysis_visits` for every analysis page's first visit on a fresh server with an
-    empty result cache, then on a second server that finds the first one's results on disk."""
-    with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir:
-        cold = analysis_visits(models, cache_dir)
-        warm = analysis_visits(models, cache_dir)
-    return cold, warm
+    empty result cache (a new browser session each), then for each of :data:`RESTARTS` on a server started
+    again on the same port, which finds the first one's results on disk."""
+    port = _free_port()
+    with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir, chromium() as browser:
+        returning = browser.new_context(viewport=VIEWPORT)
+        cold = analysis_visits(browser, models, cache_dir, port)
+        # the tab open before the restart (this server is not timed)
+        with server({"DISAN_CACHE_DIR": cache_dir}, port=port) as (_, url):
+            page = returning.new_page()
+            page.goto(f"{url}/")
+            wait_idle(page)
+            page.close()
+        restarted = {RESTARTS[0]: analysis_visits(browser, models, cache_dir, port),
+                     RESTARTS[1]: analysis_visits(returning, models, cache_dir, port)}
+    return cold, restarted
 
-
-# ---------------------------------------------------------------- a new session's first page
 
 def _processes() -> dict[int, tuple[int, float]]:
     """Every process now: pid -> (parent pid, user + system CPU seconds) (Linux /proc)."""
@@ -385,35 +412,35 @@ _TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in windo
     const drawn = document.querySelectorAll('.js-plotly-plot .main-svg').length;
     if (drawn) mark('svg ' + drawn);
   }).observe(document, {subtree: true, childList: true, attributes: true}); }"""
+# Bytes the page fetched over HTTP (what a browser's cache served counts 0).
+_HTTP_BYTES = """() => [...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')]
+  .reduce((total, e) => total + e.transferSize, 0)"""
 _PLOTLY_CHUNK = """() => performance.getEntriesByType('resource').filter(e => e.name.includes('PlotlyChart'))
   .map(e => [e.startTime, e.responseEnd])[0] || [NaN, NaN]"""
 
 
-def opening(sessions: int, root: Path | None = None, checkpoint: str | None = None) -> list[dict]:
-    """Each of ``sessions`` new browser sessions opening the app's first page (``?model=checkpoint``, or its
+def opening(sessions: int, root: Path | None = None, checkpoint: str | None = None,
+            returning: bool = False) -> list[dict]:
+    """Each of ``sessions`` new sessions opening the app's first page (``?model=checkpoint``, or its
     default), on one server (the first session loads the model, so it is reported apart): seconds from the
     request to the first drawn figure, to the script run's end, to the plotly chunk's download, to the
-    last figure; figures drawn; kB received over the WebSocket and over HTTP."""
+    last figure; figures drawn; kB received over the WebSocket and fetched over HTTP. Each session is a new
+    browser (nothing cached), or with ``returning`` a new tab of one browser (its HTTP cache kept, as for a
+    user who has opened the app before)."""
     rows = []
     with server(root=root) as (proc, url), chromium() as browser:
+        kept = browser.new_context(viewport=VIEWPORT) if returning else None
         for _ in range(sessions + 1):
             # Chromium's processes descend from this one through Playwright's driver, as the server does
             cpu_before = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]), cpu_seconds([proc.pid])
-            context = browser.new_context(viewport=VIEWPORT)
+            context = kept or browser.new_context(viewport=VIEWPORT)
             page = context.new_page()
-            received = {"ws": 0, "http": 0}
+            received = {"ws": 0}
 
             def on_socket(ws):
                 ws.on("framereceived", lambda payload: received.__setitem__("ws", received["ws"] + len(payload)))
 
-            def on_response(response):
-                try:
-                    received["http"] += len(response.body())
-                except Exception:  # a redirect or a response whose body is gone has no size to count
-                    pass
-
             page.on("websocket", on_socket)
-            page.on("response", on_response)
             page.add_init_script(f"({_TIMELINE})()")
             page.goto(f"{url}/" + (f"?model={checkpoint}" if checkpoint else ""))
             page.wait_for_function("() => document.querySelector('.js-plotly-plot .main-svg')", timeout=180_000,
@@ -428,10 +455,27 @@ def opening(sessions: int, root: Path | None = None, checkpoint: str | None = No
             browser_cpu = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]) - cpu_before[0]
             rows.append({"first figure": min(svg.values()) / 1e3, "script end": marks.get("script notRunning", math.nan) / 1e3,
                          "plotly chunk": chunk_end / 1e3, "last figure": svg[max(svg)] / 1e3, "figures": figures,
-                         "ws kB": received["ws"] / 1e3, "http kB": received["http"] / 1e3,
+                         "ws kB": received["ws"] / 1e3, "http kB": page.evaluate(_HTTP_BYTES) / 1e3,
                          "browser CPU": browser_cpu, "server CPU": server_cpu})
-            context.close()
+            (page if returning else context).close()
     return rows
+
+
+# The least any Streamlit page with a plotly figure costs a browser on this machine: the same
+# measurement of a page that draws one 2x2 heatmap and nothing else.
+BARE_PAGE = """import plotly.graph_objects as go
+import streamlit as st
+
+st.plotly_chart(go.Figure(go.Heatmap(z=[[0, 1], [1, 0]])))
+"""
+
+
+@contextmanager
+def bare_app():
+    """A folder holding an ``app.py`` of :data:`BARE_PAGE`."""
+    with tempfile.TemporaryDirectory(prefix="disan-bare-app-") as folder:
+        (Path(folder) / "app.py").write_text(BARE_PAGE, encoding="utf-8")
+        yield Path(folder)
 
 
 # ---------------------------------------------------------------- a checkout's first prediction
@@ -549,15 +593,20 @@ def main(argv=None) -> None:
         return
     if args.open is not None:
         print(f"{cpu_model()}; {load_line()} before; Chromium {VIEWPORT['width']}x{VIEWPORT['height']}; the first "
-              f"page in {args.open} new sessions after one that loads the model (seconds from the request)")
-        print("| code | first figure | script run ends | plotly chunk loaded | last figure | figures | WebSocket kB "
-              "| HTTP kB | browser CPU (s) | server CPU (s) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for name, root in roots.items():
-            for row in opening(args.open, root)[1:]:
-                print(f"| {name} | {row['first figure']:.2f} | {row['script end']:.2f} | {row['plotly chunk']:.2f} | "
-                      f"{row['last figure']:.2f} | {row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} | "
-                      f"{row['browser CPU']:.1f} | {row['server CPU']:.1f} |",
-                      flush=True)
+              f"page in {args.open} new sessions after one that loads the model (seconds from the request), each "
+              "in a new browser (nothing cached) and in a new tab of a browser that has opened the app before; "
+              "the bare page draws one 2x2 plotly heatmap and nothing else")
+        print("| code | browser | first figure | script run ends | plotly chunk loaded | last figure | figures "
+              "| WebSocket kB | HTTP kB | browser CPU (s) | server CPU (s) |\n"
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        with bare_app() as bare:
+            for name, root in {**roots, "bare Streamlit page": bare}.items():
+                for returning in (False, True):
+                    for row in opening(args.open, root, returning=returning)[1:]:
+                        print(f"| {name} | {'same' if returning else 'new'} | {row['first figure']:.2f} | "
+                              f"{row['script end']:.2f} | {row['plotly chunk']:.2f} | {row['last figure']:.2f} | "
+                              f"{row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} | "
+                              f"{row['browser CPU']:.1f} | {row['server CPU']:.1f} |", flush=True)
         print(f"{load_line()} after")
         return
     if args.pages:
@@ -565,11 +614,13 @@ def main(argv=None) -> None:
         print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
               f"{VIEWPORT['width']}x{VIEWPORT['height']}; first visit of each page by its link (seconds to the "
               "first drawn corpus figure, and to the final one)")
-        cold, warm = analysis_latency(models)
-        print("| model | page | first figure | final figure | after a restart: first | final |\n"
-              "|---|---|---:|---:|---:|---:|")
-        for (model, page, first, final, *_), (_, _, first2, final2, *_) in zip(cold, warm):
-            print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {first2:.1f} | {final2:.1f} |")
+        cold, restarted = analysis_latency(models)
+        print("| model | page | first figure | final figure | "
+              + " | ".join(f"after a restart, {how}: first | final" for how in RESTARTS) + " |\n"
+              "|---|---|---:|---:|" + "---:|---:|" * len(RESTARTS))
+        for k, (model, page, first, final, *_) in enumerate(cold):
+            again = " | ".join(f"{rows[k][2]:.1f} | {rows[k][3]:.1f}" for rows in restarted.values())
+            print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {again} |")
         if args.trace:
             print("\nWhere the seconds go, since the link was opened: the script run's start and end as the browser "
                   "hears of them (before the start: the browser loading the app and connecting; the end comes "
@@ -578,7 +629,7 @@ def main(argv=None) -> None:
                   "model, corpus, stages, reading the disk cache)\n"
                   "| server | model | page | run starts | run ends | first figure | final figure | server CPU |\n"
                   "|---|---|---|---:|---:|---:|---:|---:|")
-            for label, rows in (("fresh", cold), ("restarted", warm)):
+            for label, rows in (("fresh", cold), *((f"restarted, {how}", r) for how, r in restarted.items())):
                 for model, page, first, final, start, end, cpu in rows:
                     print(f"| {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} | {final:.1f} "
                           f"| {cpu:.1f} |")
