@@ -184,9 +184,18 @@ def partial(key: str, _compute):
     return _compute()
 
 
+# Shared, not copied: st.cache_data's copy is an unpickling, which validates each plotly figure again (half
+# a second for the Case study's eight, at every rerun); a drawing is only read once made.
+@st.cache_resource(max_entries=12, show_spinner=False)
+def kept_figures(key: str, _drawing_of) -> views.Drawing:
+    """``_drawing_of()`` under ``key``: computed once per machine (kept on disk), read once per server and
+    shared by every caller, which must not modify it."""
+    return diskcache.cached(key, _drawing_of)
+
+
 def kept_drawing(job, drawing_of) -> views.Drawing:
-    """``drawing_of()``, the drawing of a job's result, kept as :func:`kept` keeps the result itself."""
-    return kept(f"{job[0]}.drawing", drawing_of)
+    """``drawing_of()``, the drawing of a job's result, kept on disk beside the result itself (:func:`kept_figures`)."""
+    return kept_figures(f"{job[0]}.drawing", drawing_of)
 
 
 def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST):
