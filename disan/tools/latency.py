@@ -4,7 +4,7 @@
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
     python -m disan latency --browser --pages analyses [--models sst5,sick-e] [--trace]
     python -m disan latency --open [SESSIONS] [--baseline DIR]
-    python -m disan latency --predict [CHECKPOINT] [--baseline DIR]
+    python -m disan latency --predict [CHECKPOINT] [--baseline DIR] [--installed PYTHON]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
 the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
@@ -31,7 +31,9 @@ on the machine.
 fresh process with a fresh extension folder (so the C++ kernel builds in the background while the eager
 path serves, as at a checkout's first use), one thread: ``disan.load(...).predict`` and ``disan predict``
 to a CSV, in wall time and the process's CPU time (the background build, at low priority, is not counted),
-then the same with the kernel built. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on
+then the same with the kernel built; ``--installed PYTHON`` adds the same first prediction by the package
+that interpreter has installed (``pip install .``), run outside the checkout with a fresh extension folder,
+saying whether anything was compiled. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on
 another checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
@@ -500,33 +502,43 @@ def predict_sentences() -> list[str]:
     return [e.text.replace("\n", " ") for e in data.dev + data.test]
 
 
-def first_predictions(root: Path, checkpoint: str, texts_file: str) -> list[tuple[str, float, float, str]]:
-    """(how, wall seconds, CPU seconds, what the wall time held) of a checkout's first prediction of the
-    sentences in ``texts_file``: ``disan.load(...).predict`` and ``disan predict`` while the C++ kernel builds
-    in the background (a fresh extension folder each), then ``disan.load(...).predict`` with it built."""
+def first_predictions(root: Path | None, checkpoint: str, texts_file: str,
+                      python: str = sys.executable) -> list[tuple[str, float, float, str]]:
+    """(how, wall seconds, CPU seconds, what the wall time held) of a first prediction of the sentences in
+    ``texts_file``: ``disan.load(...).predict`` and ``disan predict`` in a fresh process with a fresh extension
+    folder each. From the checkout ``root``, the C++ kernel builds in the background meanwhile, and the first
+    form is timed again with it built; with ``root`` None, the package that ``python`` has installed is timed
+    from a folder outside any checkout, and the row says whether anything was compiled."""
     import resource
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="disan-first-predict-") as scratch:
-        commands = {"disan.load(...).predict": [sys.executable, "-c", _FIRST_PREDICT, texts_file, checkpoint],
-                    "disan predict (CSV)": [sys.executable, "-m", "disan", "predict", checkpoint, texts_file,
+        commands = {"disan.load(...).predict": [python, "-c", _FIRST_PREDICT, texts_file, checkpoint],
+                    "disan predict (CSV)": [python, "-m", "disan", "predict", checkpoint, texts_file,
                                             "--out", f"{scratch}/out.csv", "--no-progress", "--threads", "1"]}
         runs = [(how, command, f"{scratch}/ext-{k}") for k, (how, command) in enumerate(commands.items())]
-        runs.append(("disan.load(...).predict, kernel built", commands["disan.load(...).predict"], runs[0][2]))
+        if root is not None:
+            runs.append(("disan.load(...).predict, kernel built", commands["disan.load(...).predict"], runs[0][2]))
         for how, command, extensions in runs:
-            env = {**os.environ, "TORCH_EXTENSIONS_DIR": extensions, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(root)}
+            env = {**os.environ, "TORCH_EXTENSIONS_DIR": extensions, "OMP_NUM_THREADS": "1"}
+            if root is not None:
+                env["PYTHONPATH"] = str(root)
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
-            out = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
+            out = subprocess.run(command, cwd=root or scratch, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - t0
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if out.returncode:
-                raise RuntimeError(f"{how} failed in {root}: {out.stderr[-2000:]}")
+                raise RuntimeError(f"{how} failed in {root or python}: {out.stderr[-2000:]}")
             cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
             parts = out.stdout.split()
             held = f"import and load {float(parts[0]):.1f} s, predict {float(parts[1]):.1f} s" if len(parts) == 3 else ""
+            if root is None:
+                compiled = Path(extensions).exists() and any(Path(extensions).iterdir())
+                held = "; ".join(filter(None, (held, "compiled at run time" if compiled else "compiled nothing")))
+            else:
+                wait_for_build(Path(extensions))  # the background build, before the next run competes with it
             rows.append((how, wall, cpu, held))
-            wait_for_build(Path(extensions))  # the background build, before the next run competes with it
     return rows
 
 
@@ -560,6 +572,8 @@ def parser() -> argparse.ArgumentParser:
                         help="time the first page of SESSIONS new browser sessions (default 3)")
     parser.add_argument("--predict", action="store_true", help="time a checkout's first prediction of the "
                                                                "SST-5 dev and test sentences")
+    parser.add_argument("--installed", metavar="PYTHON",
+                        help="--predict: also time the package this interpreter has installed (pip install .)")
     parser.add_argument("--baseline", type=Path,
                         help="--browser, --open, --predict: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
@@ -586,8 +600,10 @@ def main(argv=None) -> None:
             checkpoint = args.checkpoint or str(site() / "checkpoints" / "sst5")
             print(f"{cpu_model()}; {load_line()} before; first prediction of {len(texts):,} sentences, one thread")
             print("| code | how | wall (s) | CPU (s) | of the wall time |\n|---|---|---:|---:|---|")
-            for name, root in roots.items():
-                for how, wall, cpu, held in first_predictions(root, checkpoint, texts_file.name):
+            runs = [(name, root, sys.executable) for name, root in roots.items()]
+            runs += [(f"installed ({args.installed})", None, args.installed)] if args.installed else []
+            for name, root, python in runs:
+                for how, wall, cpu, held in first_predictions(root, checkpoint, texts_file.name, python):
                     print(f"| {name} | {how} | {wall:.1f} | {cpu:.1f} | {held} |", flush=True)
         print(f"{load_line()} after")
         return
