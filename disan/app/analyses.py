@@ -1,10 +1,12 @@
 """Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
-checkpoint offers them (a test split to sample, DiSA blocks), the feature atlas's table as its page lists it.
+checkpoint offers them (a test split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the
+feature atlas's table as its page lists it.
 
 Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`).
-A corpus analysis is a job, (result key, computation), from a ``*_job`` function: :func:`kept` keeps its
-result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content, the corpus, the
-settings and the code) and in memory, and :func:`refined` computes it over growing samples
+A corpus analysis is a job, (result key, computation), from a ``*_job`` function: the key is named from the
+checkpoint's directory and the computation alone loads the model, so a kept result is read without loading
+it. :func:`kept` keeps the result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content,
+the corpus, the settings and the code) and in memory, and :func:`refined` computes it over growing samples
 (:mod:`disan.explore.progressive`), drawing each, so that a page shows something within seconds and a
 restart costs nothing. Arguments with a leading underscore are left out of Streamlit's cache keys.
 :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has changed.
