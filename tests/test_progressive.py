@@ -93,7 +93,7 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     st.cache_data.clear()
     st.cache_resource.clear()
     for name in ("measure", "analyse", "profile", "explain", "corpus_agreement", "split_corpus", "sample_items",
-                 "frequent_words"):
+                 "frequent_words", "make_corpus"):
         for module in (casestudy, corpus, atlas, attribution):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))
