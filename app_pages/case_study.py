@@ -2,7 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.app.common import checkpoint_args, current_checkpoint, draw
 from disan.explore import views
 from disan.explore.analyses import casestudy, corpus
 
@@ -14,7 +14,7 @@ st.caption("The paper reads two sentences: stop words get little attention, a fe
            f"sentence lengths. One that beats its null by less than {casestudy.SMALL:.0%} of the level it is "
            f"compared with is marked small; below {casestudy.MIN_SENTENCES} sentences there is no verdict.")
 
-entry, pipe = current_pipeline()
+entry = current_checkpoint()
 args = checkpoint_args(entry)
 try:
     paper = glue.paper_sentences(*args)

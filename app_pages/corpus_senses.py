@@ -2,7 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import checkpoint_args, current_pipeline, draw, open_in_attention
+from disan.app.common import checkpoint_args, current_checkpoint, draw, open_in_attention
 from disan.explore.analyses import corpus, stats
 from disan.inspect import senses
 
@@ -12,8 +12,8 @@ st.header("Corpus senses")
 st.caption("Does DiSAN separate a word's senses across a corpus, beyond the paper's two sentences (Fig. 6)? "
            "Each point is one occurrence of the word; hover to read its context.")
 
-entry, pipe = current_pipeline()
-kinds = pipe.vector_kinds
+entry = current_checkpoint()
+kinds = glue.encoder_parts(entry)["vectors"]
 if not kinds:
     st.info(f"The {entry.encoder} encoder has no per-token attention vectors.")
     st.stop()
@@ -22,7 +22,7 @@ if chosen is None:
     st.stop()
 if chosen.skipped:
     st.caption(f"{chosen.skipped} empty or over-long line{' was' if chosen.skipped == 1 else 's were'} left out.")
-words = corpus.frequent_words(chosen)
+words = glue.frequent_words(chosen)
 c1, c2 = st.columns(2)
 word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
                     help="the corpus's most frequent content words first; type any other word")

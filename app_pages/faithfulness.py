@@ -3,7 +3,7 @@ each against its null."""
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.app.common import checkpoint_args, current_checkpoint, draw, reads_pairs
 from disan.explore import diskcache
 from disan.explore.analyses import faithfulness
 from disan.explore.kinds import look_of
@@ -18,7 +18,7 @@ st.caption("A heatmap invites a reading: “the model looked at this word”. He
            "explanation should change when the model it explains is destroyed. Intervals are 95% bootstrap "
            f"intervals over inputs; below {faithfulness.MIN_SENTENCES} inputs there is no verdict.")
 
-entry, pipe = current_pipeline()
+entry = current_checkpoint()
 args = checkpoint_args(entry)
 missing = glue.no_split(entry)
 if missing is not None:
@@ -29,8 +29,8 @@ n = int(c1.number_input("Test inputs sampled", 1, 2000, 100, step=50, key="faith
 removal = c2.radio("Removed tokens", faithfulness.REMOVALS, horizontal=True, key="faith-removal",
                    format_func={"delete": "deleted", "unk": "as <unk>"}.get)
 side = faithfulness.BOTH
-if pipe.is_pair:
-    side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(pipe.kind).sentences], horizontal=True,
+if reads_pairs(entry):
+    side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True,
                     key="faith-side")
 settings = faithfulness.Settings(removal=removal, side=side)
 try:
@@ -51,8 +51,8 @@ def stages(what: str, job, drawing):
 erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"])
 with erasure:
     summary = stages(f"Erasing the top tokens of {entry.task} test inputs", glue.faith_erasure_job,
-                     lambda part: faithfulness.erasure_drawing(part, pipe))
-    draw(faithfulness.erasure_drawing(summary, pipe))
+                     lambda part: faithfulness.erasure_drawing(part, entry.kind))
+    draw(faithfulness.erasure_drawing(summary, entry.kind))
 with interventions:
     # a result kept on disk is drawn at once; otherwise it is computed when asked
     if (st.button("Replace the attention", key="faith-intervene")

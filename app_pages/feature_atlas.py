@@ -3,7 +3,7 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import links
-from disan.app.common import checkpoint_args, current_pipeline, draw
+from disan.app.common import checkpoint_args, current_checkpoint, draw, entry_pipeline
 from disan.explore import atlas
 from disan.explore.analyses import corpus
 
@@ -14,8 +14,8 @@ st.caption("Every feature k of a DiSA block has its own attention distribution. 
            "different kinds of dependency? Each feature is measured over every query of a corpus, against what "
            "uniform attention under the same mask gives; hover a dot to read what it does.")
 
-entry, pipe = current_pipeline()
-if not glue.has_blocks(pipe):
+entry = current_checkpoint()
+if not glue.encoder_parts(entry)["blocks"]:
     st.info(f"The {entry.encoder} encoder has no DiSA blocks, so no attention features to map.")
     st.stop()
 chosen = glue.pick_corpus(entry, "atlas")
@@ -56,7 +56,7 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     feature = int(c3.selectbox("Feature", rows["feature"], key="atlas-feature",
                                format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
     draw(atlas.drawing(result, colour, result.position(block, feature)))
-    st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{pipe.name}.csv", "text/csv",
+    st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{entry.name}.csv", "text/csv",
                        key="atlas-csv")
     with st.expander("The table: one row per block and feature"):
         st.dataframe(rows, hide_index=True)
@@ -71,7 +71,10 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
             st.info(str(e))
 
     st.subheader(f"One feature: {block}, k = {feature}")
-    draw(atlas.explain(pipe, result, sample.texts, block, feature))
+    # its sharpest sentences are traced by the model, loaded for them only when the drawing is not kept
+    draw(glue.kept_drawing(glue.atlas_job(*args, sample), lambda: atlas.explain(entry_pipeline(entry), result,
+                                                                                sample.texts, block, feature),
+                           "explain", k, block, feature))
     top = atlas.top_sentences(result, block, feature)
     if top:
         s = top[0]

@@ -208,7 +208,7 @@ def faithfulness(pipe, sentences, cascade: bool = False, settings=None) -> Faith
     erasure = _faithfulness.erasure_summary(_faithfulness.erasure_records(pipe, sentences, settings), settings)
     interventions = _faithfulness.intervention_summary(
         _faithfulness.intervention_records(pipe, sentences, settings), len(sentences), settings)
-    rows = [*_faithfulness.erasure_drawing(erasure, pipe).rows, *_faithfulness.intervention_drawing(interventions).rows]
+    rows = [*_faithfulness.erasure_drawing(erasure, pipe.kind).rows, *_faithfulness.intervention_drawing(interventions).rows]
     randomised = _faithfulness.cascade(pipe, sentences, settings) if cascade else None
     if randomised is not None:
         rows += _faithfulness.agreement_drawing(randomised, "Cascading model randomisation").rows

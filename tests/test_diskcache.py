@@ -1,9 +1,9 @@
 """The on-disk result cache (disan.explore.diskcache): exact round trips of every analysis's result, keys
 that change with whatever the result depends on, the size bound, and corrupt entries computed again."""
-import copy
 import dataclasses
 import json
 import os
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -11,7 +11,10 @@ import pytest
 
 import disan
 from disan.explore import atlas, diskcache
+from disan.data.paths import shipped_checkpoints
 from disan.explore.analyses import attribution, casestudy, corpus
+from disan.inspect.pipeline import Pipeline
+from disan.nn import checkpoint
 
 from .conftest import LABELS, make_model
 
@@ -98,51 +101,64 @@ def test_nothing_but_data_is_stored(cache):
     assert diskcache.fetch("data") is None and not entry.exists()
 
 
-def loaded_with(pipe, **config):
-    """The pipeline as if its checkpoint had been loaded with other config entries (vocabulary, vectors)."""
-    other = copy.copy(pipe)
-    other.config = {**pipe.config, **config}
-    return other
+def case_key(model, sentences=SENTENCES, seed=0, analysis="case study"):
+    """The key of a case study's result by ``model`` (a pipeline or a checkpoint directory)."""
+    return diskcache.result_key(analysis, model, corpus=diskcache.corpus_digest(sentences), seed=seed)
 
 
 def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(cache, make_checkpoint, tmp_path):
     path = make_checkpoint()
     pipe = disan.load(path)
-    key = diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=0)
+    key = case_key(pipe)
     diskcache.store(key, "old")
-    assert diskcache.result_key("case study", disan.load(path), corpus=diskcache.corpus_digest(SENTENCES),
-                                seed=0) == key
-    others = [diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES[1:]), seed=0),
-              diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=1),
-              diskcache.result_key("feature atlas", pipe, corpus=diskcache.corpus_digest(SENTENCES), seed=0),
-              diskcache.result_key("case study", loaded_with(pipe, vocabulary="open: 3 words of v.txt added"),
-                                   corpus=diskcache.corpus_digest(SENTENCES), seed=0)]
-    # the word vectors an open vocabulary reads: their content counts
+    assert case_key(disan.load(path)) == key
+    # named from the directory alone, as the app loads it (open), the entry is the loaded model's
+    assert case_key(path) == case_key(str(path)) == key
+    stored = Pipeline(*checkpoint.load(path, vocabulary="stored"), path)
+    assert diskcache.model_digest(stored) == diskcache.checkpoint_digest(path, "stored")
+    others = [case_key(pipe, SENTENCES[1:]), case_key(pipe, seed=1), case_key(pipe, analysis="feature atlas"),
+              case_key(stored)]
+    # the word vectors an open vocabulary reads, as the checkpoint's config names them: their content counts
+    named = tmp_path / "named"
+    shutil.copytree(path, named)
+    config = json.loads((named / checkpoint.CONFIG).read_text())
     vectors = tmp_path / "v.txt"
+    (named / checkpoint.CONFIG).write_text(json.dumps({**config, "vectors": {"source": str(vectors)}}))
     vectors.write_text("tea 0.1 0.2\n")
-    others.append(diskcache.result_key("case study", loaded_with(pipe, vectors={"source": str(vectors)}),
-                                       corpus=diskcache.corpus_digest(SENTENCES), seed=0))
+    others.append(case_key(named))
+    stored_keys = [diskcache.checkpoint_digest(named, "stored")]
     vectors.write_text("tea 0.1 0.3\n")
-    others.append(diskcache.result_key("case study", loaded_with(pipe, vectors={"source": str(vectors)}),
-                                       corpus=diskcache.corpus_digest(SENTENCES), seed=0))
+    others.append(case_key(named))
+    stored_keys.append(diskcache.checkpoint_digest(named, "stored"))
+    assert stored_keys[0] == stored_keys[1]  # a stored vocabulary reads no vectors
     # the same weights in another folder give the same key: the content counts, not the path
     model, vocab = make_model("classify")
     other = tmp_path / "elsewhere"
-    disan.nn.checkpoint.save(other, model, vocab, {"task": "tiny-classify", "kind": "classify",
-                                                   "labels": LABELS["classify"]}, {"test": {"accuracy": 0.5}}, "#\n")
-    assert diskcache.result_key("case study", disan.load(other), corpus=diskcache.corpus_digest(SENTENCES),
-                                seed=0) == key
+    checkpoint.save(other, model, vocab, {"task": "tiny-classify", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "#\n")
+    assert case_key(disan.load(other)) == case_key(other) == key
     # a retrained model: other weights under the same path, whatever its time stamp says
-    weights = path / disan.nn.checkpoint.WEIGHTS
+    weights = path / checkpoint.WEIGHTS
     stamp = weights.stat()
     model, vocab = make_model("classify", seed=1)
-    disan.nn.checkpoint.save(path, model, vocab, {"task": "tiny-classify", "kind": "classify",
-                                                  "labels": LABELS["classify"]}, {"test": {"accuracy": 0.5}}, "#\n")
+    checkpoint.save(path, model, vocab, {"task": "tiny-classify", "kind": "classify", "labels": LABELS["classify"]},
+                    {"test": {"accuracy": 0.5}}, "#\n")
     os.utime(weights, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 1))
-    others.append(diskcache.result_key("case study", disan.load(path), corpus=diskcache.corpus_digest(SENTENCES),
-                                       seed=0))
-    assert len(set(others)) == len(others) and key not in others
+    others += [case_key(disan.load(path)), case_key(path)]
+    assert others[-1] == others[-2]
+    assert len(set(others)) == len(others) - 1 and key not in others
     assert all(diskcache.fetch(k) is None for k in others)
+    with pytest.raises(ValueError, match="vocabulary must be one of"):
+        diskcache.checkpoint_digest(path, "grown")
+
+
+def test_a_shipped_checkpoints_key_needs_no_loaded_model(cache):
+    # sst5 opens its vocabulary with the GloVe vectors where they are here, and keeps its words where not
+    path = shipped_checkpoints() / "sst5"
+    for vocabulary in checkpoint.VOCABULARIES:
+        pipe = Pipeline(*checkpoint.load(path, vocabulary=vocabulary), path)
+        assert diskcache.model_digest(pipe) == diskcache.checkpoint_digest(path, vocabulary), vocabulary
+    assert case_key(path) == case_key(disan.load(path))
 
 
 def test_file_digests_are_remembered_until_the_file_changes(cache, tmp_path):

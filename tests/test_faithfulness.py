@@ -1,4 +1,5 @@
 """Faithfulness checks on constructed models whose output is known by hand."""
+import json
 import math
 from types import SimpleNamespace
 
@@ -421,12 +422,15 @@ def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, mo
 
 @pytest.mark.usefixtures("data_root")
 def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation(tmp_path, monkeypatch):
+    import streamlit as st
+
     from disan.app import analyses as glue
+    from disan.app import common
     from disan.explore import diskcache, progressive
     from disan.explore.analyses import corpus
     from disan.inspect.pipeline import load
 
-    from .test_app import app, charts, visit
+    from .test_app import app, assert_same_json, charts, decoded, visit
 
     model, vocab = make_model("classify")
     save_trec(tmp_path / "a-trec", model, vocab)
@@ -440,7 +444,18 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     direct = F.erasure_summary(F.erasure_records(pipe, items, settings), settings)
     assert at.dataframe[0].value.equals(direct.table) and "faith-erasure-bars" in charts(at)
     key = glue.faith_key("erasure", pipe, items, settings)
-    assert diskcache.known(key)  # a restart draws it at once
+    assert diskcache.known(key)  # a restart draws it at once, without loading the model
+    drawn, table = charts(at), at.dataframe[0].value
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
+    again = app(**{"faith-n": n})
+    st.cache_resource.clear()  # the first page of the session loaded the model
+    monkeypatch.setattr(common, "load", lambda *a, **k: pytest.fail("the model loaded after a restart"))
+    visit(again, "app_pages/faithfulness.py")
+    assert again.dataframe[0].value.equals(table) and list(charts(again)) == list(drawn)
+    for key, chart in drawn.items():
+        assert_same_json(decoded(json.loads(charts(again)[key].proto.spec)), decoded(json.loads(chart.proto.spec)), key)
     # a changed setting, sample or checkpoint names another entry: an old result is never read
     assert glue.faith_key("erasure", pipe, items, F.Settings(removal="unk")) != key
     assert glue.faith_key("erasure", pipe, items[:-1], settings) != key

@@ -1,6 +1,6 @@
 """Analyses over growing samples (disan.explore.progressive, disan.app.analyses.refined): the schedule, the
 nested samples, and pages whose final figures are those of the direct computation over the whole corpus,
-drawn again from disk after a restart without computing anything."""
+drawn again from disk after a restart without computing anything or loading the model."""
 import json
 
 import numpy as np
@@ -8,6 +8,7 @@ import pytest
 import streamlit as st
 
 import disan
+from disan.app import common
 from disan.explore import atlas, progressive
 from disan.explore.analyses import attribution, casestudy, corpus
 
@@ -63,16 +64,20 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
                               "the paper's sentences")
     assert_page_draws(at, casestudy.drawing(casestudy.measure(pipe, sampled.tokens, sampled.name), paper))
     assert not at.get("progress")  # the bar and the stages' figures are gone
+    computed = {PAGES["case"]: figures_of(at, set(charts(at)))}
 
     visit(at, PAGES["corpus"])
-    word = at.selectbox(key="corpus-word").value
-    assert_page_draws(at, corpus.drawing(corpus.analyse(pipe, trec, word, "source2token"), "cluster", 0))
+    words = at.selectbox(key="corpus-word").options
+    assert words == corpus.frequent_words(trec)
+    assert_page_draws(at, corpus.drawing(corpus.analyse(pipe, trec, words[0], "source2token"), "cluster", 0))
+    computed[PAGES["corpus"]] = figures_of(at, set(charts(at)))
 
     visit(at, "app_pages/feature_atlas.py")
     direct = atlas.profile(pipe, sampled.tokens, sampled.name)
     selected = direct.position(at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value)
     for key, fig in atlas.drawing(direct, "type", selected).figures.items():
         assert_same_json(figures_of(at, {key})[key], decoded(json.loads(fig.to_json())), key)
+    computed["app_pages/feature_atlas.py"] = figures_of(at, set(charts(at)))
 
     visit(at, PAGES["attribution"])
     items = corpus.benchmark_items("trec", "test", 200)
@@ -81,18 +86,28 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     assert set(drawn) == set(expected)
     for key, fig in expected.items():
         assert_same_json(drawn[key], decoded(json.loads(fig.to_json())), key)
+    computed[PAGES["attribution"]] = figures_of(at, set(charts(at)))
 
-    # a restart: nothing in memory, nothing computed or read again; every page draws what it drew, from disk
+    # a restart: nothing in memory, nothing computed or read again, the model not loaded where the page draws
+    # only kept results; every page draws what it drew, from disk
     st.cache_data.clear()
     st.cache_resource.clear()
-    for name in ("measure", "analyse", "profile", "corpus_agreement", "split_corpus", "sample_items"):
+    for name in ("measure", "analyse", "profile", "explain", "corpus_agreement", "split_corpus", "sample_items",
+                 "frequent_words", "make_corpus"):
         for module in (casestudy, corpus, atlas, attribution):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))
+    loads = []
+    monkeypatch.setattr(common, "load", lambda path, load=common.load: loads.append(path) or load(path))
     again = app()
     for page in (PAGES["case"], PAGES["corpus"], "app_pages/feature_atlas.py", PAGES["attribution"]):
-        before = figures_of(visit(at, page), set(charts(at)))
+        st.cache_resource.clear()  # no model in memory (the first page of the session loaded one)
+        loads.clear()
         after = figures_of(visit(again, page), set(charts(again)))
-        assert list(before) == list(after)
-        for key in before:
-            assert_same_json(before[key], after[key], key)
+        assert list(after) == list(computed[page])
+        for key in after:
+            assert_same_json(computed[page][key], after[key], key)
+        # only the Attribution page loads the model: the sidebar's sentence is traced and attributed above it
+        assert bool(loads) == (page == PAGES["attribution"]), page
+    # the corpus's word list, read back without classifying its words again
+    assert visit(again, PAGES["corpus"]).selectbox(key="corpus-word").options == words

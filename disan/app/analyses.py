@@ -1,10 +1,12 @@
 """Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
-checkpoint offers them (a test split to sample, DiSA blocks), the feature atlas's table as its page lists it.
+checkpoint offers them (a test split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the
+feature atlas's table as its page lists it.
 
 Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`).
-A corpus analysis is a job, (result key, computation), from a ``*_job`` function: :func:`kept` keeps its
-result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content, the corpus, the
-settings and the code) and in memory, and :func:`refined` computes it over growing samples
+A corpus analysis is a job, (result key, computation), from a ``*_job`` function: the key is named from the
+checkpoint's directory and the computation alone loads the model, so a kept result is read without loading
+it. :func:`kept` keeps the result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content,
+the corpus, the settings and the code) and in memory, and :func:`refined` computes it over growing samples
 (:mod:`disan.explore.progressive`), drawing each, so that a page shows something within seconds and a
 restart costs nothing. Arguments with a leading underscore are left out of Streamlit's cache keys.
 :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has changed.
@@ -17,7 +19,7 @@ import os
 import pandas as pd
 import streamlit as st
 
-from disan.app.common import benchmark_label, checkpoint_args, load_pipeline, upload
+from disan.app.common import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline, upload
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
@@ -169,6 +171,12 @@ def corpus_key(c: corpus.Corpus) -> str:
     return f"{c.name}:{diskcache.corpus_digest(c.texts, c.labels, c.pairs, c.scale or [])}"
 
 
+def frequent_words(c: corpus.Corpus) -> list[str]:
+    """The corpus's most frequent content words (:func:`disan.explore.analyses.corpus.frequent_words`), kept on
+    disk by the corpus: telling content words from stop words imports spaCy, seconds a restart need not pay."""
+    return diskcache.cached(diskcache.key_of("frequent words", corpus=corpus_key(c)), lambda: corpus.frequent_words(c))
+
+
 # ---------------------------------------------------------------- results kept, and computed in stages
 
 @st.cache_data(max_entries=12, show_spinner=False)
@@ -193,9 +201,11 @@ def kept_figures(key: str, _drawing_of) -> views.Drawing:
     return diskcache.cached(key, _drawing_of)
 
 
-def kept_drawing(job, drawing_of) -> views.Drawing:
-    """``drawing_of()``, the drawing of a job's result, kept on disk beside the result itself (:func:`kept_figures`)."""
-    return kept_figures(f"{job[0]}.drawing", drawing_of)
+def kept_drawing(job, drawing_of, *which) -> views.Drawing:
+    """``drawing_of()``, a drawing of a job's result, kept on disk beside the result itself
+    (:func:`kept_figures`); ``which`` (JSON values) tells apart the drawings of one result that a page's
+    widgets choose among."""
+    return kept_figures(diskcache.key_of("drawing", result=job[0], which=list(which)), drawing_of)
 
 
 def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST):
@@ -248,29 +258,32 @@ def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: 
                limit: int = corpus.MAX_OCCURRENCES):
     """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word (a
     stage's sample: the first occurrences in corpus order, nested as :mod:`disan.explore.progressive` needs)."""
-    pipe = load_pipeline(path, mtime)
-    key = diskcache.result_key("corpus senses", pipe, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
+    key = diskcache.result_key("corpus senses", path, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
                                limit=limit)
-    return key, lambda: corpus.analyse(pipe, chosen, word, kind, k, limit)
+    return key, lambda: corpus.analyse(load_pipeline(path, mtime), chosen, word, kind, k, limit)
 
 
 def case_job(path: str, mtime: float, sampled: corpus.Corpus):
     """(key, computation) of the case-study measures over a corpus."""
-    pipe = load_pipeline(path, mtime)
-    key = diskcache.result_key("case study", pipe, corpus=corpus_key(sampled))
-    return key, lambda: casestudy.measure(pipe, sampled.tokens, sampled.name)
+    key = diskcache.result_key("case study", path, corpus=corpus_key(sampled))
+    return key, lambda: casestudy.measure(load_pipeline(path, mtime), sampled.tokens, sampled.name)
 
 
-def has_blocks(pipe) -> bool:
-    """Whether a checkpoint's encoder has DiSA blocks, whose features the atlas maps."""
-    return bool(getattr(pipe.model.encoder, "blocks", None))
+def encoder_parts(entry) -> dict:
+    """What a listed checkpoint's encoder offers the analysis pages: ``vectors``, its per-token vectors
+    (:attr:`disan.inspect.pipeline.Pipeline.vector_kinds`), and ``blocks``, whether it has DiSA blocks (whose
+    features the atlas maps). Read off the loaded model once per machine and checkpoint content, then kept
+    on disk, so that a page drawing a kept result does not load the model to ask."""
+    def read():
+        pipe = entry_pipeline(entry)
+        return {"vectors": pipe.vector_kinds, "blocks": bool(getattr(pipe.model.encoder, "blocks", None))}
+    return diskcache.cached(diskcache.result_key("encoder parts", str(entry.directory)), read)
 
 
 def atlas_job(path: str, mtime: float, sample: corpus.Corpus, k: int | None = None):
     """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette)."""
-    pipe = load_pipeline(path, mtime)
-    key = diskcache.result_key("feature atlas", pipe, corpus=corpus_key(sample), k=k)
-    return key, lambda: atlas.profile(pipe, sample.tokens, sample.name, k)
+    key = diskcache.result_key("feature atlas", path, corpus=corpus_key(sample), k=k)
+    return key, lambda: atlas.profile(load_pipeline(path, mtime), sample.tokens, sample.name, k)
 
 
 def atlas_measures(result: atlas.Atlas) -> list[str]:
@@ -284,8 +297,10 @@ def block_features(result: atlas.Atlas, block: str, order_by: str) -> pd.DataFra
 
 
 def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
-    """The case-study measures of the paper's two example sentences (:func:`kept`)."""
-    paper = corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES)
+    """The case-study measures of the paper's two example sentences (:func:`kept`); their tokens kept on disk
+    too, since tokenising them imports spaCy."""
+    paper = read_kept(diskcache.key_of("corpus", texts=list(casestudy.PAPER_SENTENCES)),
+                      lambda: corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES))
     return kept(*case_job(path, mtime, paper))
 
 
@@ -314,40 +329,37 @@ AGREEMENT_FIRST = 20
 
 def agreement_job(path: str, mtime: float, items: list):
     """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
-    pipe = load_pipeline(path, mtime)
-    key = diskcache.result_key("attribution agreement", pipe, corpus=diskcache.corpus_digest(items))
-    return key, lambda: attribution.corpus_agreement(pipe, items)
+    key = diskcache.result_key("attribution agreement", path, corpus=diskcache.corpus_digest(items))
+    return key, lambda: attribution.corpus_agreement(load_pipeline(path, mtime), items)
 
 
-def faith_key(analysis: str, pipe, items: list, settings: faithfulness.Settings, **more) -> str:
-    """The on-disk key of a faithfulness check over inputs with its settings."""
-    return diskcache.result_key(f"faithfulness {analysis}", pipe, corpus=diskcache.corpus_digest(items),
+def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:
+    """The on-disk key of a faithfulness check over inputs with its settings; ``model``: a checkpoint directory
+    or a loaded pipeline (:func:`disan.explore.diskcache.result_key`)."""
+    return diskcache.result_key(f"faithfulness {analysis}", model, corpus=diskcache.corpus_digest(items),
                                 settings=dataclasses.asdict(settings), **more)
 
 
 def faith_erasure_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
     """(key, computation) of the erasure summary of every explanation over inputs."""
-    pipe = load_pipeline(path, mtime)
-    return faith_key("erasure", pipe, items, settings), lambda: faithfulness.erasure_summary(
-        faithfulness.erasure_records(pipe, items, settings), settings)
+    return faith_key("erasure", path, items, settings), lambda: faithfulness.erasure_summary(
+        faithfulness.erasure_records(load_pipeline(path, mtime), items, settings), settings)
 
 
 def faith_interventions_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
     """(key, computation) of the attention interventions' summary over inputs."""
-    pipe = load_pipeline(path, mtime)
-    return faith_key("interventions", pipe, items, settings), lambda: faithfulness.intervention_summary(
-        faithfulness.intervention_records(pipe, items, settings), len(items), settings)
+    return faith_key("interventions", path, items, settings), lambda: faithfulness.intervention_summary(
+        faithfulness.intervention_records(load_pipeline(path, mtime), items, settings), len(items), settings)
 
 
 def faith_cascade_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
     """(key, computation) of the cascading model randomisation over inputs."""
-    pipe = load_pipeline(path, mtime)
-    return faith_key("cascade", pipe, items, settings), lambda: faithfulness.cascade(pipe, items, settings)
+    return faith_key("cascade", path, items, settings), lambda: faithfulness.cascade(load_pipeline(path, mtime),
+                                                                                     items, settings)
 
 
 def faith_data_job(path: str, mtime: float, shuffled, items: list, settings: faithfulness.Settings):
     """(key, computation) of the data randomisation against ``shuffled``, a pipeline trained on shuffled
     labels (its content in the key)."""
-    pipe = load_pipeline(path, mtime)
-    key = faith_key("data randomisation", pipe, items, settings, shuffled=diskcache.model_digest(shuffled))
-    return key, lambda: faithfulness.data_randomisation(pipe, shuffled, items, settings)
+    key = faith_key("data randomisation", path, items, settings, shuffled=diskcache.model_digest(shuffled))
+    return key, lambda: faithfulness.data_randomisation(load_pipeline(path, mtime), shuffled, items, settings)

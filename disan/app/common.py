@@ -180,19 +180,30 @@ def current_entry() -> catalog.Entry | None:
     return next((e for e in entries() if e.ok and e.name == name), None)
 
 
-def current_pipeline() -> tuple[catalog.Entry, Pipeline]:
-    """The sidebar's checkpoint and its pipeline; the page stops after telling the user why when there is
-    none (no checkpoint, or one that cannot be loaded)."""
+def current_checkpoint() -> catalog.Entry:
+    """The sidebar's checkpoint; the page stops after telling the user why when there is none. A page that
+    draws a kept result asks this first and loads the model (:func:`entry_pipeline`) only where it needs it."""
     entry = current_entry()
     if entry is None:
         st.info("No model is selected. Pick a checkpoint in the sidebar, or train one on the Training page "
                 "or with `python -m disan train`.")
         st.stop()
+    return entry
+
+
+def entry_pipeline(entry: catalog.Entry) -> Pipeline:
+    """A listed checkpoint's pipeline; the page stops after telling the user why it cannot be loaded."""
     try:
-        return entry, load_pipeline(*checkpoint_args(entry))
+        return load_pipeline(*checkpoint_args(entry))
     except ValueError as e:
         st.error(f"This checkpoint cannot be loaded: {e}")
         st.stop()
+
+
+def current_pipeline() -> tuple[catalog.Entry, Pipeline]:
+    """The sidebar's checkpoint and its pipeline (:func:`current_checkpoint`, :func:`entry_pipeline`)."""
+    entry = current_checkpoint()
+    return entry, entry_pipeline(entry)
 
 
 def current_input(pipe):

@@ -9,8 +9,10 @@ An analysis stores its result under :func:`result_key`, a digest of everything t
 * the checkpoint's content: the SHA-256 of the bytes of each file the model is built from (not its path
   or time stamp), remembered per path, size and modification time in ``digests.json`` so that an
   unchanged file is read once per machine, not once per run;
-* the vocabulary the model was loaded with (its config's ``vocabulary`` line) and, where the checkpoint
-  names word vectors that are on this machine, their files' SHA-256: an open vocabulary changes outputs;
+* the vocabulary the model is loaded with ("open" or "stored") and, for an open one where the checkpoint
+  names word vectors that are on this machine, their files' SHA-256: an open vocabulary changes outputs.
+  All of it is read from the checkpoint's directory, so a kept result is found without loading the model
+  (:func:`checkpoint_digest`);
 * a digest of the ``disan`` package's source files (its version never changes when its code does);
 * the analysis's name and its settings, the corpus among them (:func:`corpus_digest`).
 
@@ -25,8 +27,8 @@ entry that cannot be read (truncated, corrupt, of another layout) is deleted and
 
 Usage, as the app's analysis pages and any later corpus page use it::
 
-    key = diskcache.result_key("case study", pipe, corpus=diskcache.corpus_digest(texts), seed=0)
-    study = diskcache.cached(key, lambda: casestudy.measure(pipe, tokens))
+    key = diskcache.result_key("case study", directory, corpus=diskcache.corpus_digest(texts), seed=0)
+    study = diskcache.cached(key, lambda: casestudy.measure(disan.load(directory), tokens))
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ from disan.data import environment
 from disan.data.loaders import sha256_file
 from disan.data.vectors import source_files
 from disan.explore.views import Drawing
-from disan.nn.checkpoint import CONFIG, VOCAB, WEIGHTS, vectors_source
+from disan.nn.checkpoint import CONFIG, VOCAB, VOCABULARIES, WEIGHTS, loaded_vocabulary, read_config, vectors_source
 
 DIR_ENV, BOUND_ENV = "DISAN_CACHE_DIR", "DISAN_CACHE_MB"
 DEFAULT_MB = 512
@@ -114,19 +116,32 @@ def sources_digest() -> str:
     return digest.hexdigest()
 
 
-def model_digest(pipe) -> dict:
-    """What a loaded model's outputs depend on: its files' SHA-256, the vocabulary it was loaded with, and
-    the SHA-256 of the word vectors its checkpoint names, where they are on this machine."""
-    if pipe.path is None:
-        raise ValueError("a pipeline without a checkpoint directory has no content to key a cached result by")
-    files = {name: file_digest(Path(pipe.path) / name) for name in (CONFIG, WEIGHTS, VOCAB)}
-    source, vectors = vectors_source(pipe.config), None
+def checkpoint_digest(directory, vocabulary: str = "open") -> dict:
+    """What the outputs of the model in a checkpoint directory, loaded with ``vocabulary`` (one of
+    :data:`disan.nn.checkpoint.VOCABULARIES`; the app loads "open"), depend on, without loading it: its
+    files' SHA-256, the vocabulary, and for an open one the SHA-256 of the word vectors its config names,
+    where they are on this machine. Whether an open vocabulary reads them and which words it adds
+    (:func:`disan.nn.checkpoint.open_vocabulary`) follow from these files alone, so a result is named before
+    the model is loaded, and a kept one is read without loading it."""
+    if vocabulary not in VOCABULARIES:
+        raise ValueError(f"vocabulary must be one of {VOCABULARIES}, not {vocabulary!r}")
+    directory = Path(directory)
+    files = {name: file_digest(directory / name) for name in (CONFIG, WEIGHTS, VOCAB)}
+    source = vectors_source(read_config(directory)) if vocabulary == "open" else None
+    vectors = None
     if source:
         try:
             vectors = {p.name: file_digest(p) for p in source_files(source)}
         except (FileNotFoundError, ValueError):
-            vectors = None  # not here: the model kept its stored words, which the vocabulary line says
-    return {"files": files, "vocabulary": pipe.config.get("vocabulary"), "vectors": vectors}
+            vectors = None  # not here: the model keeps its stored words until they are
+    return {"files": files, "vocabulary": vocabulary, "vectors": vectors}
+
+
+def model_digest(pipe) -> dict:
+    """:func:`checkpoint_digest` of a loaded pipeline's checkpoint, with the vocabulary it was loaded with."""
+    if pipe.path is None:
+        raise ValueError("a pipeline without a checkpoint directory has no content to key a cached result by")
+    return checkpoint_digest(pipe.path, loaded_vocabulary(pipe.config))
 
 
 def corpus_digest(*columns: Iterable) -> str:
@@ -143,10 +158,13 @@ def key_of(what: str, **parts) -> str:
     return hashlib.sha256(json.dumps(named, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def result_key(analysis: str, pipe, **settings) -> str:
-    """The key of an analysis's result: a digest of the model (:func:`model_digest`), the package's sources,
-    the analysis and its settings (JSON values; the corpus given as :func:`corpus_digest`)."""
-    return key_of(analysis, model=model_digest(pipe), settings=settings)
+def result_key(analysis: str, model, **settings) -> str:
+    """The key of an analysis's result: a digest of the model, the package's sources, the analysis and its
+    settings (JSON values; the corpus given as :func:`corpus_digest`). ``model``: a loaded pipeline
+    (:func:`model_digest`), or a checkpoint directory as the app loads it, with the open vocabulary
+    (:func:`checkpoint_digest`), which names the same result without loading the model."""
+    digest = checkpoint_digest(model) if isinstance(model, (str, os.PathLike)) else model_digest(model)
+    return key_of(analysis, model=digest, settings=settings)
 
 
 # ---------------------------------------------------------------- results as arrays and JSON

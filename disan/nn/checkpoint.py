@@ -303,6 +303,12 @@ def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
 VOCABULARIES = ("open", "stored")
 
 
+def loaded_vocabulary(config: dict) -> str:
+    """Which of :data:`VOCABULARIES` a model was loaded with, from the config :func:`load` returned with it:
+    an "open" load says what it did in ``config["vocabulary"]``, a "stored" one adds nothing."""
+    return "open" if "vocabulary" in config else "stored"
+
+
 def vectors_source(config: dict) -> str | None:
     """The word vectors a checkpoint was trained with, as its config names them (``vectors.source``, else
     the training's ``embeddings``), or None."""

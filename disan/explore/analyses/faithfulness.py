@@ -719,12 +719,13 @@ def data_randomisation(pipe, shuffled, items: Sequence, settings: Settings = Set
 
 # ---------------------------------------------------------------- what the page and the notebook draw
 
-def erasure_drawing(summary: ErasureSummary, pipe=None) -> Drawing:
+def erasure_drawing(summary: ErasureSummary, kind: str | None = None) -> Drawing:
     """Comprehensiveness and sufficiency (AOPC) of every explanation with intervals, random's among them,
-    and the table of differences from random with their verdicts."""
+    and the table of differences from random with their verdicts; ``kind``, the model's, names the output
+    followed."""
     bars = {m: {name: summary.estimates[name, m][0] for name in summary.table["explanation"]} for m in MEASURES}
     spread = "; ".join(f"{m} {summary.random_spread[m]}" for m in MEASURES)
-    followed = f"f = {look_of(pipe.kind).followed}" if pipe is not None else "f = the followed output"
+    followed = f"f = {look_of(kind).followed}" if kind is not None else "f = the followed output"
     return Drawing([
         Row({"faith-erasure-bars": charts.estimate_bars(bars, f"Erasure over {summary.sentences} inputs (AOPC)",
                                                         "f(x) − f(edited)")},
