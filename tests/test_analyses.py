@@ -110,6 +110,58 @@ def test_silhouette_by_hand():
     assert np.isnan(stats.silhouette(np.array([[0.0], [1.0]]), np.array([0, 0])))
 
 
+def overlapping_clusters(n=400, d=12, k=6, seed=0):
+    """Points around k centres close enough that Lloyd's algorithm has local minima to fall in."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(scale=1.5, size=(k, d))
+    return centres[rng.integers(k, size=n)] + rng.normal(size=(n, d))
+
+
+def test_the_silhouette_is_scikit_learns():
+    from sklearn.metrics import silhouette_score
+
+    rng = np.random.default_rng(3)
+    points = overlapping_clusters()
+    for k in (2, 3, 7):
+        labels = rng.integers(k, size=len(points))
+        labels[:2] = [k, k + 1]  # two clusters of one point, which score 0
+        assert stats.silhouette(points, labels) == pytest.approx(silhouette_score(points, labels), abs=1e-12)
+    _, scores = stats.best_k(points, range(2, 6))  # one distance matrix for every k
+    for k, score in scores.items():
+        assert score == pytest.approx(silhouette_score(points, stats.kmeans(points, k)), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kmeans_ends_where_lloyds_algorithm_stops_and_as_low_as_scikit_learns(seed):
+    from sklearn.cluster import KMeans
+
+    points = overlapping_clusters(seed=seed)
+    for k in range(2, 9):
+        labels = stats.kmeans(points, k, seed=seed)
+        centres = np.stack([points[labels == c].mean(axis=0) for c in range(k)])
+        distances = ((points[:, None, :] - centres[None]) ** 2).sum(axis=2)
+        assert np.array_equal(distances.argmin(axis=1), labels)  # a fixed point: each point at its nearest mean
+        inertia = distances[np.arange(len(points)), labels].sum()
+        theirs = KMeans(k, n_init=stats.RESTARTS, tol=0.0, random_state=seed).fit(points).inertia_
+        assert inertia <= theirs * 1.005, (k, inertia, theirs)  # both keep the best of 10 local minima
+
+
+def test_the_clustering_and_projection_do_not_import_scikit_learn():
+    """scikit-learn's import (seconds) was the largest cost of a fresh server's first Corpus senses figure."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\nimport numpy as np\nfrom disan.explore.analyses import stats\n"
+            "x = np.random.default_rng(0).normal(size=(30, 4))\n"
+            "stats.best_k(x); stats.kmeans(x, 3); stats.pca_2d(x)\n"
+            "print('sklearn' in sys.modules, 'scipy' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False"]
+
+
 def test_kendall_tau_b_by_hand():
     assert stats.kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
     assert stats.kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)

@@ -1,48 +1,31 @@
 """The statistics the analyses need: PCA with deterministic signs, k-means with k-means++ seeding and
-restarts, and the silhouette score (scikit-learn's); Kendall's tau-b, the Gini coefficient, a cluster
-bootstrap of ratio statistics (our own) and McNemar's exact test of two classifiers on the same examples
-(scipy's binomial test).
+restarts, the silhouette score, Kendall's tau-b, the Gini coefficient, a cluster bootstrap of ratio
+statistics (our own) and McNemar's exact test of two classifiers on the same examples (scipy's binomial
+test).
 
-Our own are kept where the libraries do not serve. scipy's kendalltau took 2.3x as long as ours on the
-case study's per-sentence rankings (2,000 sentences of 20 tokens: 0.89 s against 0.38 s; the page computes
-two per sentence), its cost being the checks and p-value around each call, which the analyses do not use.
-scipy's bootstrap neither counts nor leaves out the resamples where a ratio is undefined (a word class
-that no drawn sentence has), nor shares one set of resamples among the statistics of a corpus; ours took
-a tenth of its time on the case study's ratios.
+PCA, k-means and the silhouette are our own, in torch (float64): scikit-learn's took 1.7-2.5 s to import
+(with the scipy.stats it loads), which a fresh server's first Corpus senses or Feature atlas visit paid
+before its first figure, while ours are as fast as its once loaded (the silhouette search over 1,166
+vectors of 600: 1.4 s against 1.2-1.3 s) and run on torch's threads, one in the app. The tests check them
+against scikit-learn's. scipy's kendalltau took 2.3x as long as ours on the case study's per-sentence
+rankings (2,000 sentences of 20 tokens: 0.89 s against 0.38 s; the page computes two per sentence), its
+cost being the checks and p-value around each call, which the analyses do not use. scipy's bootstrap
+neither counts nor leaves out the resamples where a ratio is undefined (a word class that no drawn sentence
+has), nor shares one set of resamples among the statistics of a corpus; ours took a tenth of its time on
+the case study's ratios.
 
-Arguments and results are numpy arrays. scikit-learn and scipy are imported on first use: on top of what
-the app has loaded, scikit-learn took 1.1-3.1 s to import and scipy.stats 1.6-2.3 s (three fresh
-processes each, while tests ran), which a page that needs neither should not wait for. scikit-learn runs
-on one thread, as the app runs torch.
+Arguments and results are numpy arrays. scipy is imported on first use (scipy.stats took 1.6-2.3 s), which
+a page that does not test should not wait for.
 """
 from __future__ import annotations
 
 import functools
-import warnings
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
-
-
-@functools.cache
-def _threads():
-    """The thread pools (OpenBLAS, OpenMP) of numpy, scipy, scikit-learn and torch, made once scikit-learn
-    has loaded its libraries: a controller sees only the libraries loaded when it is made."""
-    import sklearn.cluster  # noqa: F401
-    import sklearn.decomposition  # noqa: F401
-    import sklearn.metrics  # noqa: F401
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-def _one_thread():
-    """A context in which the libraries' numerics run on one thread. With a thread per core, PCA of 287
-    vectors of 600 took 0.42 s against 0.03 s on one thread on this shared 2-core machine, and the
-    silhouette search over 1,884 of them 4.8-10.5 s against 3.7-4.1 s; the app runs torch on one thread
-    too, so that sessions get a core each."""
-    return _threads().limit(limits=1)
+import torch
 
 
 # ---------------------------------------------------------------- projection and clustering
@@ -55,34 +38,97 @@ class Projection:
     components: np.ndarray  # (2, D) unit loadings; the largest |loading| of each is positive
 
 
+def _float64(x) -> torch.Tensor:
+    return torch.as_tensor(np.asarray(x, dtype=np.float64))
+
+
 def pca_2d(x: np.ndarray) -> Projection:
-    """Project (N, D) points on their first two principal components (scikit-learn's PCA: exact, by the
-    eigenvectors of the D x D covariance where there are at least as many points as dimensions, 3x
-    faster than an SVD on 1,884 vectors of 600, and by an SVD of the centred data where there are fewer).
+    """Project (N, D) points on their first two principal components: exact, by the eigenvectors of the
+    D x D covariance where there are at least as many points as dimensions (3x faster than an SVD on 1,884
+    vectors of 600), and by an SVD of the centred data where there are fewer.
 
     An SVD fixes each component only up to its sign, so a correlation with PC 1 could read +0.5 here and
     −0.5 elsewhere; each component is turned so that its largest loading (by magnitude, the first of
     equals) is positive, which does not depend on the order of the points. Components that the data lack
     (the second with N = 2 or D = 1, both with N = 1) come out as zeros with 0 explained variance.
     """
-    from sklearn.decomposition import PCA
-
-    x = np.asarray(x, dtype=np.float64)
+    x = _float64(x)
     n, d = x.shape
     m = min(2, n - 1, d)  # N points span at most N - 1 dimensions
     coords, explained, components = np.zeros((n, 2)), np.zeros(2), np.zeros((2, d))
     if m < 1:
         return Projection(coords, explained, components)
-    # identical points: 0 / 0 explained, read as 0
-    with _one_thread(), np.errstate(invalid="ignore", divide="ignore"):
-        pca = PCA(m, svd_solver="covariance_eigh" if n >= d else "full").fit(x)
-    vt = pca.components_  # (m, D)
-    largest = vt[np.arange(m), np.abs(vt).argmax(axis=1)]
-    vt = vt * np.where(largest < 0, -1.0, 1.0)[:, None]
-    coords[:, :m] = (x - pca.mean_) @ vt.T
-    components[:m] = vt
-    explained[:m] = np.nan_to_num(pca.explained_variance_ratio_)
+    centred = x - x.mean(dim=0)
+    if n >= d:
+        variances, vectors = torch.linalg.eigh(centred.T @ centred)  # ascending
+        variances, vt = variances.flip(0)[:m].clamp_min(0.0), vectors.flip(1)[:, :m].T
+    else:
+        _, singular, vt = torch.linalg.svd(centred, full_matrices=False)
+        variances, vt = singular[:m] ** 2, vt[:m]
+    largest = vt[torch.arange(m), vt.abs().argmax(dim=1)]
+    vt = vt * torch.where(largest < 0, -1.0, 1.0)[:, None]
+    coords[:, :m] = (centred @ vt.T).numpy()
+    components[:m] = vt.numpy()
+    total = float((centred ** 2).sum())
+    if total > 0:  # identical points: 0 / 0 explained, read as 0
+        explained[:m] = (variances / total).numpy()
     return Projection(coords, explained, components)
+
+
+def _squared_distances(xt: torch.Tensor, norms: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(M, N) squared Euclidean distances of the rows of (M, D) y to the points whose (D, N) transpose is
+    ``xt`` (contiguous: the product reads it faster than the points' rows) and whose squared norms are
+    ``norms``; never below 0 (the expansion can round to -1e-16)."""
+    return torch.addmm(norms[None, :], y, xt, alpha=-2).add_((y ** 2).sum(dim=1)[:, None]).clamp_min_(0.0)
+
+
+def _seed_centres(x: torch.Tensor, xt: torch.Tensor, norms: torch.Tensor, k: int, rng: np.random.Generator
+                  ) -> torch.Tensor:
+    """k-means++ seeding, greedy: the first centre a random point; each next one the best of 2 + ln k
+    candidates, each drawn with probability proportional to its squared distance to the nearest centre,
+    the best being the one that leaves the smallest sum of those distances (one candidate alone, as in the
+    original k-means++, more often starts Lloyd's algorithm in a poor local minimum)."""
+    trials = 2 + int(math.log(k))
+    chosen = [int(rng.integers(len(x)))]
+    nearest = _squared_distances(xt, norms, x[chosen])[0]
+    for _ in range(1, k):
+        total = float(nearest.sum())
+        if total <= 0:  # fewer distinct points than centres
+            chosen.append(int(rng.integers(len(x))))
+            continue
+        drawn = np.searchsorted(np.cumsum(nearest.numpy()), rng.random(trials) * total)
+        drawn = np.minimum(drawn, len(x) - 1)
+        candidates = torch.minimum(nearest[None, :], _squared_distances(xt, norms, x[drawn]))  # (trials, N)
+        best = int(candidates.sum(dim=1).argmin())
+        chosen.append(int(drawn[best]))
+        nearest = candidates[best]
+    return x[chosen].clone()
+
+
+def _lloyd(x: torch.Tensor, xt: torch.Tensor, norms: torch.Tensor, centres: torch.Tensor, iterations: int
+           ) -> tuple[torch.Tensor, float]:
+    """Lloyd's algorithm on (N, D) points ``x`` (``xt``: their transpose, contiguous) from (k, D)
+    ``centres`` until no label changes (or ``iterations``): (N,) labels and the inertia, the sum of squared
+    distances to the centres of the final labels. An emptied cluster keeps its centre."""
+    k, n = len(centres), len(x)
+    labels = torch.full((n,), k, dtype=torch.long)  # k: no cluster yet
+    sums = torch.zeros(k + 1, x.shape[1], dtype=x.dtype)
+    counts = torch.zeros(k + 1, dtype=x.dtype)
+    for _ in range(iterations):
+        # (N, k) |x - c|^2 less |x|^2, which each point shares across centres: the same argmin
+        distances = ((centres ** 2).sum(dim=1)[:, None] - 2 * centres @ xt).T.contiguous()
+        new = distances.argmin(dim=1)
+        moved = (new != labels).nonzero()[:, 0]
+        if not len(moved):
+            break
+        # the clusters' sums change by the points that moved only, which late iterations make few
+        points, old, labels = x[moved], labels[moved], new
+        ones = torch.ones(len(moved), dtype=x.dtype)
+        sums.index_add_(0, old, points, alpha=-1).index_add_(0, new[moved], points)
+        counts.index_add_(0, old, ones, alpha=-1).index_add_(0, new[moved], ones)
+        centres = torch.where(counts[:k, None] > 0, sums[:k] / counts[:k, None].clamp_min(1.0), centres)
+    inertia = float((norms + distances.gather(1, labels[:, None])[:, 0]).clamp_min(0.0).sum())
+    return labels, inertia
 
 
 RESTARTS = 10  # k-means runs from this many k-means++ seedings and keeps the one of lowest inertia
@@ -90,46 +136,65 @@ RESTARTS = 10  # k-means runs from this many k-means++ seedings and keeps the on
 
 def kmeans(x: np.ndarray, k: int, seed: int = 0, restarts: int = RESTARTS, iterations: int = 100) -> np.ndarray:
     """(N,) cluster labels 0..k-1 of (N, D) points (fewer when the points have fewer than k distinct
-    values): scikit-learn's Lloyd's algorithm from k-means++ seeds, the best of ``restarts`` runs by
-    inertia (Lloyd's algorithm stops in local minima; with 4 runs a better solution was missed on real
-    data, while 50 made the silhouette search 8x slower). A run stops when no label changes (tol=0), not
-    at scikit-learn's default small shift of the centres. Labels are renumbered by cluster size, largest
-    first, and equal sizes by their first point, so that they depend on the partition alone."""
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
-
-    x = np.asarray(x, dtype=np.float64)
+    values): Lloyd's algorithm from greedy k-means++ seeds, the best of ``restarts`` runs by inertia
+    (Lloyd's algorithm stops in local minima; with 4 runs a better solution was missed on real data, while
+    50 made the silhouette search 8x slower). A run stops when no label changes. Labels are renumbered by
+    cluster size, largest first, and equal sizes by their first point, so that they depend on the
+    partition alone."""
+    x = _float64(x)
     if not 1 <= k <= len(x):
         raise ValueError(f"k must be between 1 and the number of points ({len(x)}), not {k}")
-    with _one_thread(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)  # fewer distinct points than k: see the labels
-        best = KMeans(k, n_init=restarts, max_iter=iterations, tol=0.0, random_state=seed).fit(x).labels_
+    norms, xt = (x ** 2).sum(dim=1), x.T.contiguous()
+    rng = np.random.default_rng(seed)
+    best, lowest = None, math.inf
+    for _ in range(restarts):
+        labels, inertia = _lloyd(x, xt, norms, _seed_centres(x, xt, norms, k, rng), iterations)
+        if inertia < lowest:
+            best, lowest = labels.numpy(), inertia
     first = np.full(k, len(best))
     np.minimum.at(first, best, np.arange(len(best)))
     order = np.lexsort((first, -np.bincount(best, minlength=k)))
     return np.argsort(order)[best]
 
 
-def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
-    """Mean silhouette (b - a) / max(a, b) over the points (scikit-learn's silhouette_score), Euclidean;
-    a point alone in its cluster scores 0.
+def _distances(x) -> torch.Tensor:
+    """(N, N) Euclidean distances between the rows of (N, D) points, 0 on the diagonal."""
+    x = _float64(x)
+    return _squared_distances(x.T.contiguous(), (x ** 2).sum(dim=1), x).fill_diagonal_(0.0).sqrt_()
 
-    NaN with fewer than two clusters or as many clusters as points (where scikit-learn raises).
-    """
-    from sklearn.metrics import silhouette_score
 
-    labels = np.asarray(labels)
-    clusters = len(np.unique(labels))
-    if clusters < 2 or clusters >= len(labels):
+def _silhouette(distances: torch.Tensor, labels) -> float:
+    """:func:`silhouette` from the points' (N, N) distances."""
+    clusters, own = np.unique(np.asarray(labels), return_inverse=True)
+    n = len(own)
+    if len(clusters) < 2 or len(clusters) >= n:
         return float("nan")
-    with _one_thread():
-        return float(silhouette_score(np.asarray(x, dtype=np.float64), labels))
+    member = torch.as_tensor(own[:, None] == np.arange(len(clusters))[None, :])  # (N, C)
+    sums = (distances @ member.double()).numpy()                                # summed distance to each cluster
+    member = member.numpy()
+    sizes = member.sum(axis=0)
+    own_size = sizes[own]
+    a = sums[np.arange(n), own] / np.maximum(own_size - 1, 1)  # the mean distance to the others of its cluster
+    b = np.where(member, np.inf, sums / sizes[None, :]).min(axis=1)  # ... to the nearest other cluster
+    score = np.where(own_size > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-300), 0.0)
+    return float(score.mean())
+
+
+def silhouette(x: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette (b - a) / max(a, b) over the points, Euclidean, where a is a point's mean distance to
+    the others of its cluster and b to the points of the nearest other cluster; a point alone in its
+    cluster scores 0.
+
+    NaN with fewer than two clusters or as many clusters as points.
+    """
+    return _silhouette(_distances(x), labels)
 
 
 def best_k(x: np.ndarray, ks: Iterable[int] = range(2, 9), seed: int = 0) -> tuple[int, dict[int, float]]:
     """The k of ``ks`` whose k-means clustering has the highest silhouette, and every k's silhouette
     (k = 1 and no scores when no k in ``ks`` fits the points)."""
-    scores = {k: silhouette(x, kmeans(x, k, seed)) for k in ks if 2 <= k < len(x)}
+    distances = _distances(x)  # once for every k
+    scores = {k: _silhouette(distances, kmeans(x, k, seed)) for k in ks if 2 <= k < len(x)}
     scored = {k: s for k, s in scores.items() if np.isfinite(s)}
     if not scored:
         return 1, scores
