@@ -12,7 +12,7 @@
   block measured, typed with k by silhouette, mapped), then the page's other steps. Target: 2,000 in
   30 s or less.
 * Faithfulness: :mod:`disan.explore.analyses.faithfulness` on ``--faith-sentences`` test inputs (default
-  500): the page's first stage (erasure over its first 20 inputs), erasure with every explanation, the
+  500): the page's first stage (erasure over its first sample's inputs), erasure with every explanation, the
   interventions and their sum; then the cascade on ``--cascade-sentences`` (default 100). Targets: the
   first numbers within 5 s, erasure and interventions on 500 SST-5 sentences in 180 s, the cascade in
   120 s, on one core: run it as ``OMP_NUM_THREADS=1 python -m disan analysis-bench --only faithfulness``.
