@@ -2,7 +2,7 @@
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
-    python -m disan latency --browser --pages analyses [--models sst5,sick-e] [--trace]
+    python -m disan latency --browser --pages analyses [--models sst5,sick-e] [--trace] [--baseline DIR]
     python -m disan latency --open [SESSIONS] [--baseline DIR]
     python -m disan latency --predict [CHECKPOINT] [--baseline DIR] [--installed PYTHON]
 
@@ -33,11 +33,11 @@ path serves, as at a checkout's first use), one thread: ``disan.load(...).predic
 to a CSV, in wall time and the process's CPU time (the background build, at low priority, is not counted),
 then the same with the kernel built; ``--installed PYTHON`` adds the same first prediction by the package
 that interpreter has installed (``pip install .``), run outside the checkout with a fresh extension folder,
-saying whether anything was compiled. ``--baseline DIR`` runs ``--browser``, ``--predict`` and ``--open`` on
-another checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
+saying whether anything was compiled. ``--baseline DIR`` runs ``--browser``, ``--predict``, ``--open`` and
+``--pages`` on another checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
 
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
-study, Feature atlas): a server just started with an empty result cache, each page opened by its link in
+study, Feature atlas, Faithfulness): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
 whole corpus); then a server started again on the same port, which finds the results on disk, and the
 same again, in new browser sessions and in the browser that had the app open before the restart (as a user
@@ -321,15 +321,16 @@ def new_page(opener):
     return opener.new_page(viewport=VIEWPORT) if hasattr(opener, "new_context") else opener.new_page()
 
 
-def analysis_visits(opener, models, cache_dir: str, port: int, timeout_s: float = 300) -> list[tuple]:
+def analysis_visits(opener, models, cache_dir: str, port: int, root: Path | None = None,
+                    timeout_s: float = 300) -> list[tuple]:
     """(model, page, seconds to its first corpus figure, seconds to its final figure, seconds to the start of
     its script run, seconds to the run's end, the server's CPU seconds meanwhile) for the first visit of
     each analysis page (its link, in a new page of ``opener``: a browser, so a new session with nothing
-    cached, or a browser context, which keeps what it has cached) on a server just started on ``port``,
-    results kept in ``cache_dir`` (DISAN_CACHE_DIR)."""
+    cached, or a browser context, which keeps what it has cached) on a server of ``root``'s app (default:
+    this checkout's) just started on ``port``, results kept in ``cache_dir`` (DISAN_CACHE_DIR)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
     rows = []
-    with server({"DISAN_CACHE_DIR": cache_dir}, port=port) as (proc, url):
+    with server({"DISAN_CACHE_DIR": cache_dir}, root=root, port=port) as (proc, url):
         for model in models:
             for name, (path, key) in ANALYSIS_PAGES.items():
                 page = new_page(opener)
@@ -358,22 +359,23 @@ def analysis_visits(opener, models, cache_dir: str, port: int, timeout_s: float 
 RESTARTS = ("new browser", "same browser")
 
 
-def analysis_latency(models=ANALYSIS_MODELS) -> tuple[list[tuple], dict[str, list[tuple]]]:
+def analysis_latency(models=ANALYSIS_MODELS, root: Path | None = None) -> tuple[list[tuple], dict[str, list[tuple]]]:
     """The rows of :func:`analysis_visits` for every analysis page's first visit on a fresh server with an
     empty result cache (a new browser session each), then for each of :data:`RESTARTS` on a server started
-    again on the same port, which finds the first one's results on disk."""
+    again on the same port, which finds the first one's results on disk; the app of ``root`` (default: this
+    checkout's)."""
     port = _free_port()
     with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
-        cold = analysis_visits(browser, models, cache_dir, port)
+        cold = analysis_visits(browser, models, cache_dir, port, root)
         # the tab open before the restart (this server is not timed)
-        with server({"DISAN_CACHE_DIR": cache_dir}, port=port) as (_, url):
+        with server({"DISAN_CACHE_DIR": cache_dir}, root=root, port=port) as (_, url):
             page = returning.new_page()
             page.goto(f"{url}/")
             wait_idle(page)
             page.close()
-        restarted = {RESTARTS[0]: analysis_visits(browser, models, cache_dir, port),
-                     RESTARTS[1]: analysis_visits(returning, models, cache_dir, port)}
+        restarted = {RESTARTS[0]: analysis_visits(browser, models, cache_dir, port, root),
+                     RESTARTS[1]: analysis_visits(returning, models, cache_dir, port, root)}
     return cold, restarted
 
 
@@ -575,7 +577,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--installed", metavar="PYTHON",
                         help="--predict: also time the package this interpreter has installed (pip install .)")
     parser.add_argument("--baseline", type=Path,
-                        help="--browser, --open, --predict: another checkout to run side by side")
+                        help="--browser, --open, --predict, --pages: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
@@ -630,25 +632,27 @@ def main(argv=None) -> None:
         print(f"{cpu_model()}; load average before {' / '.join(f'{x:.2f}' for x in os.getloadavg())}; Chromium "
               f"{VIEWPORT['width']}x{VIEWPORT['height']}; first visit of each page by its link (seconds to the "
               "first drawn corpus figure, and to the final one)")
-        cold, restarted = analysis_latency(models)
-        print("| model | page | first figure | final figure | "
+        runs = {code: analysis_latency(models, root) for code, root in roots.items()}  # one after the other
+        print("| code | model | page | first figure | final figure | "
               + " | ".join(f"after a restart, {how}: first | final" for how in RESTARTS) + " |\n"
-              "|---|---|---:|---:|" + "---:|---:|" * len(RESTARTS))
-        for k, (model, page, first, final, *_) in enumerate(cold):
-            again = " | ".join(f"{rows[k][2]:.1f} | {rows[k][3]:.1f}" for rows in restarted.values())
-            print(f"| {model} | {page} | {first:.1f} | {final:.1f} | {again} |")
+              "|---|---|---|---:|---:|" + "---:|---:|" * len(RESTARTS))
+        for code, (cold, restarted) in runs.items():
+            for k, (model, page, first, final, *_) in enumerate(cold):
+                again = " | ".join(f"{rows[k][2]:.1f} | {rows[k][3]:.1f}" for rows in restarted.values())
+                print(f"| {code} | {model} | {page} | {first:.1f} | {final:.1f} | {again} |")
         if args.trace:
             print("\nWhere the seconds go, since the link was opened: the script run's start and end as the browser "
                   "hears of them (before the start: the browser loading the app and connecting; the end comes "
                   "after the browser has handled what the run sent before it), the first and final corpus "
                   "figure drawn, and the CPU seconds the server spent on the visit (its script run: imports, "
                   "model, corpus, stages, reading the disk cache)\n"
-                  "| server | model | page | run starts | run ends | first figure | final figure | server CPU |\n"
-                  "|---|---|---|---:|---:|---:|---:|---:|")
-            for label, rows in (("fresh", cold), *((f"restarted, {how}", r) for how, r in restarted.items())):
-                for model, page, first, final, start, end, cpu in rows:
-                    print(f"| {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} | {final:.1f} "
-                          f"| {cpu:.1f} |")
+                  "| code | server | model | page | run starts | run ends | first figure | final figure | server CPU |\n"
+                  "|---|---|---|---|---:|---:|---:|---:|---:|")
+            for code, (cold, restarted) in runs.items():
+                for label, rows in (("fresh", cold), *((f"restarted, {how}", r) for how, r in restarted.items())):
+                    for model, page, first, final, start, end, cpu in rows:
+                        print(f"| {code} | {label} | {model} | {page} | {start:.1f} | {end:.1f} | {first:.1f} "
+                              f"| {final:.1f} | {cpu:.1f} |")
         print(f"load average after {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
         return
     if args.checkpoint is None:
