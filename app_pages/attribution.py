@@ -34,7 +34,7 @@ except glue.DataError as e:  # the file the model was trained on is gone or has 
 frame = glue.refined(f"Attributing test inputs of {entry.task}", len(items),
                      lambda size: glue.agreement_job(*args, glue.stage_items(items, size)),
                      lambda part, stage: draw(attribution.corpus_drawing(part), prefix=f"stage-{stage.number}-"),
-                     glue.AGREEMENT_FIRST)
+                     glue.AGREEMENT_FIRST, grow=lambda size, before: glue.agreement_grown(*args, items, size, before))
 if len(frame):
     draw(attribution.corpus_drawing(frame))
 else:

@@ -30,7 +30,8 @@ n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, c
 sampled = corpus.sample(chosen, n)
 study = glue.refined(f"Tracing and measuring sentences of {chosen.name}", len(sampled),
                      lambda size: glue.case_job(*args, glue.stage_sample(sampled, size)),
-                     lambda part, stage: draw(casestudy.drawing(part), prefix=f"stage-{stage.number}-"))
+                     lambda part, stage: draw(casestudy.drawing(part), prefix=f"stage-{stage.number}-"),
+                     grow=lambda size, before: glue.case_grown(*args, sampled, size, before))
 st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint, corpus and version of the code, "
            "then kept on disk).")
 # the claims' bootstrap intervals and null shuffles take seconds: the drawing is kept with the measures

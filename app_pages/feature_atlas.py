@@ -31,11 +31,16 @@ if not len(sample):
     st.info(f"{chosen.name} has no sentence to measure.")
     st.stop()
 args = checkpoint_args(entry)
-# the types of a stage's sample are of a chosen k (the search for k by silhouette waits for the whole corpus)
+
+def stage_k(stage_size: int) -> int | None:
+    """The types of a stage's sample: a chosen k (the search for k by silhouette waits for the whole corpus)."""
+    return None if stage_size == len(sample) else k or TYPES
+
+
 result = glue.refined(f"Measuring every feature over {sample.name}", len(sample),
-                      lambda size: glue.atlas_job(*args, glue.stage_sample(sample, size),
-                                                  None if size == len(sample) else k or TYPES),
-                      lambda part, stage: draw(atlas.drawing(part), prefix=f"stage-{stage.number}-"))
+                      lambda n: glue.atlas_job(*args, glue.stage_sample(sample, n), stage_k(n)),
+                      lambda part, stage: draw(atlas.drawing(part), prefix=f"stage-{stage.number}-"),
+                      grow=lambda n, before: glue.atlas_grown(*args, sample, n, before[0], stage_k(n)))
 if k is not None:
     result = atlas.assign_types(result, k)
 st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(result.table)} features "

@@ -580,6 +580,28 @@ def test_case_study_measures_every_token_of_every_sentence():
     assert three.sentences["forward gini uniform"][0] == pytest.approx(0.25)
 
 
+def test_a_case_study_of_sentences_measured_apart_is_the_study_of_them_all():
+    pipe = pipeline()
+    words = "the a man is pouring tea of glass bottle big dogs carousel".split()
+    rng = np.random.default_rng(3)
+    token_lists = [list(rng.choice(words, int(rng.integers(1, 14)))) for _ in range(30)]
+    whole = casestudy.measure(pipe, token_lists, "all")
+    # three parts of scattered places, each traced in its own length-bucketed batches, so padded otherwise
+    places = np.array_split(rng.permutation(len(token_lists)), 3)
+    parts = [(casestudy.measure(pipe, [token_lists[i] for i in p]), p) for p in places]
+    joined = casestudy.combine(parts, "all")
+    assert joined.blocks == whole.blocks
+    pd.testing.assert_frame_equal(joined.tokens, whole.tokens, check_exact=False, rtol=1e-5, atol=1e-6)
+    pd.testing.assert_frame_equal(joined.sentences, whole.sentences, check_exact=False, rtol=1e-5, atol=1e-6)
+    # the nulls are drawn, not fixed: another seed gives another null, the same model measures
+    other = casestudy.measure(pipe, token_lists, "all", seed=1)
+    assert not np.allclose(other.sentences["forward gini null"], whole.sentences["forward gini null"],
+                           equal_nan=True)
+    np.testing.assert_array_equal(other.sentences["forward gini"], whole.sentences["forward gini"])
+    with pytest.raises(ValueError, match="share"):
+        casestudy.combine([parts[0], parts[0]])
+
+
 def synthetic_study(stop_relative: float, content_relative: float, tau: float,
                     sentences_n: int = 40) -> casestudy.CaseStudy:
     """Two blocks, sentences of two stop and two content words with the given measures (plus noise); the

@@ -90,6 +90,29 @@ def test_set_features_are_labelled_by_distance_share_and_concentration(positiona
     assert counts.loc["forward", "local"] == 1 and counts.loc["backward", "sentence-end detector"] == 1
 
 
+def test_sums_of_sentences_traced_apart_give_the_atlas_of_them_all():
+    pipe = positional_pipeline()
+    rng = np.random.default_rng(2)
+    words = ["the", "Film", "film", "not", ",", "good", "a", "plot", "it", "is", "."]
+    token_lists = [list(rng.choice(words, int(rng.integers(1, 9)))) for _ in range(40)]
+    whole = atlas.sums(pipe, token_lists)
+    # scattered parts, each traced in batches of its own, whose words first occur in other orders
+    places = [np.sort(p) for p in np.array_split(rng.permutation(len(token_lists)), 3)]
+    joined = atlas.joined_sums([(atlas.sums(pipe, [token_lists[i] for i in p]), p) for p in places])
+    assert joined.words == whole.words and (joined.first == whole.first).all()
+    assert (joined.counts == whole.counts).all() and (joined.lengths == whole.lengths).all()
+    np.testing.assert_allclose(joined.word_received, whole.word_received, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(joined.sharpness, whole.sharpness, rtol=1e-5, atol=1e-6)
+    a, b = (atlas.atlas_of(x, "mine", k=3, min_count=2) for x in (joined, whole))
+    numeric = a.table.select_dtypes("number").columns
+    pd.testing.assert_frame_equal(a.table[numeric], b.table[numeric], rtol=1e-5, atol=1e-7)
+    assert a.words == b.words and list(a.table["top words by lift"]) == list(b.table["top words by lift"])
+    with pytest.raises(ValueError, match="share"):
+        atlas.joined_sums([(whole, range(40)), (whole, range(40))])
+    with pytest.raises(ValueError, match="corpus order"):
+        atlas.joined_sums([(whole, range(39, -1, -1))])
+
+
 def test_padded_batches_give_the_profiles_of_single_sentences(positional):
     pipe, batched = positional
     alone = atlas.profile(pipe, positional_sentences(), "positions", k=3, min_count=1, budget=1)  # one per batch

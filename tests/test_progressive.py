@@ -4,6 +4,7 @@ drawn again from disk after a restart without computing anything or loading the 
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 
@@ -47,6 +48,30 @@ def test_each_sample_is_in_corpus_order_and_inside_every_larger_one():
     assert set(progressive.nested(500, 50, seed=1)) != set(samples[0])
     with pytest.raises(ValueError, match="a sample of 600 of 500"):
         progressive.nested(500, 600)
+
+
+def rows_of(words: list) -> pd.DataFrame:
+    """Per-item rows as an analysis gives them: a word of one letter a row, numbered by the word's place in
+    the list given; the empty word gives none."""
+    return pd.DataFrame([{"item": i, "letter": letter, "at": k} for i, word in enumerate(words)
+                         for k, letter in enumerate(word)], columns=["item", "letter", "at"])
+
+
+@pytest.mark.quick
+def test_rows_of_the_items_each_stage_adds_join_into_those_of_the_whole_sample():
+    words = ["".join(np.random.default_rng(i).choice(list("abc"), i % 4)) for i in range(300)]
+    frame, done = None, None
+    for size in progressive.sizes(len(words), 20):
+        new = progressive.added(len(words), size, done or 0)
+        assert not set(new) & set(progressive.nested(len(words), done or 0))
+        part = rows_of([words[i] for i in new])
+        frame = part if done is None else progressive.joined(
+            [(frame, progressive.nested(len(words), done)), (part, new)], "item")
+        done = size
+        direct = rows_of([words[i] for i in progressive.nested(len(words), size)])
+        pd.testing.assert_frame_equal(frame, direct)
+    with pytest.raises(ValueError, match="share"):
+        progressive.joined([(rows_of(words[:3]), [0, 1, 2]), (rows_of(words[:2]), [2, 3])], "item")
 
 
 def figures_of(at, keys) -> dict:

@@ -208,7 +208,7 @@ def kept_drawing(job, drawing_of, *which) -> views.Drawing:
     return kept_figures(diskcache.key_of("drawing", result=job[0], which=list(which)), drawing_of)
 
 
-def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST):
+def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST, grow=None):
     """The result of an analysis over ``total`` items, computed in the stages of
     :func:`disan.explore.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
     its sample is drawn by ``show(result, stage)`` under a progress bar naming ``what`` is computed, until
@@ -219,24 +219,33 @@ def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST)
     below give them; for ``total`` it must be the direct computation. ``show`` must give its figures keys of
     their own (the stage's number in them): the page draws the final result under the usual ones. ``first``:
     the first sample's size unless ``$DISAN_FIRST_SAMPLE`` says otherwise
-    (:func:`disan.explore.progressive.first_size`).
+    (:func:`disan.explore.progressive.first_size`). ``grow(size, before)``, where an analysis adds up over
+    its items: the result on a sample of ``size`` computed from ``before``, the stage before's (its size,
+    its result), with only the items it lacks computed; it must equal what ``job_of(size)`` computes.
     """
     stages = progressive.plan(total, progressive.first_size(first))
     final = stages[-1]
     if len(stages) == 1 or diskcache.known(job_of(total)[0]):
         with st.spinner(f"{what}…"):
             return kept(*job_of(total))
+    before = None
+
+    def job(size: int):
+        key, compute = job_of(size)
+        return (key, compute) if grow is None or before is None else (key, lambda prior=before: grow(size, prior))
+
     bar, holder = st.progress(0.0), st.empty()
     for stage in stages[:-1]:
         bar.progress((stage.number - 1) / stage.count,
                      f"{what}: stage {stage.number} of {stage.count}, {stage.size:,} of {total:,}…")
-        result = partial(*job_of(stage.size))
+        result = partial(*job(stage.size))
+        before = (stage.size, result)
         with holder.container(border=True):
             st.caption(f"A first look at {stage.size:,} of {total:,} (a seeded sample: intervals are wider than "
                        "over all of them); refining…")
             show(result, stage)
     bar.progress((final.number - 1) / final.count, f"{what}: all {total:,}…")
-    result = kept(*job_of(total))
+    result = kept(*job(total))
     bar.empty()
     holder.empty()
     return result
@@ -269,6 +278,17 @@ def case_job(path: str, mtime: float, sampled: corpus.Corpus):
     return key, lambda: casestudy.measure(load_pipeline(path, mtime), sampled.tokens, sampled.name)
 
 
+def case_grown(path: str, mtime: float, sampled: corpus.Corpus, size: int, before) -> casestudy.CaseStudy:
+    """The case study of a stage's sample of ``sampled`` (:func:`stage_sample`) from the stage before's
+    (``before``: its size and study): only the sentences the stage adds are traced and measured, and the
+    two studies combined (:func:`disan.explore.analyses.casestudy.combine`, equal to measuring them all)."""
+    done, study = before
+    new = progressive.added(len(sampled), size, done)
+    added = casestudy.measure(load_pipeline(path, mtime), [sampled.tokens[i] for i in new])
+    return casestudy.combine([(study, progressive.nested(len(sampled), done)), (added, new)],
+                             stage_sample(sampled, size).name)
+
+
 def encoder_parts(entry) -> dict:
     """What a listed checkpoint's encoder offers the analysis pages: ``vectors``, its per-token vectors
     (:attr:`disan.inspect.pipeline.Pipeline.vector_kinds`), and ``blocks``, whether it has DiSA blocks (whose
@@ -281,9 +301,40 @@ def encoder_parts(entry) -> dict:
 
 
 def atlas_job(path: str, mtime: float, sample: corpus.Corpus, k: int | None = None):
-    """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette)."""
+    """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette); its
+    summed measures are kept in memory (:func:`atlas_sums`) for a larger sample to add to."""
     key = diskcache.result_key("feature atlas", path, corpus=corpus_key(sample), k=k)
-    return key, lambda: atlas.profile(load_pipeline(path, mtime), sample.tokens, sample.name, k)
+    return key, lambda: atlas.atlas_of(atlas_sums(path, mtime, sample), sample.name, k)
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def summed(key: str, _compute) -> atlas.Sums:
+    """A sample's summed atlas measures under ``key``, in memory only: the next stage adds to them."""
+    return _compute()
+
+
+def atlas_sums(path: str, mtime: float, sample: corpus.Corpus, whole: corpus.Corpus | None = None,
+               before: int | None = None) -> atlas.Sums:
+    """The atlas measures of a sample summed over its sentences (:func:`disan.explore.atlas.sums`); for a
+    stage's sample of ``whole``, only the sentences it adds to the sample of ``before`` are traced, and
+    their sums joined to that sample's (:func:`disan.explore.atlas.joined_sums`)."""
+    def compute():
+        pipe = load_pipeline(path, mtime)
+        if whole is None or before is None:
+            return atlas.sums(pipe, sample.tokens)
+        new = progressive.added(len(whole), len(sample), before)
+        return atlas.joined_sums([(atlas_sums(path, mtime, stage_sample(whole, before)),
+                                   progressive.nested(len(whole), before)),
+                                  (atlas.sums(pipe, [whole.tokens[i] for i in new]), new)])
+    return summed(diskcache.result_key("feature atlas sums", path, corpus=corpus_key(sample)), compute)
+
+
+def atlas_grown(path: str, mtime: float, whole: corpus.Corpus, size: int, before: int,
+                k: int | None = None) -> atlas.Atlas:
+    """The feature atlas of a stage's sample of ``whole`` from the sums of the stage before's sample of
+    ``before`` sentences (:func:`atlas_sums`): what :func:`atlas_job` computes for that sample."""
+    sample = stage_sample(whole, size)
+    return atlas.atlas_of(atlas_sums(path, mtime, sample, whole, before), sample.name, k)
 
 
 def atlas_measures(result: atlas.Atlas) -> list[str]:
@@ -331,6 +382,16 @@ def agreement_job(path: str, mtime: float, items: list):
     """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
     key = diskcache.result_key("attribution agreement", path, corpus=diskcache.corpus_digest(items))
     return key, lambda: attribution.corpus_agreement(load_pipeline(path, mtime), items)
+
+
+def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> pd.DataFrame:
+    """The agreement over a stage's sample of ``items`` (:func:`stage_items`) from the stage before's
+    (``before``: its size and frame): each input is traced and attributed alone, so only the inputs the stage
+    adds are, and the rows joined (:func:`disan.explore.progressive.joined`) are those of the direct call."""
+    done, frame = before
+    new = progressive.added(len(items), size, done)
+    added = attribution.corpus_agreement(load_pipeline(path, mtime), [items[i] for i in new])
+    return progressive.joined([(frame, progressive.nested(len(items), done)), (added, new)], "input")
 
 
 def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:

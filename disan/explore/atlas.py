@@ -154,20 +154,44 @@ def _batch_sums(block, lengths: torch.Tensor, classes: torch.Tensor) -> dict[str
     }
 
 
-def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int | None = None,
-            min_count: int = MIN_COUNT, budget: int = BUDGET, seed: int = 0) -> Atlas:
-    """Trace every sentence (dense, in length-bucketed batches of at most ``budget`` query-key cells)
-    and measure every feature of every DiSA block as the module's docstring says; then type the
-    features (:func:`assign_types`: ``k`` types, or None: k by silhouette). ``min_count``: the
-    occurrences a word needs to be among a feature's top words. Raises ValueError for an encoder
-    without DiSA blocks or an empty corpus."""
+@dataclass
+class Sums:
+    """What the atlas adds up over sentences (:func:`sums`): the sums of disjoint sets of sentences add up to
+    those of their union (:func:`joined_sums`), and :func:`atlas_of` makes the atlas of them."""
+    blocks: list[str]
+    directions: list[str]
+    d: int
+    totals: list[dict[str, np.ndarray]]  # per block: each measure of :func:`_batch_sums` summed over sentences
+    words: list[str]                     # normalised words, in order of their first occurrence
+    first: np.ndarray                    # (V, 2) that occurrence: sentence, position
+    counts: np.ndarray                   # (V,) occurrences
+    word_received: np.ndarray            # (V, blocks x d) float64 attention they receive, summed over queries
+    word_uniform: np.ndarray             # (V, blocks) float64 what uniform attention gives them
+    sharpness: np.ndarray                # (S, blocks x d) per sentence, as in :class:`Atlas`
+    lengths: np.ndarray                  # (S,) tokens per sentence
+    seconds: float
+
+
+def sums(pipe, token_lists: Sequence[Sequence[str]], budget: int = BUDGET) -> Sums:
+    """Trace every sentence (dense, in length-bucketed batches of at most ``budget`` query-key cells) and sum
+    every feature's measures over them. Raises ValueError for an encoder without DiSA blocks or an empty
+    corpus."""
     start = time.perf_counter()
     token_lists = [list(t) for t in token_lists]
     if not token_lists:
         raise ValueError("the corpus has no sentence to measure")
     vocab: dict[str, int] = {}
-    ids = [np.array([vocab.setdefault(normalize(t), len(vocab)) for t in tokens], dtype=np.int64)
-           for tokens in token_lists]
+    first = []
+    ids = []
+    for s, tokens in enumerate(token_lists):
+        row = []
+        for position, token in enumerate(tokens):
+            word = normalize(token)
+            if word not in vocab:
+                vocab[word] = len(vocab)
+                first.append((s, position))
+            row.append(vocab[word])
+        ids.append(np.array(row, dtype=np.int64))
     counts = np.bincount(np.concatenate(ids), minlength=len(vocab))
     totals: list[dict[str, np.ndarray]] = []
     names, directions, d = [], [], 0
@@ -190,29 +214,88 @@ def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int
             word_ids[b, :len(ids[s])] = torch.from_numpy(ids[s])
         real = word_ids >= 0
         for c, block in enumerate(tr.blocks):
-            sums = _batch_sums(block, tr.lengths, classes)
-            for key, value in sums.items():
+            batch = _batch_sums(block, tr.lengths, classes)
+            for key, value in batch.items():
                 if key not in ("got", "got_u"):
                     totals[c][key] = totals[c].get(key, 0) + value.sum(dim=0).numpy()
             cols = slice(c * d, (c + 1) * d)
-            word_got[:, cols].index_add_(0, word_ids[real], sums["got"][real].double())
-            word_u[:, c].index_add_(0, word_ids[real], sums["got_u"][real].double())
+            word_got[:, cols].index_add_(0, word_ids[real], batch["got"][real].double())
+            word_u[:, c].index_add_(0, word_ids[real], batch["got_u"][real].double())
             # nats below uniform, per query: how much sharper than uniform the feature is in this sentence
-            gain = (sums["entropy_u"][:, None] - sums["entropy"]) / sums["queries"].clamp_min(1)[:, None]
+            gain = (batch["entropy_u"][:, None] - batch["entropy"]) / batch["queries"].clamp_min(1)[:, None]
             sharpness[idx, cols] = gain.numpy()
-    tokens = sum(len(t) for t in token_lists)
-    table, uniform, queries = _tables(names, directions, d, totals, tokens)
-    words = np.array(list(vocab), dtype=object)
-    word_got, word_u = word_got.numpy(), word_u.numpy()
-    top = _top_words(words, counts, word_got, word_u, d, min_count)
+    return Sums(names, directions, d, totals, list(vocab), np.array(first, dtype=np.int64).reshape(-1, 2), counts,
+                word_got.numpy(), word_u.numpy(), sharpness, np.array([len(t) for t in token_lists]),
+                time.perf_counter() - start)
+
+
+def joined_sums(parts: Sequence[tuple[Sums, Sequence[int]]]) -> Sums:
+    """The sums of sentences summed apart: ``parts`` pairs each with its sentences' places in one corpus, in
+    corpus order (a word's first occurrence in a part is then its first there), no place twice; the
+    sentences and words are ordered as :func:`sums` of the union in corpus order orders them (to float32
+    rounding of the traces, the same sums): a stage of a progressive computation traces only the sentences
+    that the stage before did not."""
+    places = [np.asarray(p, dtype=np.int64) for _, p in parts]
+    if any((np.diff(at) <= 0).any() for at in places):
+        raise ValueError("a part's sentences must be in corpus order")
+    order = np.sort(np.concatenate(places))
+    if len(np.unique(order)) != len(order):
+        raise ValueError("the parts share sentences")
+    head = parts[0][0]
+    if len({(tuple(part.blocks), part.d) for part, _ in parts}) != 1:
+        raise ValueError("the parts come from different encoders")
+    # every word's first occurrence in the union, as (sentence in corpus order, position)
+    first: dict[str, tuple[int, int]] = {}
+    for (part, _), at in zip(parts, places):
+        for word, (s, position) in zip(part.words, part.first):
+            here = (int(np.searchsorted(order, at[s])), int(position))
+            first[word] = min(first.get(word, here), here)
+    words = sorted(first, key=first.__getitem__)
+    index = {word: i for i, word in enumerate(words)}
+    counts = np.zeros(len(words), dtype=np.int64)
+    received = np.zeros((len(words), head.word_received.shape[1]))
+    uniform = np.zeros((len(words), head.word_uniform.shape[1]))
+    sharpness = np.zeros((len(order), head.sharpness.shape[1]), dtype=np.float32)
+    lengths = np.zeros(len(order), dtype=head.lengths.dtype)
+    for (part, _), at in zip(parts, places):
+        rows = np.array([index[w] for w in part.words], dtype=np.int64)
+        np.add.at(counts, rows, part.counts)
+        np.add.at(received, rows, part.word_received)
+        np.add.at(uniform, rows, part.word_uniform)
+        sentences = np.searchsorted(order, at)
+        sharpness[sentences], lengths[sentences] = part.sharpness, part.lengths
+    totals = [{key: sum(part.totals[c][key] for part, _ in parts) for key in head.totals[c]}
+              for c in range(len(head.blocks))]
+    return Sums(head.blocks, head.directions, head.d, totals, words,
+                np.array([first[w] for w in words], dtype=np.int64).reshape(-1, 2), counts, received, uniform,
+                sharpness, lengths, sum(part.seconds for part, _ in parts))
+
+
+def atlas_of(summed: Sums, corpus: str = "", k: int | None = None, min_count: int = MIN_COUNT,
+             seed: int = 0) -> Atlas:
+    """The atlas of summed measures: the profile table and the words, then the features typed
+    (:func:`assign_types`: ``k`` types, or None: k by silhouette). ``min_count``: the occurrences a word
+    needs to be among a feature's top words."""
+    start = time.perf_counter()
+    table, uniform, queries = _tables(summed.blocks, summed.directions, summed.d, summed.totals,
+                                      int(summed.lengths.sum()))
+    words = np.array(summed.words, dtype=object)
+    top = _top_words(words, summed.counts, summed.word_received, summed.word_uniform, summed.d, min_count)
     table["top words by lift"] = [", ".join(f"{w} ×{lift:.2f}" for w, lift in listed) for listed in top]
-    kept = counts >= SEARCH_MIN_COUNT
-    atlas = Atlas(corpus, names, directions, d, table, uniform, list(words[kept]), counts[kept],
-                  word_got[kept].astype(np.float32), word_u[kept], queries, sharpness,
-                  np.array([len(t) for t in token_lists]), 0.0, top)
+    kept = summed.counts >= SEARCH_MIN_COUNT
+    atlas = Atlas(corpus, summed.blocks, summed.directions, summed.d, table, uniform, list(words[kept]),
+                  summed.counts[kept], summed.word_received[kept].astype(np.float32), summed.word_uniform[kept],
+                  queries, summed.sharpness, summed.lengths, 0.0, top)
     assign_types(atlas, k, seed)
-    atlas.seconds = time.perf_counter() - start
+    atlas.seconds = summed.seconds + time.perf_counter() - start
     return atlas
+
+
+def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int | None = None,
+            min_count: int = MIN_COUNT, budget: int = BUDGET, seed: int = 0) -> Atlas:
+    """The atlas of a corpus: every sentence traced and every feature of every DiSA block measured as the
+    module's docstring says (:func:`sums`), then the features typed (:func:`atlas_of`)."""
+    return atlas_of(sums(pipe, token_lists, budget), corpus, k, min_count, seed)
 
 
 def _tables(names, directions, d, totals, tokens) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:

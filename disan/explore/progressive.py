@@ -8,10 +8,12 @@ corpus order, so a stage's result is a deterministic function of the corpus and 
 of a stage stay in every later one (intervals narrow as items are added, rather than jumping between
 unrelated samples).
 
-The last stage is the analysis of the whole corpus, computed exactly as a direct call computes it: the
-schedule never changes the final result, only what is shown before it. The stages cost at most
-1 / (GROWTH - 1) more than the final one alone (a third with the default), and the final result is kept on
-disk (:mod:`disan.explore.diskcache`), so it is paid once per machine.
+The last stage is the analysis of the whole corpus, equal to what a direct call computes: the schedule
+never changes the final result, only what is shown before it. Computed afresh, the stages cost at most
+1 / (GROWTH - 1) more than the final one alone (a third with the default; half when the last step is
+short); an analysis that adds up over its items computes only those a stage adds (:func:`added`) and joins
+its rows to the stage before's (:func:`joined`), so its stages together cost what the final one alone
+does. The final result is kept on disk (:mod:`disan.explore.diskcache`), so it is paid once per machine.
 
 :func:`plan` lists the stages, for a page to compute and draw one after the other
 (:func:`disan.app.analyses.refined` draws them with a progress bar); nothing here imports Streamlit.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from disan.data import environment
 
@@ -54,6 +57,26 @@ def nested(total: int, size: int, seed: int = 0) -> np.ndarray:
     if not 0 <= size <= total:
         raise ValueError(f"a sample of {size} of {total} items")
     return np.sort(np.random.default_rng(seed).permutation(total)[:size])
+
+
+def added(total: int, size: int, before: int) -> np.ndarray:
+    """The items that the sample of ``size`` adds to the sample of ``before`` (:func:`nested`), in corpus
+    order: all a stage computes when its analysis adds up over items."""
+    return np.setdiff1d(nested(total, size), nested(total, before))
+
+
+def joined(parts, column: str) -> pd.DataFrame:
+    """One frame of per-item rows computed over disjoint samples: ``parts`` pairs each frame with its sample's
+    places in the corpus (``places[i]`` where the frame's ``column`` says item ``i``). ``column`` is renumbered
+    to the items' order in the union of the samples, as a computation over that union numbers them, and the
+    rows are put in that order, each item's own rows in theirs."""
+    places = np.concatenate([np.asarray(p, dtype=np.int64) for _, p in parts])
+    order = np.sort(places)
+    if len(np.unique(order)) != len(order):
+        raise ValueError("the parts share items")
+    frames = [frame.assign(**{column: np.searchsorted(order, np.asarray(p, dtype=np.int64)[frame[column].to_numpy()])})
+              for frame, p in parts]
+    return pd.concat(frames, ignore_index=True).sort_values(column, kind="stable", ignore_index=True)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ allows none, and any Δ would read as a finding.
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from disan.explore import progressive
 from disan.explore.analyses import charts, stats
 from disan.explore.figures import token_bars
 from disan.explore.views import Drawing, Row
@@ -73,7 +75,8 @@ class CaseStudy:
 
 def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", seed: int = 0) -> CaseStudy:
     """Trace every sentence (dense, in length-bucketed batches) and keep the measures of the module's
-    claims and of their nulls (``seed`` draws the null's shuffles). Raises ValueError for an encoder
+    claims and of their nulls (``seed`` and each sentence's tokens draw its null's shuffles: :func:`sentence_rng`,
+    so a sentence's measures do not depend on the others measured with it). Raises ValueError for an encoder
     without DiSA blocks."""
     return measure_traces(traces(pipe, token_lists), token_lists, corpus, seed)
 
@@ -83,12 +86,12 @@ def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corp
     """The measures of batched traces: ``batches`` yields (sentence indices, an encoder trace with a batch
     axis, padding and ``lengths``), as :func:`disan.inspect.batched.traces` does."""
     start = time.perf_counter()
-    rng = np.random.default_rng(seed)
     token_rows, sentence_rows, names = [], [], None
     for idx, tr in batches:
         if not tr.blocks:
             raise ValueError("this encoder has no DiSA blocks: the case study is about their attention and gates")
         names = [block.name for block in tr.blocks]
+        rngs = [sentence_rng(token_lists[s], seed) for s in idx]
         per_block = []
         for block in tr.blocks:
             probs, mask = torch.as_tensor(block.probs), torch.as_tensor(block.mask)
@@ -96,7 +99,7 @@ def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corp
             # the null: each query's attention shuffled among its keys, one permutation per query for all
             # features; adding every cell into the key it moves to gives what the tokens receive under the
             # null without building the shuffled (B, n, n, d) attention (3x faster than gathering it)
-            moves_to = torch.from_numpy(np.argsort(stats.row_shuffle_index(mask.numpy(), rng), axis=-1))
+            moves_to = torch.from_numpy(_null_moves(mask.numpy(), tr.lengths, rngs))
             null_by_feature = torch.zeros(size, n, d, dtype=probs.dtype).scatter_add_(
                 1, moves_to.reshape(size, n * n, 1).expand(-1, -1, d), probs.reshape(size, n * n, d))
             # (B, n) received, uniform and mean gate; (B, n, d) what each feature gives each token, and its null
@@ -122,8 +125,8 @@ def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corp
                 row[f"{name} gini uniform"] = stats.gini(uniform[reached]) if enough else np.nan
                 relative.append(rel)
                 null_relative.append(null_rel)
-            row["tau"] = stats.kendall_tau(*relative[:2]) if len(relative) >= 2 else np.nan
-            row["tau null"] = stats.kendall_tau(*null_relative[:2]) if len(relative) >= 2 else np.nan
+            row["tau"] = _tau(*relative[:2]) if len(relative) >= 2 else np.nan
+            row["tau null"] = _tau(*null_relative[:2]) if len(relative) >= 2 else np.nan
             token_rows.append(pd.DataFrame(frame))
             sentence_rows.append(row)
     if names is None:
@@ -131,6 +134,48 @@ def measure_traces(batches: Iterable, token_lists: Sequence[Sequence[str]], corp
     tokens = pd.concat(token_rows, ignore_index=True).sort_values(["sentence", "position"], ignore_index=True)
     sentences = pd.DataFrame(sentence_rows).sort_values("sentence", ignore_index=True)
     return CaseStudy(corpus, names, tokens, sentences, time.perf_counter() - start)
+
+
+# Tokens that receive the same attention in exact arithmetic (the same word vector, attended alike) differ in
+# float32 by rounding that depends on the batch a sentence is traced in, and Kendall's tau jumps when their
+# order flips: it is taken of the values rounded to this many decimals, where such ties stay ties.
+TAU_DECIMALS = 5
+
+
+def _tau(a: np.ndarray, b: np.ndarray) -> float:
+    """Kendall's tau of two blocks' relative attention received, ties within :data:`TAU_DECIMALS` kept."""
+    return stats.kendall_tau(np.round(a, TAU_DECIMALS), np.round(b, TAU_DECIMALS))
+
+
+def sentence_rng(tokens: Sequence[str], seed: int = 0) -> np.random.Generator:
+    """The generator of one sentence's null shuffles, seeded by its tokens: a sentence's null is the same
+    whatever it is measured with, so studies of disjoint sentences add up (:func:`combine`)."""
+    return np.random.default_rng([seed, zlib.crc32("\x1f".join(tokens).encode("utf-8"))])
+
+
+def _null_moves(mask: np.ndarray, lengths, rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    """(B, n, n) the key each cell of a batch's attention moves to under the null (the inverse of
+    :func:`~disan.explore.analyses.stats.row_shuffle_index`), drawn per sentence from its own generator over
+    its real tokens only, so that the padding of the batch it is in changes nothing; padding stays in place."""
+    moves = np.broadcast_to(np.arange(mask.shape[-1]), mask.shape).copy()
+    for b, rng in enumerate(rngs):
+        n = int(lengths[b])
+        moves[b, :n, :n] = np.argsort(stats.row_shuffle_index(mask[b, :n, :n], rng), axis=-1)
+    return moves
+
+
+def combine(parts: Sequence[tuple[CaseStudy, Sequence[int]]], corpus: str = "") -> CaseStudy:
+    """One study of sentences measured apart: ``parts`` pairs each study with its sentences' places in one
+    corpus (no place twice), and the sentences are numbered by their order there, as :func:`measure` numbers
+    the sentences it is given. A sentence's measures, its null included (:func:`sentence_rng`), do not depend
+    on what it was measured with, so this is :func:`measure` of them all (to float32 rounding): a stage of a
+    progressive computation measures only the sentences that the stage before did not."""
+    if len({tuple(study.blocks) for study, _ in parts}) != 1:
+        raise ValueError("the parts come from different encoders")
+    return CaseStudy(corpus, parts[0][0].blocks,
+                     progressive.joined([(study.tokens, places) for study, places in parts], "sentence"),
+                     progressive.joined([(study.sentences, places) for study, places in parts], "sentence"),
+                     sum(study.seconds for study, _ in parts))
 
 
 def _class_sums(study: CaseStudy, column: str, classes: Sequence[str]) -> np.ndarray:
