@@ -41,25 +41,28 @@ except (glue.DataError, ValueError, OSError) as e:
 few = items[:faithfulness.CASCADE_SENTENCES]
 
 
-def stages(what: str, job, drawing):
+def stages(what: str, job_of, drawing, grow=None):
     """A check over the sample in stages from faithfulness.FIRST inputs, kept on disk once done."""
-    return glue.refined(what, len(items), lambda size: job(*args, glue.stage_items(items, size), settings),
+    return glue.refined(what, len(items), job_of,
                         lambda part, stage: draw(drawing(part), prefix=f"stage-{stage.number}-"),
-                        first=faithfulness.FIRST)
+                        first=faithfulness.FIRST, grow=grow)
 
 
 erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"])
 with erasure:
-    summary = stages(f"Erasing the top tokens of {entry.task} test inputs", glue.faith_erasure_job,
-                     lambda part: faithfulness.erasure_drawing(part, entry.kind))
+    summary = stages(f"Erasing the top tokens of {entry.task} test inputs",
+                     lambda size: glue.faith_erasure_job(*args, items, size, settings),
+                     lambda part: faithfulness.erasure_drawing(part, entry.kind),
+                     lambda size, before: glue.faith_erasure_grown(*args, items, size, before[0], settings))
     draw(faithfulness.erasure_drawing(summary, entry.kind))
 with interventions:
     # a result kept on disk is drawn at once; otherwise it is computed when asked
     if (st.button("Replace the attention", key="faith-intervene")
             or diskcache.known(glue.faith_interventions_job(*args, items, settings)[0])):
-        draw(faithfulness.intervention_drawing(stages(f"Replacing the attention of {entry.task} test inputs",
-                                                      glue.faith_interventions_job,
-                                                      faithfulness.intervention_drawing)))
+        draw(faithfulness.intervention_drawing(stages(
+            f"Replacing the attention of {entry.task} test inputs",
+            lambda size: glue.faith_interventions_job(*args, glue.stage_items(items, size), settings),
+            faithfulness.intervention_drawing)))
 with randomisation:
     job = glue.faith_cascade_job(*args, few, settings)
     if st.button(f"Cascading model randomisation ({len(few)} inputs)", key="faith-cascade") or diskcache.known(job[0]):

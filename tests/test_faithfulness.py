@@ -10,6 +10,7 @@ from torch import nn
 
 from disan.data.kinds import KINDS
 from disan.data.text import PAD_ID, Vocab
+from disan.explore import progressive
 from disan.explore.analyses import faithfulness as F
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import Pipeline
@@ -141,6 +142,25 @@ def test_every_explanations_erasure_records_equal_a_literal_loop_over_edited_sen
                 want = model(torch.tensor([vocab.encode(tokens[:p] + tokens[p + 1:])])).softmax(dim=-1)[0, target].item()
             assert record.value - want == pytest.approx(F.explain(pipe, F.prepare(pipe, [" ".join(tokens)]))[0]
                                                         ["leave-one-out"][p], abs=1e-5)
+
+
+def test_erasure_records_of_inputs_computed_apart_are_those_of_them_all():
+    # a stage of the page computes only the inputs it adds: their random rankings are seeded by their places
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    settings = F.Settings(ks=(0.1, 0.5), random_draws=2)
+    items = ["the cat sat on the mat", "a dog sat", "the mat", "a cat sat on a dog on the mat", "dog", "cat sat"]
+    whole = F.erasure_records(pipe, items, settings)
+    places = [np.array([1, 2, 5]), np.array([0, 3, 4])]
+    joined = progressive.in_order([(F.erasure_records(pipe, [items[i] for i in p], settings, p), p) for p in places])
+    assert [r.tokens for r in joined] == [r.tokens for r in whole]
+    for a, b in zip(joined, whole):
+        assert a.rankings == b.rankings and a.random_rankings == b.random_rankings
+        assert a.value == pytest.approx(b.value, abs=1e-6)
+        for field in ("removed", "only"):
+            for name in a.rankings:
+                np.testing.assert_allclose(getattr(a, field)[name], getattr(b, field)[name], atol=1e-6)
+            np.testing.assert_allclose(getattr(a, "random_" + field), getattr(b, "random_" + field), atol=1e-6)
 
 
 @pytest.mark.quick

@@ -72,6 +72,10 @@ def test_rows_of_the_items_each_stage_adds_join_into_those_of_the_whole_sample()
         pd.testing.assert_frame_equal(frame, direct)
     with pytest.raises(ValueError, match="share"):
         progressive.joined([(rows_of(words[:3]), [0, 1, 2]), (rows_of(words[:2]), [2, 3])], "item")
+    # results one per item, in the order of their places whatever order the parts come in
+    assert progressive.in_order([(["c", "a"], [7, 2]), (["b", "d"], [5, 9])]) == ["a", "b", "c", "d"]
+    with pytest.raises(ValueError, match="share"):
+        progressive.in_order([(["a"], [1]), (["b"], [1])])
 
 
 def figures_of(at, keys) -> dict:

@@ -401,10 +401,44 @@ def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings
                                 settings=dataclasses.asdict(settings), **more)
 
 
-def faith_erasure_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
-    """(key, computation) of the erasure summary of every explanation over inputs."""
-    return faith_key("erasure", path, items, settings), lambda: faithfulness.erasure_summary(
-        faithfulness.erasure_records(load_pipeline(path, mtime), items, settings), settings)
+def faith_erasure_job(path: str, mtime: float, items: list, size: int, settings: faithfulness.Settings):
+    """(key, computation) of the erasure summary of every explanation over a stage's sample of ``size`` of the
+    inputs (:func:`stage_items`); its records are kept in memory (:func:`erasure_records`) for a larger
+    sample to add to."""
+    sample = stage_items(items, size)
+    return faith_key("erasure", path, sample, settings), lambda: faithfulness.erasure_summary(
+        erasure_records(path, mtime, items, size, settings), settings)
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def records(key: str, _compute) -> list:
+    """A sample's per-input records under ``key``, in memory only: the next stage adds to them."""
+    return _compute()
+
+
+def erasure_records(path: str, mtime: float, items: list, size: int, settings: faithfulness.Settings,
+                    before: int | None = None) -> list:
+    """The erasure records of a stage's sample of ``size`` of the inputs, seeded by their places among
+    ``items``; with ``before``, only the inputs it adds to the sample of ``before`` are computed and their
+    records put in order with that sample's (:func:`disan.explore.progressive.in_order`)."""
+    def compute():
+        pipe = load_pipeline(path, mtime)
+        if before is None:
+            places = progressive.nested(len(items), size)
+            return faithfulness.erasure_records(pipe, [items[i] for i in places], settings, places)
+        new = progressive.added(len(items), size, before)
+        added = faithfulness.erasure_records(pipe, [items[i] for i in new], settings, new)
+        return progressive.in_order([(erasure_records(path, mtime, items, before, settings),
+                                      progressive.nested(len(items), before)), (added, new)])
+    key = faith_key("erasure records", path, stage_items(items, size), settings, places=len(items))
+    return records(key, compute)
+
+
+def faith_erasure_grown(path: str, mtime: float, items: list, size: int, before: int,
+                        settings: faithfulness.Settings) -> faithfulness.ErasureSummary:
+    """The erasure summary of a stage's sample from the records of the stage before's (:func:`erasure_records`):
+    what :func:`faith_erasure_job` computes for that sample."""
+    return faithfulness.erasure_summary(erasure_records(path, mtime, items, size, settings, before), settings)
 
 
 def faith_interventions_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):

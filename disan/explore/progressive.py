@@ -12,8 +12,9 @@ The last stage is the analysis of the whole corpus, equal to what a direct call 
 never changes the final result, only what is shown before it. Computed afresh, the stages cost at most
 1 / (GROWTH - 1) more than the final one alone (a third with the default; half when the last step is
 short); an analysis that adds up over its items computes only those a stage adds (:func:`added`) and joins
-its rows to the stage before's (:func:`joined`), so its stages together cost what the final one alone
-does. The final result is kept on disk (:mod:`disan.explore.diskcache`), so it is paid once per machine.
+its rows or results to the stage before's (:func:`joined`, :func:`in_order`), so its stages together cost
+what the final one alone does. The final result is kept on disk (:mod:`disan.explore.diskcache`), so it is
+paid once per machine.
 
 :func:`plan` lists the stages, for a page to compute and draw one after the other
 (:func:`disan.app.analyses.refined` draws them with a progress bar); nothing here imports Streamlit.
@@ -77,6 +78,17 @@ def joined(parts, column: str) -> pd.DataFrame:
     frames = [frame.assign(**{column: np.searchsorted(order, np.asarray(p, dtype=np.int64)[frame[column].to_numpy()])})
               for frame, p in parts]
     return pd.concat(frames, ignore_index=True).sort_values(column, kind="stable", ignore_index=True)
+
+
+def in_order(parts) -> list:
+    """One list of per-item results computed over disjoint samples: ``parts`` pairs each list with its
+    sample's places in the corpus; the items in the order of their places, as a computation over the union of
+    the samples gives them."""
+    places = np.concatenate([np.asarray(p, dtype=np.int64) for _, p in parts])
+    if len(np.unique(places)) != len(places):
+        raise ValueError("the parts share items")
+    items = [item for part, _ in parts for item in part]
+    return [items[i] for i in np.argsort(places, kind="stable")]
 
 
 @dataclass(frozen=True)

@@ -299,8 +299,8 @@ def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known:
 
 
 def random_rankings(item_index: int, n: int, settings: Settings) -> list[list[int]]:
-    """The random rankings of the ``item_index``-th item: drawn from (seed, item index), so that a sample and
-    any prefix of it agree."""
+    """The random rankings of the ``item_index``-th item of a sample: drawn from (seed, item index), so that
+    the sample and any part of it computed apart agree (:func:`erasure_records`' ``places``)."""
     rng = np.random.default_rng([settings.seed, item_index])
     return [[int(i) for i in rng.permutation(n)] for _ in range(settings.random_draws)]
 
@@ -337,13 +337,16 @@ def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings
     return got[..., 0], got[..., 1]
 
 
-def erasure_records(pipe, items: Sequence, settings: Settings = Settings(), start: int = 0) -> list[SentenceErasure]:
-    """The erasure curves of every input; ``start`` is the index of the first in the whole sample (it
-    seeds the random rankings)."""
+def erasure_records(pipe, items: Sequence, settings: Settings = Settings(),
+                    places: Sequence[int] | None = None) -> list[SentenceErasure]:
+    """The erasure curves of every input; ``places``: the inputs' places in the whole sample (default 0, 1,
+    ...), which seed their random rankings, so that an input's curves are the same in any part of the sample
+    it is computed with."""
     prepared = prepare(pipe, items, settings)
     known: dict = {}  # f of the edited inputs run so far
     ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings, known)]
-    draws = [random_rankings(start + r, len(item.places), settings) for r, item in enumerate(prepared)]
+    places = range(len(prepared)) if places is None else places
+    draws = [random_rankings(int(place), len(item.places), settings) for place, item in zip(places, prepared)]
     pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
              for order in [*named.values(), *drawn]]
     removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings, known)
