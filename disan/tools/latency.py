@@ -616,17 +616,19 @@ def main(argv=None) -> None:
         return
     if args.open is not None:
         print(f"{cpu_model()}; {load_line()} before; Chromium {VIEWPORT['width']}x{VIEWPORT['height']}; the first "
-              f"page in {args.open} new sessions after one that loads the model (seconds from the request), each "
+              f"page in the server's first session (a server just started: imports and the model, as after "
+              f"`streamlit run`) and in {args.open} new sessions after it (seconds from the request), each "
               "in a new browser (nothing cached) and in a new tab of a browser that has opened the app before; "
               "the bare page draws one 2x2 plotly heatmap and nothing else")
-        print("| code | browser | first figure | script run ends | plotly chunk loaded | last figure | figures "
-              "| WebSocket kB | HTTP kB | browser CPU (s) | server CPU (s) |\n"
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("| code | browser | session | first figure | script run ends | plotly chunk loaded | last figure | "
+              "figures | WebSocket kB | HTTP kB | browser CPU (s) | server CPU (s) |\n"
+              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         with bare_app() as bare:
             for name, root in {**roots, "bare Streamlit page": bare}.items():
                 for returning in (False, True):
-                    for row in opening(args.open, root, returning=returning)[1:]:
-                        print(f"| {name} | {'same' if returning else 'new'} | {row['first figure']:.2f} | "
+                    for k, row in enumerate(opening(args.open, root, returning=returning)):
+                        print(f"| {name} | {'same' if returning else 'new'} | {'later' if k else 'first'} | "
+                              f"{row['first figure']:.2f} | "
                               f"{row['script end']:.2f} | {row['plotly chunk']:.2f} | {row['last figure']:.2f} | "
                               f"{row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} | "
                               f"{row['browser CPU']:.1f} | {row['server CPU']:.1f} |", flush=True)
