@@ -67,6 +67,7 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         wait_idle(page)
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(reviews(tmp_path / "my reviews.csv")))
         wait_drawn(page, "label balance of uploads/my_reviews.csv")
+        wait_idle(page)  # the table's own browser code may still be loading once the figure is drawn
         no_exception(page)
         assert (data / "uploads" / "my_reviews.csv").read_bytes() == (tmp_path / "my reviews.csv").read_bytes()
         assert "The first 20 rows of uploads/my_reviews.csv" in texts(page, '[data-testid="stCaptionContainer"]')
