@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from disan.app import early
 
