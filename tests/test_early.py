@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from disan.app import early
 

@@ -1,6 +1,6 @@
 """A session's first script run asks the browser for plotly.js before anything else.
 
-Streamlit's browser code fetches and compiles its plotly chart (4.7 MB, 1.3–2.1 s on a 2-core machine) only
+Streamlit's browser code fetches and compiles its plotly chart (3.6 MB, 1.3–2.1 s on a 2-core machine) only
 when the first plotly element arrives. Left to itself, that wait comes after the server's own: its imports
 (2.5 s on a fresh server), the model and the first trace or stage. An empty figure sent first, hidden and
 removed at the end of the run, makes the two waits overlap (docs/performance.md). Later runs of the
