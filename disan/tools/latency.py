@@ -408,14 +408,11 @@ def cpu_seconds(pids) -> float:
     return sum(table[p][1] for p in {q for pid in pids for q in descendants(pid, table)} if p in table)
 
 
-def own(selector: str) -> str:
-    """A JavaScript array of the elements matching ``selector``, less those inside the hidden empty figure
-    a session's first run sends first (disan.app.early)."""
-    return f"[...document.querySelectorAll('{selector}')].filter(e => !e.closest('.st-key-{early.KEY}'))"
-
-
-_SVGS = own(".js-plotly-plot .main-svg")  # the drawn figures' SVG layers
-_FIGURES = own(".js-plotly-plot") + ".length"
+# The drawn figures (plotly's SVG layers), less the hidden empty one a session's first run sends first.
+_SVGS = ("[...document.querySelectorAll('.js-plotly-plot .main-svg')]"
+         f".filter(e => !e.closest('.st-key-{early.KEY}'))")
+_FIGURES = ("[...document.querySelectorAll('.js-plotly-plot')]"
+            f".filter(e => !e.closest('.st-key-{early.KEY}')).length")
 # Marks, in the page's own clock (ms), the first moment each state is seen: the script run's states, and
 # the number of plotly SVG layers drawn (three per figure).
 _TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in window.__marks)) window.__marks[k] = performance.now(); };
@@ -434,8 +431,8 @@ _PLOTLY_CHUNK = """() => performance.getEntriesByType('resource').filter(e => e.
 
 def opening(sessions: int, root: Path | None = None, checkpoint: str | None = None,
             returning: bool = False) -> list[dict]:
-    """The server's first session (it loads the model), then ``sessions`` more, each opening the app's first
-    page (``?model=checkpoint``, or its default), on one server just started: seconds from the
+    """Each of ``sessions`` new sessions opening the app's first page (``?model=checkpoint``, or its
+    default), on one server (the first session loads the model, so it is reported apart): seconds from the
     request to the first drawn figure, to the script run's end, to the plotly chunk's download, to the
     last figure; figures drawn; kB received over the WebSocket and fetched over HTTP. Each session is a new
     browser (nothing cached), or with ``returning`` a new tab of one browser (its HTTP cache kept, as for a
