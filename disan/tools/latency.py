@@ -64,7 +64,6 @@ from pathlib import Path
 import plotly.io
 import torch
 
-from disan.app import early
 from disan.app.cache import CACHE_ENV, budget
 from disan.data.paths import site
 from disan.explore.catalog import default_entry, list_checkpoints
@@ -408,18 +407,13 @@ def cpu_seconds(pids) -> float:
     return sum(table[p][1] for p in {q for pid in pids for q in descendants(pid, table)} if p in table)
 
 
-# The drawn figures (plotly's SVG layers), less the hidden empty one a session's first run sends first.
-_SVGS = ("[...document.querySelectorAll('.js-plotly-plot .main-svg')]"
-         f".filter(e => !e.closest('.st-key-{early.KEY}'))")
-_FIGURES = ("[...document.querySelectorAll('.js-plotly-plot')]"
-            f".filter(e => !e.closest('.st-key-{early.KEY}')).length")
 # Marks, in the page's own clock (ms), the first moment each state is seen: the script run's states, and
 # the number of plotly SVG layers drawn (three per figure).
 _TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in window.__marks)) window.__marks[k] = performance.now(); };
   new MutationObserver(() => {
     const app = document.querySelector('[data-testid=stApp]');
     if (app) mark('script ' + app.getAttribute('data-test-script-state'));
-    const drawn = """ + _SVGS + """.length;
+    const drawn = document.querySelectorAll('.js-plotly-plot .main-svg').length;
     if (drawn) mark('svg ' + drawn);
   }).observe(document, {subtree: true, childList: true, attributes: true}); }"""
 # Bytes the page fetched over HTTP (what a browser's cache served counts 0).
@@ -453,13 +447,14 @@ def opening(sessions: int, root: Path | None = None, checkpoint: str | None = No
             page.on("websocket", on_socket)
             page.add_init_script(f"({_TIMELINE})()")
             page.goto(f"{url}/" + (f"?model={checkpoint}" if checkpoint else ""))
-            page.wait_for_function(f"() => {_SVGS}.length > 0", timeout=180_000, polling=50)
+            page.wait_for_function("() => document.querySelector('.js-plotly-plot .main-svg')", timeout=180_000,
+                                   polling=50)
             wait_idle(page)
             page.wait_for_timeout(1000)  # figures still being drawn after the run's end
             marks = page.evaluate("() => window.__marks")
             svg = {int(k.split()[1]): v for k, v in marks.items() if k.startswith("svg ")}
             _, chunk_end = page.evaluate(_PLOTLY_CHUNK)
-            figures = page.evaluate(f"() => {_FIGURES}")
+            figures = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
             server_cpu = cpu_seconds([proc.pid]) - cpu_before[1]
             browser_cpu = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]) - cpu_before[0]
             rows.append({"first figure": min(svg.values()) / 1e3, "script end": marks.get("script notRunning", math.nan) / 1e3,
