@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import expect
 
 from disan.explore import figures, views
 from disan.nn import checkpoint
@@ -165,8 +166,10 @@ def test_a_link_to_a_page_is_the_first_visit_of_a_server_just_started(browser):
         page = browser.new_page(viewport=VIEWPORT)
         page.goto(f"{address}/gates?model=trec&text=Who+wrote+Hamlet+%3F")
         wait_drawn(page, "mean fusion gate per token")
+        # the sidebar's widgets draw once their own browser code has loaded, which may be after the figure
+        wait_idle(page)
         assert chosen(page, "stSidebar").startswith("trec — ")
-        assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == "Who wrote Hamlet ?"
+        expect(page.locator('[data-testid="stSidebar"] textarea').first).to_have_value("Who wrote Hamlet ?")
         links = texts(page, '[data-testid="stSidebarNav"] a')  # each an icon's name, then the page's title
         titles = re.findall(r'title="([^"]+)"', (ROOT / "app.py").read_text())
         assert len(links) == len(titles) and all(link.endswith(title) for link, title in zip(links, titles))
