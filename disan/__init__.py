@@ -1,5 +1,18 @@
 """DiSAN: Directional Self-Attention Network (Shen et al., AAAI 2018), with a trace of every attention internal."""
-from disan.nn.model import DiSANConfig, DiSANEncoder, EncoderTrace
+# The model's classes are imported at their first use: ``import disan.app.early`` (the app's first line)
+# must reach the browser before torch's import (1.7 s).
+_MODEL = ("DiSANConfig", "DiSANEncoder", "EncoderTrace")
+
+
+def __getattr__(name: str):
+    if name in _MODEL:
+        from disan.nn import model
+        return getattr(model, name)
+    raise AttributeError(f"module 'disan' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MODEL})
 
 
 def load(path, kernel=None, device="cpu"):

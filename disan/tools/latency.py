@@ -64,6 +64,7 @@ from pathlib import Path
 import plotly.io
 import torch
 
+from disan.app import early
 from disan.app.cache import CACHE_ENV, budget
 from disan.data.paths import site
 from disan.explore.catalog import default_entry, list_checkpoints
@@ -407,13 +408,21 @@ def cpu_seconds(pids) -> float:
     return sum(table[p][1] for p in {q for pid in pids for q in descendants(pid, table)} if p in table)
 
 
+def own(selector: str) -> str:
+    """A JavaScript array of the elements matching ``selector``, less those inside the hidden empty figure
+    a session's first run sends first (disan.app.early)."""
+    return f"[...document.querySelectorAll('{selector}')].filter(e => !e.closest('.st-key-{early.KEY}'))"
+
+
+_SVGS = own(".js-plotly-plot .main-svg")  # the drawn figures' SVG layers
+_FIGURES = own(".js-plotly-plot") + ".length"
 # Marks, in the page's own clock (ms), the first moment each state is seen: the script run's states, and
 # the number of plotly SVG layers drawn (three per figure).
 _TIMELINE = """() => { window.__marks = {}; const mark = k => { if (!(k in window.__marks)) window.__marks[k] = performance.now(); };
   new MutationObserver(() => {
     const app = document.querySelector('[data-testid=stApp]');
     if (app) mark('script ' + app.getAttribute('data-test-script-state'));
-    const drawn = document.querySelectorAll('.js-plotly-plot .main-svg').length;
+    const drawn = """ + _SVGS + """.length;
     if (drawn) mark('svg ' + drawn);
   }).observe(document, {subtree: true, childList: true, attributes: true}); }"""
 # Bytes the page fetched over HTTP (what a browser's cache served counts 0).
@@ -425,8 +434,8 @@ _PLOTLY_CHUNK = """() => performance.getEntriesByType('resource').filter(e => e.
 
 def opening(sessions: int, root: Path | None = None, checkpoint: str | None = None,
             returning: bool = False) -> list[dict]:
-    """Each of ``sessions`` new sessions opening the app's first page (``?model=checkpoint``, or its
-    default), on one server (the first session loads the model, so it is reported apart): seconds from the
+    """The server's first session (it loads the model), then ``sessions`` more, each opening the app's first
+    page (``?model=checkpoint``, or its default), on one server just started: seconds from the
     request to the first drawn figure, to the script run's end, to the plotly chunk's download, to the
     last figure; figures drawn; kB received over the WebSocket and fetched over HTTP. Each session is a new
     browser (nothing cached), or with ``returning`` a new tab of one browser (its HTTP cache kept, as for a
@@ -447,14 +456,13 @@ def opening(sessions: int, root: Path | None = None, checkpoint: str | None = No
             page.on("websocket", on_socket)
             page.add_init_script(f"({_TIMELINE})()")
             page.goto(f"{url}/" + (f"?model={checkpoint}" if checkpoint else ""))
-            page.wait_for_function("() => document.querySelector('.js-plotly-plot .main-svg')", timeout=180_000,
-                                   polling=50)
+            page.wait_for_function(f"() => {_SVGS}.length > 0", timeout=180_000, polling=50)
             wait_idle(page)
             page.wait_for_timeout(1000)  # figures still being drawn after the run's end
             marks = page.evaluate("() => window.__marks")
             svg = {int(k.split()[1]): v for k, v in marks.items() if k.startswith("svg ")}
             _, chunk_end = page.evaluate(_PLOTLY_CHUNK)
-            figures = page.evaluate("() => document.querySelectorAll('.js-plotly-plot').length")
+            figures = page.evaluate(f"() => {_FIGURES}")
             server_cpu = cpu_seconds([proc.pid]) - cpu_before[1]
             browser_cpu = cpu_seconds([os.getpid()]) - cpu_seconds([proc.pid]) - cpu_before[0]
             rows.append({"first figure": min(svg.values()) / 1e3, "script end": marks.get("script notRunning", math.nan) / 1e3,
