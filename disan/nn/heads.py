@@ -161,3 +161,8 @@ def param_groups(model: nn.Module, weight_decay: float, attention: bool = True) 
 def count_parameters(module: nn.Module) -> int:
     """Number of scalars in the module's parameters."""
     return sum(p.numel() for p in module.parameters())
+
+
+def paper_parameters(model: TextModel) -> int:
+    """The model's parameters without its word embeddings, as the paper counts them."""
+    return count_parameters(model) - count_parameters(model.embed)

@@ -2,7 +2,7 @@
 import argparse
 
 from disan.data.registry import BENCHMARKS
-from disan.nn.heads import ModelConfig, TextModel, count_parameters
+from disan.nn.heads import ModelConfig, TextModel, count_parameters, paper_parameters
 
 PAPER = {"additive": 0.45e6, "s2t": 0.54e6, "multihead": 1.98e6, "bilstm": 2.88e6,
          "disan-nodir": 2.35e6, "disan": 2.35e6}
@@ -14,7 +14,7 @@ def table() -> list[tuple[str, int, int, float]]:
     for name in PAPER:
         snli = BENCHMARKS["snli"]
         model = TextModel(ModelConfig(vocab_size=2, n_classes=len(snli.labels), kind=snli.kind, encoder=name))
-        rows.append((name, count_parameters(model.encoder), count_parameters(model) - count_parameters(model.embed),
+        rows.append((name, count_parameters(model.encoder), paper_parameters(model),
                      PAPER[name]))
     return rows
 

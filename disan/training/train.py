@@ -44,7 +44,7 @@ from disan.data.vectors import (
 )
 from disan.nn import checkpoint, kernels
 from disan.nn.device import describe
-from disan.nn.heads import ModelConfig, TextModel, count_parameters, param_groups
+from disan.nn.heads import ModelConfig, TextModel, paper_parameters, param_groups
 from disan.nn.model import DiSANConfig
 from disan.training.board import Board
 from disan.training.config import (
@@ -387,7 +387,7 @@ class RunInfo:
     @classmethod
     def of(cls, cfg: TrainConfig, prep: Prepared, model: TextModel, world: World) -> RunInfo:
         """The run's facts from its configuration, data, model and processes."""
-        n_params = count_parameters(model) - count_parameters(model.embed)
+        n_params = paper_parameters(model)
         data = prep.data
         # the vectors' files, by SHA-256: a loaded model can then know every word of these same vectors
         meta = {"task": data.name, "kind": data.kind, "labels": data.labels, "train_config": asdict(cfg),
