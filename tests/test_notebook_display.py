@@ -143,3 +143,20 @@ def test_the_readme_notebook_block_shows_every_result_in_a_kernel():
     assert len(drawn) >= 2  # plotly.js in the first figure only: the others must do without it
     assert PLOTLY_JS.search(drawn[0]) and not any(PLOTLY_JS.search(page) for page in drawn[1:])
     assert not any(re.search(r"<script[^>]*src=", page) for page in shown)  # no script from elsewhere
+
+
+@pytest.mark.quick
+def test_a_loaded_model_shows_what_it_reads_and_predicts_not_an_object_address(make_checkpoint):
+    shipped = ROOT / "checkpoints" / "sst5"
+    shown = repr(disan.load(shipped))
+    config = json.loads((shipped / "config.json").read_text())
+    assert shown.startswith("Pipeline('sst5'") and "object at 0x" not in shown
+    assert f"predicts {', '.join(config['labels'])};" in shown and "reads sentences" in shown
+    # as the training run counted them, and the Models page shows them
+    assert f"{config['n_params']:,} parameters without the embeddings" in shown
+    # a relatedness model predicts a score, not five classes
+    tiny = make_checkpoint("relatedness")
+    shown = repr(disan.load(tiny))
+    levels = json.loads((tiny / "config.json").read_text())["labels"]
+    assert f"predicts a score from {levels[0]} to {levels[-1]};" in shown
+    assert "reads (premise, hypothesis) pairs" in shown

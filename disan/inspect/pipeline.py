@@ -14,7 +14,7 @@ from disan.data.text import UNK_ID, check_text
 from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
 from disan.nn.device import device_of
-from disan.nn.heads import TextModel
+from disan.nn.heads import TextModel, paper_parameters
 from disan.nn.model import EncoderTrace
 
 # How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
@@ -114,6 +114,9 @@ def trace_ids(model: TextModel, ids: torch.Tensor, level: bool | str = True, t2t
     return on_cpu(trace)
 
 
+SHOWN_LABELS = 8  # the classes a Pipeline's repr names
+
+
 class Pipeline:
     """A loaded checkpoint: ``predict`` and ``trace`` on raw text. The model is never modified.
 
@@ -129,6 +132,22 @@ class Pipeline:
         self.task: str = config.get("task", "?")
         # what figures name the model by: the checkpoint directory (an interrupted save's ".prev" left out)
         self.name: str = path.name.removesuffix(".prev") if path is not None else self.task
+
+    def __repr__(self) -> str:
+        """What a notebook shows for ``disan.load(...)``: the checkpoint, what it reads and predicts, its size."""
+        cfg = self.model.cfg
+        sizes = ", ".join(f"{k} {v}" for k, v in (("d_e", getattr(cfg.encoder_cfg, "d_e", None)),
+                                                     ("d_h", getattr(cfg.encoder_cfg, "d_h", None))) if v)
+        reads = "(premise, hypothesis) pairs" if self.is_pair else "sentences"
+        if self.model.kind.scored:
+            predicts = f"a score from {self.labels[0]} to {self.labels[-1]}"
+        else:  # a user's own data may have many classes: the first few name them
+            predicts = ", ".join(self.labels[:SHOWN_LABELS]) + (
+                f", … ({len(self.labels)} classes)" if len(self.labels) > SHOWN_LABELS else "")
+        return (f"Pipeline({self.name!r}: task {self.task}, reads {reads}, predicts {predicts}; "
+                f"{cfg.encoder} encoder{' ' + sizes if sizes else ''}, "
+                f"{paper_parameters(self.model):,} parameters without the embeddings, "
+                f"{len(self.vocab):,} words; on {self.device})")
 
     @property
     def is_pair(self) -> bool:
