@@ -130,12 +130,17 @@ def test_cosine_similarity():
 
 # ---------------------------------------------------------------- heatmaps
 
-def test_attention_heatmap_masks_with_nan_and_keeps_exact_values():
+def as_drawn(values) -> np.ndarray:
+    """Values as a heatmap holds them: rounded to float32, half the bytes the browser receives."""
+    return np.asarray(values, dtype=np.float32).astype(float)
+
+
+def test_attention_heatmap_masks_with_nan_and_keeps_values_to_float32_precision():
     m = measures.reduce_features(masked_probs(FW_MASK), "mean")
     fig = figures.attention_heatmap(m, TOKENS, FW_MASK, "forward")
     z = np.asarray(fig.data[0].z, dtype=float)
     assert np.isnan(z[~FW_MASK]).all()
-    np.testing.assert_array_equal(z[FW_MASK], m[FW_MASK])
+    np.testing.assert_array_equal(z[FW_MASK], as_drawn(m[FW_MASK]))
     assert fig.data[0].zmin == 0 and fig.data[0].zmax == pytest.approx(m[FW_MASK].max())
     assert fig.layout.plot_bgcolor == figures.MASKED_BG
     assert fig.data[0].hoverongaps is False  # masked cells have no hover value
@@ -225,7 +230,7 @@ def test_query_view_rows_are_features_and_masked_columns_nan():
     fig = figures.query_view(p, 2, TOKENS, FW_MASK, features=[2, 0])
     z = np.asarray(fig.data[0].z, dtype=float)
     assert z.shape == (2, N)
-    np.testing.assert_array_equal(z[:, :2], p[2, :2][:, [2, 0]].T)
+    np.testing.assert_array_equal(z[:, :2], as_drawn(p[2, :2][:, [2, 0]].T))
     assert np.isnan(z[:, 2:]).all()
     assert list(fig.layout.yaxis.ticktext) == ["2", "0"] and list(fig.data[0].y) == ["2", "0"]
     assert fig.data[0].hovertemplate.startswith("feature %{y} → %{x}")
@@ -246,7 +251,7 @@ def test_gate_heatmap_range_and_orientation():
     fig = figures.gate_heatmap(gate, TOKENS, "gate", sort=False)
     spread = np.abs(gate - 0.5).max()
     assert (fig.data[0].zmin, fig.data[0].zmax) == pytest.approx((0.5 - spread, 0.5 + spread))  # white at 0.5
-    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), gate)   # tokens (y) x features (x)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), as_drawn(gate))  # tokens (y) x features (x)
     assert fig.data[0].y[3] == "token 3: the" and list(fig.data[0].x) == list(range(D))
     assert "feature %{x}" in fig.data[0].hovertemplate and fig.data[0].colorbar.title.text == "F"
     near_half = figures.gate_heatmap(0.5 + 0.001 * gate, TOKENS, "gate").data[0]
