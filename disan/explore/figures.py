@@ -180,12 +180,12 @@ def _heatmap(z: np.ndarray, rows: _Axis, cols: _Axis, *, zmin=None, zmax=None, z
     writes a cell (default: its z). ``colorbar`` titles the colour scale; ``extra`` goes into the trace
     (its subplot axes, gaps).
     """
-    z = np.asarray(z, dtype=float)  # (rows, cols)
+    # (rows, cols) float32 on the wire: half the bytes of float64 for the browser to receive, parse and restyle
+    # (Streamlit copies every figure through JSON to theme it), and more digits than any hover shows
+    z = np.asarray(z, dtype=np.float32)
     value = value or f"%{{z:{fmt}}}"
     hover = f"{rows.hover.format(ref='%{y}')} → {cols.hover.format(ref='%{x}')} = {value}<extra></extra>"
-    # float32 on the wire: half the bytes of float64 for the browser to receive, parse and restyle (Streamlit
-    # copies every figure through JSON to theme it), and more digits than any hover shows
-    trace = dict(type="heatmap", z=z.astype(np.float32), x=cols.values, y=rows.values, hovertemplate=hover, colorscale=colorscale,
+    trace = dict(type="heatmap", z=z, x=cols.values, y=rows.values, hovertemplate=hover, colorscale=colorscale,
                  showscale=showscale, hoverongaps=False, **extra)
     optional = dict(zmin=zmin, zmax=zmax, zmid=zmid, colorbar=colorbar, customdata=customdata)
     trace.update({k: v for k, v in optional.items() if v is not None})
