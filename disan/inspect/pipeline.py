@@ -136,8 +136,6 @@ class Pipeline:
     def __repr__(self) -> str:
         """What a notebook shows for ``disan.load(...)``: the checkpoint, what it reads and predicts, its size."""
         cfg = self.model.cfg
-        sizes = ", ".join(f"{k} {v}" for k, v in (("d_e", getattr(cfg.encoder_cfg, "d_e", None)),
-                                                     ("d_h", getattr(cfg.encoder_cfg, "d_h", None))) if v)
         reads = "(premise, hypothesis) pairs" if self.is_pair else "sentences"
         if self.model.kind.scored:
             predicts = f"a score from {self.labels[0]} to {self.labels[-1]}"
@@ -145,7 +143,7 @@ class Pipeline:
             predicts = ", ".join(self.labels[:SHOWN_LABELS]) + (
                 f", … ({len(self.labels)} classes)" if len(self.labels) > SHOWN_LABELS else "")
         return (f"Pipeline({self.name!r}: task {self.task}, reads {reads}, predicts {predicts}; "
-                f"{cfg.encoder} encoder{' ' + sizes if sizes else ''}, "
+                f"{cfg.encoder} encoder d_e {cfg.encoder_cfg.d_e}, d_h {cfg.encoder_cfg.d_h}, "
                 f"{paper_parameters(self.model):,} parameters without the embeddings, "
                 f"{len(self.vocab):,} words; on {self.device})")
 
