@@ -675,3 +675,17 @@ def test_every_figure_keeps_a_plot_of_150_px_whatever_it_holds():
         top = margin.t if margin.t is not None else 100
         bottom = max(margin.b if margin.b is not None else 80, 120)  # what plotly may grow the x axis to
         assert fig.layout.height - top - bottom >= 150
+
+
+@pytest.mark.parametrize("width", [figures.FULL_WIDTH, figures.HALF_WIDTH])
+def test_the_blocks_marked_on_a_feature_axis_keep_their_feature_ranges_at_any_width(width):
+    # a 600-feature source2token heatmap, as a DiSAN with d_h = 300 draws, full width and in a pair's column
+    probs = np.full((N, 600), 1 / N)
+    fig = figures.source2token_heatmap(probs, TOKENS, halves=["forward", "backward"], width=width)
+    shown = [a.text for a in fig.layout.annotations]
+    assert len(shown) == 2
+    for name, span, text in zip(["forward", "backward"], ["0–299", "300–599"], shown):
+        assert text.startswith(name) and text.endswith(span) and "…" not in text
+    # the words left out in a narrow figure are on hover
+    if width == figures.HALF_WIDTH:
+        assert [a.hovertext for a in fig.layout.annotations] == ["forward: features 0–299", "backward: features 300–599"]

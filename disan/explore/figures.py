@@ -210,10 +210,11 @@ def _heatmap_figure(trace: dict, rows: _Axis, cols: _Axis, title: str, height: i
                    plot_bgcolor=MASKED_BG, **layout)
 
 
-def _panel_title(text: str, width_px: float, **where) -> dict:
-    """An annotation that names a panel, cut to ``width_px`` pixels with the whole text on hover."""
+def _panel_title(text: str, width_px: float, shorter: Sequence[str] = (), **where) -> dict:
+    """An annotation that names a panel: ``text``, else the first of the ``shorter`` wordings that fits
+    ``width_px`` pixels, else the last cut to fit, with the whole text on hover."""
     chars = max(6, int(width_px / SMALL_CHAR_PX))
-    shown = _short(text, chars)
+    shown = _short(next((t for t in (text, *shorter) if len(t) <= chars), (text, *shorter)[-1]), chars)
     annotation = dict(text=shown, showarrow=False, **where)
     if len(str(text)) > chars:
         annotation["hovertext"] = esc(text)
@@ -596,9 +597,11 @@ def _halves(halves: Sequence[str], d: int, figure_width: float = FULL_WIDTH) -> 
     width = d / len(halves)
     room = (figure_width - MARGINS_PX) / len(halves) - 10
     shapes = [_vline(k * width - 0.5, color="black", width=2, dash="dash") for k in range(1, len(halves))]
-    annotations = [_panel_title(f"{name}: features {int(k * width)}–{int((k + 1) * width) - 1}", room,
+    spans = [f"{int(k * width)}–{int((k + 1) * width) - 1}" for k in range(len(halves))]
+    # in a narrow figure the block's feature range stays and the word "features" goes, before any cut
+    annotations = [_panel_title(f"{name}: features {span}", room, [f"{name} {span}"],
                                 x=(k + 0.5) * width - 0.5, y=1.0, yref="paper", yanchor="bottom", yshift=4)
-                   for k, name in enumerate(halves)]
+                   for k, (name, span) in enumerate(zip(halves, spans))]
     return dict(shapes=shapes, annotations=annotations)
 
 
