@@ -64,4 +64,3 @@ def test_the_first_run_sends_the_hidden_figure_before_the_imports_and_removes_it
     assert after["left"] == [[early.KEY] if stops else [], []]
     # the page's own figures only: the Attention page's five and the prediction's
     assert after["charts"] == (5 + 1 if page.endswith("attention.py") else 0)
-

@@ -214,7 +214,8 @@ def _panel_title(text: str, width_px: float, shorter: Sequence[str] = (), **wher
     """An annotation that names a panel: ``text``, else the first of the ``shorter`` wordings that fits
     ``width_px`` pixels, else the last cut to fit, with the whole text on hover."""
     chars = max(6, int(width_px / SMALL_CHAR_PX))
-    shown = _short(next((t for t in (text, *shorter) if len(t) <= chars), (text, *shorter)[-1]), chars)
+    wordings = (text, *shorter)
+    shown = _short(next((t for t in wordings if len(t) <= chars), wordings[-1]), chars)
     annotation = dict(text=shown, showarrow=False, **where)
     if len(str(text)) > chars:
         annotation["hovertext"] = esc(text)
