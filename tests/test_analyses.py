@@ -321,6 +321,8 @@ def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagge
     result = corpus.analyse(pipeline(), corpus.sample(c, 6), "glass", "output", k=3)  # 6 occurrences, 3 clusters
     by_label = corpus.drawing(result, "label")
     scatter = by_label["corpus-scatter"]
+    # SVG markers, not WebGL: a browser without a GPU draws them in a tenth of the time
+    assert {t.type for t in scatter.data} == {"scatter"}
     # the legend in the labels' order, not alphabetical, and colours along one red-to-blue scale
     assert [t.name.split(" (")[0] for t in scatter.data] == ["very negative", "negative", "very positive"]
     red = [int(x) for x in scatter.data[0].marker.color[4:-1].split(",")]

@@ -61,22 +61,27 @@ def occurrence_scatter(coords: np.ndarray, groups: Sequence[str], hover: Sequenc
     """(N, 2) projected occurrences, one colour per group (a cluster or a gold label), the already
     escaped ``hover`` context on each point; the explained variance names the axes. ``selected``
     rings one occurrence; ``order`` is the groups' legend order (default: sorted), ``colours`` their colours
-    in that order (default: the categorical palette)."""
+    in that order (default: the categorical palette).
+
+    SVG markers, not WebGL (``Scattergl``): at the at most a few thousand points drawn here (a word's
+    occurrences, an atlas's features) plotly draws them in a tenth of the time, without a WebGL context
+    (which a browser without a GPU emulates slowly and which a page may run out of), and a figure
+    downloaded as SVG keeps its points as vectors."""
     coords = np.asarray(coords, dtype=float)
     groups = np.asarray([str(g) for g in groups], dtype=object)
     hover = np.asarray(hover, dtype=object)
     fig = go.Figure()
     for c, group in enumerate(sorted(set(groups)) if order is None else order):
         idx = np.flatnonzero(groups == group)
-        fig.add_trace(go.Scattergl(
+        fig.add_trace(go.Scatter(
             x=coords[idx, 0], y=coords[idx, 1], mode="markers", name=f"{esc(group)} ({len(idx)})",
             marker=dict(size=7, opacity=0.75, color=PALETTE[c % len(PALETTE)] if colours is None else colours[c]),
             customdata=idx, hovertext=hover[idx], hovertemplate="#%{customdata}: %{hovertext}<extra></extra>"))
     if selected is not None:
-        fig.add_trace(go.Scattergl(x=coords[[selected], 0], y=coords[[selected], 1], mode="markers",
-                                   name=f"selected #{selected}", hovertext=hover[[selected]],
-                                   hovertemplate="%{hovertext}<extra></extra>",
-                                   marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=2, color="black"))))
+        fig.add_trace(go.Scatter(x=coords[[selected], 0], y=coords[[selected], 1], mode="markers",
+                                 name=f"selected #{selected}", hovertext=hover[[selected]],
+                                 hovertemplate="%{hovertext}<extra></extra>",
+                                 marker=dict(size=16, color="rgba(0,0,0,0)", line=dict(width=2, color="black"))))
     fig.update_xaxes(title=dict(text=f"PC 1 ({explained[0]:.1%} of the variance)"))
     fig.update_yaxes(title=dict(text=f"PC 2 ({explained[1]:.1%} of the variance)"))
     return _finish(fig, title, 560)
