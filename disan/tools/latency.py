@@ -5,6 +5,7 @@
     python -m disan latency --browser --pages analyses [--models sst5,sick-e] [--trace] [--baseline DIR]
     python -m disan latency --open [SESSIONS] [--baseline DIR]
     python -m disan latency --predict [CHECKPOINT] [--baseline DIR] [--installed PYTHON]
+    python -m disan latency --draw [CHECKPOINT] [--tokens 200] [--repeats 5]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
 the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
@@ -36,6 +37,13 @@ that interpreter has installed (``pip install .``), run outside the checkout wit
 saying whether anything was compiled. ``--baseline DIR`` runs ``--browser``, ``--predict``, ``--open`` and
 ``--pages`` on another checkout too (``git archive REV | tar -x -C DIR``), side by side in one run.
 
+``--draw`` times the browser's part alone: every figure of every registered view on a sentence of
+``--tokens`` words, and the maps of Corpus senses (every occurrence of the test split's most frequent word,
+k by silhouette, as the page starts) and of the Feature atlas (the features of a sample of the test split:
+as many points as over the whole split), made by the functions the pages call, each drawn with
+``Plotly.newPlot`` in a page of its own in Chromium (plotly.js of the plotly package), median of
+``--repeats`` draws after a first one, with its traces' types and its JSON's size.
+
 ``--pages analyses`` times what a user waits for on each analysis page (Corpus senses, Attribution, Case
 study, Feature atlas, Faithfulness): a server just started with an empty result cache, each page opened by its link in
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
@@ -61,12 +69,16 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
+import plotly
+import plotly.graph_objects as go
 import plotly.io
 import torch
 
 from disan.app import early
 from disan.app.cache import CACHE_ENV, budget
 from disan.data.paths import site
+from disan.explore import atlas
+from disan.explore.analyses import corpus
 from disan.explore.catalog import default_entry, list_checkpoints
 from disan.explore.views import VIEWS
 from disan.inspect.pipeline import load
@@ -113,7 +125,50 @@ def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, fl
     return rows
 
 
+def page_figures(path: str, n_tokens: int, atlas_sentences: int = 200) -> dict[str, go.Figure]:
+    """Every figure of every view in VIEWS on a sentence of ``n_tokens`` words, with the pages' default options,
+    and the maps that Corpus senses and the Feature atlas draw first, over the model's test split."""
+    pipe = load(path)
+    torch.set_num_threads(1)  # as the app runs it (see disan.app.common.THREADS)
+    traced = pipe.trace_sentence(sentence(n_tokens))
+    figures = {key: fig for view in VIEWS.values() for key, fig in view.draw(traced, view.options()).figures.items()}
+    test = corpus.trained_corpus(pipe.config, "test")
+    senses = corpus.analyse(pipe, test, corpus.frequent_words(test)[0], pipe.vector_kinds[0])
+    few = corpus.sample(test, atlas_sentences)
+    features = atlas.profile(pipe, few.tokens, few.name)
+    return {**figures, **corpus.drawing(senses).figures, **atlas.drawing(features).figures}
+
+
 # ---------------------------------------------------------------- in the browser
+
+# Plotly.newPlot of one figure, repeats + 1 times, each in a div of its own and with the layout the drawing
+# forces; the first draw, which also compiles plotly's code for the figure's trace types, is left out.
+_NEW_PLOT = """async ([json, repeats]) => {
+  const times = [];
+  for (let r = 0; r <= repeats; r++) {
+    const copy = JSON.parse(json);  // afresh each time: plotly writes into what it is given
+    const div = document.body.appendChild(document.createElement('div'));
+    const t0 = performance.now();
+    await Plotly.newPlot(div, copy.data, copy.layout);
+    document.body.offsetHeight;
+    if (r) times.push(performance.now() - t0);
+    Plotly.purge(div);
+    div.remove();
+  }
+  return times;
+}"""
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def drawing_ms(figures: dict[str, go.Figure], repeats: int) -> dict[str, float]:
+    """The median milliseconds of ``Plotly.newPlot`` of each figure in Chromium (:data:`_NEW_PLOT`)."""
+    with chromium() as browser:
+        page = browser.new_page(viewport=VIEWPORT)
+        page.set_content("<html><body style='width: 1400px'></body></html>")
+        page.add_script_tag(path=str(PLOTLY_JS))
+        return {key: statistics.median(page.evaluate(_NEW_PLOT, [plotly.io.to_json(fig, validate=False), repeats]))
+                for key, fig in figures.items()}
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -584,6 +639,8 @@ def parser() -> argparse.ArgumentParser:
                                                                "SST-5 dev and test sentences")
     parser.add_argument("--installed", metavar="PYTHON",
                         help="--predict: also time the package this interpreter has installed (pip install .)")
+    parser.add_argument("--draw", action="store_true", help="time plotly's drawing of each figure of the pages in "
+                                                            "Chromium")
     parser.add_argument("--baseline", type=Path,
                         help="--browser, --open, --predict, --pages: another checkout to run side by side")
     parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
@@ -667,6 +724,19 @@ def main(argv=None) -> None:
         return
     if args.checkpoint is None:
         p.error("no checkpoint found; name one")
+    if args.draw:
+        tokens, repeats = args.tokens or 200, args.repeats or 5
+        figures = page_figures(args.checkpoint, tokens)
+        version = PLOTLY_JS.read_text(encoding="utf-8")[:200].split("plotly.js v", 1)[-1].split()[0]
+        print(f"{cpu_model()}; {load_line()} before; Chromium, plotly.js {version}; checkpoint "
+              f"{Path(args.checkpoint).name}, {tokens} tokens; Plotly.newPlot of each figure, median of {repeats}")
+        print("| figure | traces | JSON kB | newPlot (ms) |\n|---|---|---:|---:|")
+        for key, ms in drawing_ms(figures, repeats).items():
+            kinds = sorted({trace.type for trace in figures[key].data})
+            size = len(plotly.io.to_json(figures[key], validate=False)) / 1e3
+            print(f"| {key} | {len(figures[key].data)} {', '.join(kinds)} | {size:.0f} | {ms:.0f} |", flush=True)
+        print(f"{load_line()} after")
+        return
     if not args.browser:
         tokens, repeats = args.tokens or 30, args.repeats or 20
         print(f"checkpoint {args.checkpoint}, {tokens} tokens, median of {repeats}")
