@@ -161,7 +161,8 @@ PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
 def drawing_ms(figures: dict[str, go.Figure], repeats: int) -> dict[str, float]:
-    """The median milliseconds of ``Plotly.newPlot`` of each figure in Chromium (:data:`_NEW_PLOT`)."""
+    """The median milliseconds of ``Plotly.newPlot`` of each figure in Chromium, over ``repeats`` draws after
+    a first one (which also compiles plotly's code for the figure's trace types)."""
     with chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.set_content("<html><body style='width: 1400px'></body></html>")
