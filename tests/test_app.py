@@ -1,6 +1,7 @@
 """Every page of the app through Streamlit's AppTest, on tiny checkpoints made by the tests."""
 import base64
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,9 +15,10 @@ import tomllib
 from streamlit.testing.v1 import AppTest
 
 import disan
+from disan.app import common
 from disan.app.common import TABLE_PX, column_widths
-from disan.data.text import MAX_TOKENS
-from disan.explore import views
+from disan.data.text import MAX_TOKENS, check_text
+from disan.explore import diskcache, views
 from disan.inspect import senses
 from disan.nn import checkpoint
 
@@ -508,3 +510,37 @@ def test_the_atlas_pages_know_which_encoders_have_blocks(make_checkpoint):
     root = make_checkpoint(name="lstm", encoder="bilstm").parent
     blocks = {e.name: encoder_parts(e)["blocks"] for e in list_checkpoints(root)}
     assert blocks == {"disan": True, "lstm": False}
+
+
+def test_a_restarted_server_traces_a_sentence_it_has_traced_before_without_spacy(checkpoints, tmp_path):
+    """Tokenising imports spaCy, half a second of a server's first page: a sentence's tokens are kept on disk,
+    so a new server process traces the same sentence again, to the same figures, without importing it."""
+    code = ("import hashlib, sys\n"
+            "from streamlit.testing.v1 import AppTest\n"
+            f"at = AppTest.from_file({APP!r}, default_timeout=120)\n"
+            "at.run()\n"
+            "assert not at.exception, at.exception\n"
+            "spec = next(c.proto.spec for c in at.get('plotly_chart') if c.key == 'attention-pair')\n"
+            "print('spacy' in sys.modules, hashlib.sha256(spec.encode()).hexdigest())\n")
+    env = {**os.environ, "DISAN_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr
+    (first_spacy, first_figure), (again_spacy, again_figure) = (run.stdout.split() for run in runs)
+    assert (first_spacy, again_spacy) == ("True", "False") and again_figure == first_figure
+
+
+def test_kept_tokens_follow_the_tokenizer_and_a_refused_text_is_not_kept(monkeypatch, tmp_path):
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
+    tokenised = []
+    monkeypatch.setattr(common, "check_text", lambda text: tokenised.append(text) or check_text(text))
+    assert common.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
+    assert common.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
+    assert tokenised == ["The glass, broken."]  # the second from disk
+    monkeypatch.setattr(common, "tokenizer_version", lambda: "spacy 0.0")  # another spaCy: tokenised afresh
+    common.sentence_tokens("The glass, broken.")
+    assert tokenised == ["The glass, broken."] * 2
+    for _ in range(2):
+        with pytest.raises(ValueError, match="empty"):
+            common.sentence_tokens("   ")
+    assert tokenised[2:] == ["   "] * 2

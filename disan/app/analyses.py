@@ -23,6 +23,7 @@ from disan.app.common import benchmark_label, checkpoint_args, entry_pipeline, l
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
+from disan.data.text import tokenizer_version
 from disan.explore import atlas, diskcache, progressive, views
 from disan.explore.analyses import attribution, casestudy, corpus, faithfulness
 
@@ -41,14 +42,15 @@ def has_data() -> bool:
 
 def benchmark_key(task: str, split: str, **options) -> str | None:
     """The on-disk key of a benchmark split read with ``options``: its data folder and files' SHA-256 (from
-    the folder's SHA256SUMS); None where they cannot be told (then the split is read, not kept)."""
+    the folder's SHA256SUMS) and the tokenizer's version; None where the files cannot be told (then the
+    split is read, not kept)."""
     try:
         root = data_dir(options.get("data_dir"))
     except FileNotFoundError:
         return None
     checksums = task_checksums(task, root)
     return diskcache.key_of("benchmark", task=task, split=split, root=str(root.resolve()), files=checksums,
-                            **options) if checksums else None
+                            tokenizer=tokenizer_version(), **options) if checksums else None
 
 
 def read_kept(key: str | None, read):

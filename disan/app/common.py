@@ -19,8 +19,8 @@ from disan.app.links import input_state
 from disan.data import uploads
 from disan.data.kinds import kind_of
 from disan.data.registry import BENCHMARKS
-from disan.data.text import MAX_TOKENS
-from disan.explore import catalog, markup, views
+from disan.data.text import MAX_TOKENS, check_text, tokenizer_version
+from disan.explore import catalog, diskcache, markup, views
 from disan.explore.kinds import look_of
 from disan.explore.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
@@ -71,7 +71,16 @@ def cached_sentence(path: str, mtime: float, text: str) -> SentenceTrace:
     """The encoder's trace of one sentence by a checkpoint, from the trace cache: the one trace of that
     (model, sentence) on this server, whichever page asks (pair models share one encoder, so a premise
     typed as a Word senses line is the same trace)."""
-    return trace_cache().get((path, mtime, text), lambda: load_pipeline(path, mtime).trace_sentence(text))
+    return trace_cache().get((path, mtime, text),
+                             lambda: load_pipeline(path, mtime).trace_tokens(sentence_tokens(text), text))
+
+
+def sentence_tokens(text: str) -> list[str]:
+    """The tokens of a sentence (:func:`disan.data.text.check_text`, whose ValueError says why a text cannot
+    be traced), kept on disk: tokenising imports spaCy, half a second of a restarted server's first page, so
+    a sentence traced before (the page's example, the last one typed) is traced again without it."""
+    return diskcache.cached(diskcache.key_of("tokens", text=text, tokenizer=tokenizer_version()),
+                            lambda: check_text(text))
 
 
 def cached_trace(path: str, mtime: float, text) -> TraceResult:

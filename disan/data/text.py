@@ -8,6 +8,7 @@ keep their spelling (for display); :func:`normalize` maps them to vocabulary key
 """
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import unicodedata
@@ -34,6 +35,12 @@ def _tokenizer():
     import spacy
 
     return spacy.blank("en").tokenizer
+
+
+def tokenizer_version() -> str:
+    """What :func:`tokenize` gives besides this package's code depends on: spaCy's version, read from its
+    installed metadata without importing it. Tokens kept on disk are keyed by it."""
+    return f"spacy {importlib.metadata.version('spacy')}"
 
 
 ZWJ = "\u200d"  # ZERO WIDTH JOINER: joins emoji into one (👨‍👩‍👧 is 👨 ZWJ 👩 ZWJ 👧)

@@ -31,10 +31,12 @@ a padded position's own value is 0 or NaN, as the measure says.
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -52,11 +54,18 @@ def is_punctuation(token: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _stop_words() -> frozenset[str]:
-    """spaCy's English stop words, loaded at the first word classified: importing them imports spaCy, which
-    takes seconds, and a page that classifies no word (or a machine without spaCy) should not pay for it."""
-    from spacy.lang.en.stop_words import STOP_WORDS
-
-    return frozenset(STOP_WORDS)
+    """spaCy's English stop words, loaded at the first word classified, from spaCy's own list
+    (``spacy/lang/en/stop_words.py``, a module that imports nothing) run on its own: importing it as
+    ``spacy.lang.en.stop_words`` would import spaCy itself, half a second of a server's first page, which
+    a sentence whose tokens are kept on disk otherwise never needs."""
+    package = importlib.util.find_spec("spacy")  # finds the package without running it
+    if package is None or not package.submodule_search_locations:
+        raise ModuleNotFoundError("spaCy's English stop-word list needs spacy: pip install -r requirements.txt")
+    path = Path(package.submodule_search_locations[0]) / "lang" / "en" / "stop_words.py"
+    spec = importlib.util.spec_from_file_location("spacy_en_stop_words", path)
+    listing = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(listing)
+    return frozenset(listing.STOP_WORDS)
 
 
 def is_stop_word(token: str) -> bool:
