@@ -207,3 +207,9 @@ def test_emoji_sequences_stay_one_token_and_invisible_tokens_are_dropped():
     assert tokenize("don't stop , now") == ["do", "n't", "stop", ",", "now"]  # spaCy's splits otherwise stay
     with pytest.raises(ValueError, match="empty"):
         check_text("\u200d \u200b")
+
+
+def test_half_a_character_is_refused_with_where_it_is():
+    with pytest.raises(ValueError, match=r"unpaired surrogate \('\\ud800'\) at character 2"):
+        check_text("a \ud800 b")
+

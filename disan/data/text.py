@@ -94,6 +94,11 @@ def check_text(text) -> list[str]:
         raise ValueError(f"expected text (a string), got {type(text).__name__}")
     if len(text) > MAX_CHARS:
         raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
+    try:  # a Python string may hold half of a UTF-16 pair (from a notebook, a file read with surrogateescape)
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"the text holds an unpaired surrogate ({text[e.start]!r}) at character {e.start}, "
+                         "half of a character that UTF-8 cannot write: remove it") from None
     tokens = tokenize(text)
     if not tokens:
         raise ValueError("the text is empty: type at least one word")
