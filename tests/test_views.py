@@ -75,9 +75,10 @@ def test_the_latency_tool_times_the_registry_views_with_default_options(make_che
 
 
 def test_the_latency_tool_counts_the_cpu_time_of_a_process_and_its_descendants():
-    # a grandchild that spends half a second of CPU: counted for its parent and for this process
+    # a grandchild that spends over half a second of CPU: counted for its parent and for this process. It spins
+    # to 0.55 s of its own clock: /proc counts in clock ticks (10 ms), and 0.5 s there read 0.49 once
     script = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
-              "'import time, sys\\nwhile time.process_time() < 0.5: pass\\nprint(1, flush=True)\\ntime.sleep(60)'])")
+              "'import time, sys\\nwhile time.process_time() < 0.55: pass\\nprint(1, flush=True)\\ntime.sleep(60)'])")
     import subprocess
     import sys
     before = latency.cpu_seconds([os.getpid()])
