@@ -11,12 +11,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from .conftest import LABELS, make_model
-
 from disan.explore import figures, views
-from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
-from disan.tools import latency
 from disan.tools.latency import (
     CHROMIUM,
     VIEWPORT,
@@ -275,21 +271,3 @@ def test_the_analysis_pages_render_in_chromium(url, page):
         assert page.locator(".js-plotly-plot").count() >= fewest, title
         assert page.locator(".js-plotly-plot b").count() == 0, title  # the sentence's HTML is never rendered
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
-
-
-@pytest.mark.usefixtures("data_root")  # the maps of Corpus senses and the Feature atlas read trec's test split
-def test_the_draw_benchmark_draws_every_figure_the_pages_draw(tmp_path, capsys):
-    model, vocab = make_model("classify")
-    path = tmp_path / "tiny-trec"
-    checkpoint.save(path, model, vocab, {"task": "trec", "kind": "classify", "labels": LABELS["classify"]},
-                    {"test": {"accuracy": 0.5}}, "# tiny\n")
-    latency.main([str(path), "--draw", "--tokens", "12", "--repeats", "1"])
-    rows = [line.strip("| ").split(" | ") for line in capsys.readouterr().out.splitlines()
-            if line.startswith("| ") and not line.startswith("| figure")]
-    drawn = {key: (traces, float(ms)) for key, traces, _, ms in rows}
-    traced = Pipeline(model, vocab, {}, {}).trace_sentence(sentence(12))
-    pages = {key for view in views.VIEWS.values() for key in view.draw(traced, view.options()).figures}
-    assert set(drawn) == pages | {"corpus-scatter", "atlas-map"}
-    assert all(ms > 0 for _, ms in drawn.values())
-    # the maps' points as SVG markers, not WebGL
-    assert drawn["corpus-scatter"][0].endswith(" scatter") and drawn["atlas-map"][0].endswith(" scatter")
