@@ -72,6 +72,7 @@ from pathlib import Path
 import plotly
 import plotly.graph_objects as go
 import plotly.io
+import plotly.offline
 import torch
 
 from disan.app import early
@@ -160,15 +161,15 @@ _NEW_PLOT = """async ([json, repeats]) => {
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
-def drawing_ms(figures: dict[str, go.Figure], repeats: int) -> dict[str, float]:
-    """The median milliseconds of ``Plotly.newPlot`` of each figure in Chromium, over ``repeats`` draws after
-    a first one (which also compiles plotly's code for the figure's trace types)."""
+def drawing_ms(figures: dict[str, str], repeats: int) -> dict[str, float]:
+    """The median milliseconds of ``Plotly.newPlot`` of each figure (its JSON, as Streamlit sends it) in
+    Chromium, over ``repeats`` draws after a first one (which also compiles plotly's code for the figure's
+    trace types)."""
     with chromium() as browser:
         page = browser.new_page(viewport=VIEWPORT)
         page.set_content("<html><body style='width: 1400px'></body></html>")
         page.add_script_tag(path=str(PLOTLY_JS))
-        return {key: statistics.median(page.evaluate(_NEW_PLOT, [plotly.io.to_json(fig, validate=False), repeats]))
-                for key, fig in figures.items()}
+        return {key: statistics.median(page.evaluate(_NEW_PLOT, [json, repeats])) for key, json in figures.items()}
 
 
 def _free_port() -> int:
@@ -728,14 +729,15 @@ def main(argv=None) -> None:
     if args.draw:
         tokens, repeats = args.tokens or 200, args.repeats or 5
         figures = page_figures(args.checkpoint, tokens)
-        version = PLOTLY_JS.read_text(encoding="utf-8")[:200].split("plotly.js v", 1)[-1].split()[0]
-        print(f"{cpu_model()}; {load_line()} before; Chromium, plotly.js {version}; checkpoint "
-              f"{Path(args.checkpoint).name}, {tokens} tokens; Plotly.newPlot of each figure, median of {repeats}")
+        sent = {key: plotly.io.to_json(fig, validate=False) for key, fig in figures.items()}
+        print(f"{cpu_model()}; {load_line()} before; Chromium, plotly.js {plotly.offline.get_plotlyjs_version()}; "
+              f"checkpoint {Path(args.checkpoint).name}, {tokens} tokens; Plotly.newPlot of each figure, median of "
+              f"{repeats}")
         print("| figure | traces | JSON kB | newPlot (ms) |\n|---|---|---:|---:|")
-        for key, ms in drawing_ms(figures, repeats).items():
+        for key, ms in drawing_ms(sent, repeats).items():
             kinds = sorted({trace.type for trace in figures[key].data})
-            size = len(plotly.io.to_json(figures[key], validate=False)) / 1e3
-            print(f"| {key} | {len(figures[key].data)} {', '.join(kinds)} | {size:.0f} | {ms:.0f} |", flush=True)
+            print(f"| {key} | {len(figures[key].data)} {', '.join(kinds)} | {len(sent[key]) / 1e3:.0f} | {ms:.0f} |",
+                  flush=True)
         print(f"{load_line()} after")
         return
     if not args.browser:
