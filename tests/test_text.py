@@ -212,4 +212,3 @@ def test_emoji_sequences_stay_one_token_and_invisible_tokens_are_dropped():
 def test_half_a_character_is_refused_with_where_it_is():
     with pytest.raises(ValueError, match=r"unpaired surrogate \('\\ud800'\) at character 2"):
         check_text("a \ud800 b")
-
