@@ -49,7 +49,9 @@ study, Feature atlas, Faithfulness): a server just started with an empty result 
 a new browser session, timed to its first drawn corpus figure (a stage's sample) and to its final one (the
 whole corpus); then a server started again on the same port, which finds the results on disk, and the
 same again, in new browser sessions and in the browser that had the app open before the restart (as a user
-who restarts the server and reloads the tab: Streamlit's and plotly's code come from its cache). ``--trace`` adds
+who restarts the server and reloads the tab: Streamlit's and plotly's code come from its cache). A last row
+times the same restarts of a bare Streamlit page that draws one 2x2 plotly heatmap and nothing else: the
+least a page with a plotly figure costs a browser on the machine, measured in the same run. ``--trace`` adds
 when each page's script run started and ended, as the browser hears of it (the seconds before the start
 are the browser's loading and connecting), and the CPU seconds the server spent on each visit.
 """
@@ -437,6 +439,29 @@ def analysis_latency(models=ANALYSIS_MODELS, root: Path | None = None) -> tuple[
     return cold, restarted
 
 
+def bare_restarts() -> dict[str, float]:
+    """Seconds from the link to the drawn figure of a bare Streamlit page (:data:`BARE_PAGE`) on a server
+    started again, for each of :data:`RESTARTS`, as :func:`analysis_latency` times the app's pages: the least
+    a restarted server's page with a plotly figure costs a browser on this machine."""
+    port = _free_port()
+    seconds = {}
+    with bare_app() as root, chromium() as browser:
+        returning = browser.new_context(viewport=VIEWPORT)
+        with server(root=root, port=port) as (_, url):  # the tab open before the restart
+            page = returning.new_page()
+            page.goto(f"{url}/")
+            wait_idle(page)
+            page.close()
+        for how, opener in zip(RESTARTS, (browser, returning)):
+            with server(root=root, port=port) as (_, url):
+                page = new_page(opener)
+                t0 = time.perf_counter()
+                page.goto(f"{url}/")
+                page.wait_for_function(f"() => {_SVGS}.length > 0", timeout=180_000, polling=50)
+                seconds[how] = time.perf_counter() - t0
+                page.close()
+    return seconds
+
 def _processes() -> dict[int, tuple[int, float]]:
     """Every process now: pid -> (parent pid, user + system CPU seconds) (Linux /proc)."""
     table = {}
@@ -709,6 +734,9 @@ def main(argv=None) -> None:
             for k, (model, page, first, final, *_) in enumerate(cold):
                 again = " | ".join(f"{rows[k][2]:.1f} | {rows[k][3]:.1f}" for rows in restarted.values())
                 print(f"| {code} | {model} | {page} | {first:.1f} | {final:.1f} | {again} |")
+        floor = bare_restarts()
+        print("| bare Streamlit page (one 2x2 heatmap) | | | | | "
+              + " | ".join(f"{floor[how]:.1f} | {floor[how]:.1f}" for how in RESTARTS) + " |")
         if args.trace:
             print("\nWhere the seconds go, since the link was opened: the script run's start and end as the browser "
                   "hears of them (before the start: the browser loading the app and connecting; the end comes "
