@@ -645,8 +645,14 @@ def test_the_case_study_drawing_shows_the_paper_sentences():
     drawing = casestudy.drawing(study, paper, resamples=50)
     assert {"case-claims", "case-received", "case-gates", "case-gini", "case-tau"} <= set(drawing)
     assert {"case-paper-0-received", "case-paper-1-gates", "case-paper-claims"} <= set(drawing)
-    ticks = drawing["case-paper-0-received"].layout.yaxis.ticktext
-    assert "some · stop" in ticks and "dogs" in ticks
+    # stop words marked as on every page (grey italic labels, hatched bars), their labels whole
+    for key in ("case-paper-0-received", "case-paper-0-gates"):
+        figure = drawing[key]
+        ticks = figure.layout.yaxis.ticktext
+        assert any(t.endswith("<i>some</i></span>") for t in ticks) and "dogs" in ticks
+        assert not any("…" in t for t in ticks)
+        hatched = figure.data[0].marker.pattern.shape
+        assert [bool(h) for h in hatched] == [t.startswith("<span") for t in ticks]
     with pytest.raises(ValueError, match="no DiSA blocks"):
         casestudy.measure(pipeline(encoder="bilstm"), [TEXT.split()])
 

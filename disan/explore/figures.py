@@ -49,6 +49,7 @@ TICK_CHARS = 12           # longer tokens are cut with an ellipsis in tick label
 MAX_TICKS = 40            # a longer token axis labels every k-th position (hover still names every one)
 FEATURE_TICKS = 25        # the same for an axis of features in a chosen order
 STOP_STYLE = "color:#8c8c8c"  # tick labels of stop words: grey italics
+STOP_CAPTION = "Grey italic labels and hatched bars: stop words (spaCy's English list)."  # under figures marking them
 LIFT_RANGE = (1.1, 64.0)  # the lift colour range spans at least x1/1.1..x1.1 and at most x1/64..x64
 SCALES = ("lift", "probability")  # how attention heatmaps are coloured (see _colouring)
 

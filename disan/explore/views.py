@@ -580,7 +580,7 @@ def gates(sentence: SentenceTrace, options: GatesOptions = GatesOptions(), width
         *rows_of({f"gates-sentence-{file_name(name)}": Html(markup.shaded_sentence(
             sentence.tokens, shading(sentence, f"gate {name}"))) for name in names}, width),
         Row({"gates-mean": mean_gates(sentence, width)},
-            caption="Grey italic labels and hatched bars: stop words (spaCy's English list)."),
+            caption=figures.STOP_CAPTION),
         *rows_of({f"gates-{file_name(name)}": gate_panel(sentence, name, each) for name in names}, width,
                  "Every feature",
                  "White is F = 0.5, an even mix of h and the attention output s; red keeps more of h, blue takes "

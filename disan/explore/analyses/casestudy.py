@@ -45,7 +45,7 @@ import torch
 
 from disan.explore import progressive
 from disan.explore.analyses import charts, stats
-from disan.explore.figures import token_bars
+from disan.explore.figures import STOP_CAPTION, token_bars
 from disan.explore.views import Drawing, Row
 from disan.inspect.batched import traces
 from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
@@ -366,11 +366,14 @@ def paper_rows(paper: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0
                 f"The paper's {len(paper.sentences)} sentences: measures, not verdicts",
                 caption=f"A verdict needs at least {MIN_SENTENCES} sentences; the paper reads its claims from these.")]
     for s, group in paper.tokens.groupby("sentence"):
-        labels = [f"{t} · stop" if c == "stop" else t for t, c in zip(group["token"], group["class"])]
+        tokens, stop = list(group["token"]), list(group["class"] == "stop")
         received_bars = {name: group[f"{name} relative"].to_numpy() for name in paper.blocks}
         gate_bars = {name: group[f"{name} gate"].to_numpy() for name in paper.blocks}
         rows.append(Row({
-            f"case-paper-{s}-received": token_bars(received_bars, labels, "attention received ÷ uniform", "ratio"),
-            f"case-paper-{s}-gates": token_bars(gate_bars, labels, "mean fusion gate", "mean gate F", (0.0, 1.0)),
-        }, f"The paper's sentence {s + 1}: {' '.join(group['token'])}"))
+            f"case-paper-{s}-received": token_bars(received_bars, tokens, "attention received ÷ uniform", "ratio",
+                                                   stop=stop),
+            f"case-paper-{s}-gates": token_bars(gate_bars, tokens, "mean fusion gate", "mean gate F", (0.0, 1.0),
+                                                stop=stop),
+        }, f"The paper's sentence {s + 1}: {' '.join(tokens)}",
+            caption=STOP_CAPTION))
     return rows
