@@ -3,7 +3,7 @@ each against its null."""
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app.common import checkpoint_args, current_checkpoint, draw, reads_pairs
+from disan.app.common import checkpoint_args, current_checkpoint, draw, persistent, reads_pairs
 from disan.explore import diskcache
 from disan.explore.analyses import faithfulness
 from disan.explore.kinds import look_of
@@ -48,36 +48,44 @@ def stages(what: str, job_of, drawing, grow=None):
                         first=faithfulness.FIRST, grow=grow)
 
 
-erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"])
-with erasure:
-    summary = stages(f"Erasing the top tokens of {entry.task} test inputs",
-                     lambda size: glue.faith_erasure_job(*args, items, size, settings),
-                     lambda part: faithfulness.erasure_drawing(part, entry.kind),
-                     lambda size, before: glue.faith_erasure_grown(*args, items, size, before[0], settings))
-    draw(faithfulness.erasure_drawing(summary, entry.kind))
-with interventions:
-    # a result kept on disk is drawn at once; otherwise it is computed when asked
-    if (st.button("Replace the attention", key="faith-intervene")
-            or diskcache.known(glue.faith_interventions_job(*args, items, settings)[0])):
-        draw(faithfulness.intervention_drawing(stages(
-            f"Replacing the attention of {entry.task} test inputs",
-            lambda size: glue.faith_interventions_job(*args, glue.stage_items(items, size), settings),
-            faithfulness.intervention_drawing)))
-with randomisation:
-    job = glue.faith_cascade_job(*args, few, settings)
-    if st.button(f"Cascading model randomisation ({len(few)} inputs)", key="faith-cascade") or diskcache.known(job[0]):
-        with st.spinner("Randomising the model from the top…"):
-            result = glue.kept(*job)
-        draw(faithfulness.agreement_drawing(result, "Cascading model randomisation"))
-    shuffled = st.text_input("A model of the same settings trained on shuffled labels (its checkpoint folder, "
-                             "e.g. runs/trec-shuffled-labels from `scripts/reproduce.sh faithfulness`)",
-                             key="faith-shuffled")
-    if shuffled:
-        try:
-            other = load(shuffled)
-        except ValueError as e:
-            st.error(str(e))
-            st.stop()
-        with st.spinner("Explaining both models…"):
-            result = glue.kept(*glue.faith_data_job(*args, other, few, settings))
-        draw(faithfulness.agreement_drawing(result, "Data randomisation: trained against shuffled labels"))
+# The open tab is the session's (a key, a rerun on a switch): a button's rerun keeps the user on its tab, and
+# only the open tab computes
+erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"], key="faith-tab",
+                                                on_change="rerun")
+if erasure.open:
+    with erasure:
+        summary = stages(f"Erasing the top tokens of {entry.task} test inputs",
+                         lambda size: glue.faith_erasure_job(*args, items, size, settings),
+                         lambda part: faithfulness.erasure_drawing(part, entry.kind),
+                         lambda size, before: glue.faith_erasure_grown(*args, items, size, before[0], settings))
+        draw(faithfulness.erasure_drawing(summary, entry.kind))
+if interventions.open:
+    with interventions:
+        # a result kept on disk is drawn at once; otherwise it is computed when asked
+        if (st.button("Replace the attention", key="faith-intervene")
+                or diskcache.known(glue.faith_interventions_job(*args, items, settings)[0])):
+            draw(faithfulness.intervention_drawing(stages(
+                f"Replacing the attention of {entry.task} test inputs",
+                lambda size: glue.faith_interventions_job(*args, glue.stage_items(items, size), settings),
+                faithfulness.intervention_drawing)))
+if randomisation.open:
+    with randomisation:
+        job = glue.faith_cascade_job(*args, few, settings)
+        if (st.button(f"Cascading model randomisation ({len(few)} inputs)", key="faith-cascade")
+                or diskcache.known(job[0])):
+            with st.spinner("Randomising the model from the top…"):
+                result = glue.kept(*job)
+            draw(faithfulness.agreement_drawing(result, "Cascading model randomisation"))
+        st.session_state.setdefault("faith-shuffled", "")  # kept while another tab is open
+        shuffled = persistent(st.text_input, "A model of the same settings trained on shuffled labels (its "
+                              "checkpoint folder, e.g. runs/trec-shuffled-labels from `scripts/reproduce.sh "
+                              "faithfulness`)", "faith-shuffled")
+        if shuffled:
+            try:
+                other = load(shuffled)
+            except ValueError as e:
+                st.error(str(e))
+                st.stop()
+            with st.spinner("Explaining both models…"):
+                result = glue.kept(*glue.faith_data_job(*args, other, few, settings))
+            draw(faithfulness.agreement_drawing(result, "Data randomisation: trained against shuffled labels"))

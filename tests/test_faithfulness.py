@@ -367,8 +367,14 @@ def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_
     table = at.dataframe[0].value
     assert list(table["explanation"])[-1] == F.RANDOM and len(table) == 9
     assert set(table["comprehensiveness: verdict"][:-1]) <= {"better than random", "no better", "worse"}
+    # only the open tab draws (and computes): the cascade's button is in a tab not open yet
+    assert "faith-cascade" not in [b.key for b in at.button]
+    at.session_state["faith-tab"] = "Randomisation"
+    at.run()
+    assert "faith-erasure-bars" not in charts(at) and not at.dataframe
     at.button(key="faith-cascade").click().run()
     assert not at.exception and "faith-agreement-bars" in charts(at)
+    assert at.session_state["faith-tab"] == "Randomisation"  # the button's rerun stays on its tab
 
 
 @pytest.mark.quick
