@@ -22,7 +22,6 @@ import pytest
 
 from disan.__main__ import run
 from disan.data.kinds import kind_of
-from disan.explore import progressive
 from disan.explore.analyses import faithfulness
 from disan.tools.latency import (
     CHROMIUM,
@@ -228,20 +227,3 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
           f"{spent['Faithfulness']:.0f} s")
     assert not problems, "\n".join(problems)
 
-
-def test_a_faithfulness_button_keeps_its_tab_open_through_its_stages(checkpoints):
-    # stages on (the suite turns them off): a progress bar and a partial drawing come and go inside the tab
-    env = {"DISAN_CHECKPOINTS": str(checkpoints), progressive.FIRST_ENV: "2"}
-    with server(env) as (_, url), chromium(CHROMIUM) as browser:
-        page = browser.new_page(viewport=VIEWPORT)
-        page.goto(f"{url}/faithfulness?model=two-class")
-        drawn(page)
-        for tab, button, heading in (("Interventions", "Replace the attention", "Attention interventions over"),
-                                     ("Randomisation", "Cascading model randomisation", "Cascading model randomisation")):
-            page.get_by_role("tab", name=tab).click()
-            page.get_by_role("button", name=re.compile(f"^{re.escape(button)}")).click()
-            result = page.get_by_role("heading", name=re.compile(f"^{re.escape(heading)}"))
-            result.wait_for(state="attached", timeout=180_000)
-            drawn(page)
-            assert page.get_by_role("tab", name=tab).get_attribute("aria-selected") == "true"
-            assert result.is_visible()
