@@ -226,4 +226,3 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
     print(f"{model}: audited in {time.perf_counter() - started:.0f} s, of which Faithfulness "
           f"{spent['Faithfulness']:.0f} s")
     assert not problems, "\n".join(problems)
-

@@ -413,6 +413,17 @@ def analysis_visits(opener, models, cache_dir: str, port: int, root: Path | None
     return rows
 
 
+def opened_before(context, port: int, root: Path | None = None, env: dict[str, str] | None = None) -> None:
+    """The tab a user had open before restarting the server: the app of ``root`` served on ``port`` (this server
+    is not timed), opened and closed in ``context``, whose HTTP cache then holds Streamlit's and plotly's code
+    for that origin."""
+    with server(env, root=root, port=port) as (_, url):
+        page = context.new_page()
+        page.goto(f"{url}/")
+        wait_idle(page)
+        page.close()
+
+
 # The restarts :func:`analysis_latency` times: a new browser session (nothing cached), and the browser that
 # had the app open before the restart (its HTTP cache holds Streamlit's and plotly's code), as when a user
 # restarts the server and reloads the tab.
@@ -428,12 +439,7 @@ def analysis_latency(models=ANALYSIS_MODELS, root: Path | None = None) -> tuple[
     with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
         cold = analysis_visits(browser, models, cache_dir, port, root)
-        # the tab open before the restart (this server is not timed)
-        with server({"DISAN_CACHE_DIR": cache_dir}, root=root, port=port) as (_, url):
-            page = returning.new_page()
-            page.goto(f"{url}/")
-            wait_idle(page)
-            page.close()
+        opened_before(returning, port, root, {"DISAN_CACHE_DIR": cache_dir})
         restarted = {RESTARTS[0]: analysis_visits(browser, models, cache_dir, port, root),
                      RESTARTS[1]: analysis_visits(returning, models, cache_dir, port, root)}
     return cold, restarted
@@ -447,11 +453,7 @@ def bare_restarts() -> dict[str, float]:
     seconds = {}
     with bare_app() as root, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
-        with server(root=root, port=port) as (_, url):  # the tab open before the restart
-            page = returning.new_page()
-            page.goto(f"{url}/")
-            wait_idle(page)
-            page.close()
+        opened_before(returning, port, root)
         for how, opener in zip(RESTARTS, (browser, returning)):
             with server(root=root, port=port) as (_, url):
                 page = new_page(opener)
@@ -461,6 +463,7 @@ def bare_restarts() -> dict[str, float]:
                 seconds[how] = time.perf_counter() - t0
                 page.close()
     return seconds
+
 
 def _processes() -> dict[int, tuple[int, float]]:
     """Every process now: pid -> (parent pid, user + system CPU seconds) (Linux /proc)."""
