@@ -4,15 +4,33 @@
 _MODEL = ("DiSANConfig", "DiSANEncoder", "EncoderTrace")
 
 
+DISTRIBUTION = "disan-explorer"  # the name pip installs it under (pyproject.toml)
+
+
+def _version() -> str:
+    """The installed distribution's version; in a checkout that is not installed, pyproject.toml's."""
+    from importlib import metadata
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+        with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+            return tomllib.load(f)["project"]["version"]
+
+
 def __getattr__(name: str):
     if name in _MODEL:
         from disan.nn import model
         return getattr(model, name)
+    if name == "__version__":  # read at first use: importing the package reads no metadata
+        globals()["__version__"] = _version()
+        return globals()["__version__"]
     raise AttributeError(f"module 'disan' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODEL})
+    return sorted({*globals(), *_MODEL, "__version__"})
 
 
 def load(path, kernel=None, device="cpu"):
@@ -27,4 +45,4 @@ def load(path, kernel=None, device="cpu"):
     return _load(path, kernel, device)
 
 
-__all__ = ["DiSANConfig", "DiSANEncoder", "EncoderTrace", "load"]
+__all__ = ["DiSANConfig", "DiSANEncoder", "EncoderTrace", "load", "__version__"]

@@ -1,4 +1,5 @@
-"""The installable package: pyproject.toml agrees with requirements.txt and lists every package, and
+"""The installable package: every pin of the locks (requirements*.txt) satisfies its range in pyproject.toml,
+which lists every package, and
 `pip install .` from a checkout into a fresh virtual environment gives a `disan` command and an importable
 `disan` that work from another folder (the C++ kernel built by the install, the app served), packs only the
 shipped checkpoints and leaves the checkout clean; the checkout and the package build the kernel once."""
@@ -14,27 +15,65 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
-def requirement_lines() -> tuple[list[str], list[str]]:
-    """(the runtime pins, the test pins) of requirements.txt: the test ones follow its '# tests' line."""
-    runtime, tests = [], []
-    current = runtime
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
-        if line.strip().lower() == "# tests":
-            current = tests
-        elif line.strip() and not line.startswith("#"):
-            current.append(line.strip())
-    return runtime, tests
+# Each lock file and the groups of pyproject.toml whose ranges its pins must satisfy: what running needs (the
+# GloVe 50d package is an extra of the package, pinned for the app), the documentation's tools, the tests' tools.
+LOCKS = {"requirements.txt": ("dependencies", "glove50"), "requirements-docs.txt": ("docs",),
+         "requirements-test.txt": ("test", "gpu")}
 
 
-def test_dependencies_are_those_of_requirements_txt():
-    runtime, tests = requirement_lines()
-    assert PYPROJECT["project"]["dependencies"] == runtime
-    assert PYPROJECT["project"]["optional-dependencies"]["test"] == tests
+def pins(lock: str) -> dict[str, Requirement]:
+    """A lock file's own pins by package name (the files it includes with -r are locks of their own)."""
+    lines = (line.strip() for line in (ROOT / lock).read_text().splitlines())
+    found = [Requirement(line) for line in lines if line and not line.startswith(("#", "-r "))]
+    return {canonicalize_name(r.name): r for r in found}
+
+
+def ranges(*groups: str) -> dict[str, Requirement]:
+    """pyproject.toml's requirements of some groups ("dependencies" or an extra's name) by package name, less
+    the package's own extras that an extra names."""
+    project = PYPROJECT["project"]
+    found = [Requirement(text) for group in groups
+             for text in (project["dependencies"] if group == "dependencies" else project["optional-dependencies"][group])]
+    return {canonicalize_name(r.name): r for r in found if canonicalize_name(r.name) != canonicalize_name(project["name"])}
+
+
+@pytest.mark.parametrize("lock", LOCKS)
+def test_every_pin_of_the_locks_satisfies_its_range_in_pyproject(lock):
+    pinned, allowed = pins(lock), ranges(*LOCKS[lock])
+    assert set(pinned) == set(allowed), "the lock and pyproject.toml name different packages"
+    for name, pin in pinned.items():
+        [exact] = pin.specifier
+        assert exact.operator == "==", f"{lock}: {pin} is not an exact pin"
+        assert allowed[name].specifier.contains(exact.version), f"{pin} is outside pyproject.toml's {allowed[name]}"
+        assert allowed[name].marker == pin.marker, f"{name}: the lock and pyproject.toml apply it on other platforms"
+        # a range admits the next minor releases but not the next major one, which may break the API
+        major = int(exact.version.split(".")[0])
+        assert not allowed[name].specifier.contains(f"{major + 1}.0.0"), f"{allowed[name]} has no ceiling"
+
+
+def test_the_app_installs_no_test_or_documentation_tool():
+    app = set(pins("requirements.txt"))
+    assert not app & (set(pins("requirements-test.txt")) | set(pins("requirements-docs.txt")))
+    assert {"pytest", "playwright", "mkdocs", "triton"}.isdisjoint(app)
+    test_lock = (ROOT / "requirements-test.txt").read_text().splitlines()
+    assert {"-r requirements.txt", "-r requirements-docs.txt"} <= set(test_lock)  # the tests build the docs too
+
+
+def test_the_package_is_licensed_and_says_its_version():
+    import disan
+    project = PYPROJECT["project"]
+    assert project["license"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert project["license-files"] == ["LICENSE"] and project["authors"] and project["keywords"]
+    assert disan.__version__ == project["version"]
+    versions = [c.rsplit(" :: ", 1)[1] for c in project["classifiers"] if c.startswith("Programming Language :: Python :: 3.")]
+    assert project["requires-python"] == f">={versions[0]}"  # the lowest Python the classifiers name
 
 
 def test_every_package_is_listed():
