@@ -3,7 +3,9 @@
 One library, for the instruction set PyTorch dispatches to on the building machine (AVX512, AVX2 or
 neither), named by :func:`disan.nn.kernels.cpp.library_name`; where that name differs at run time
 (another instruction set, another torch build), the package builds at run time as a checkout does.
-The rest of the metadata is in pyproject.toml. The build needs torch (pinned in its [build-system]); to build
+Where it cannot be built (not Linux, no C++ compiler:
+:func:`disan.nn.kernels.cpp.build_unavailable`), the package installs without it and the portable PyTorch
+path serves. The rest of the metadata is in pyproject.toml. The build needs torch (pinned in its [build-system]); to build
 against the torch already installed instead of downloading it into an isolated environment:
 ``pip install --no-build-isolation .``.
 
@@ -67,10 +69,13 @@ class BuildPy(build_py):
 
 
 cpp = kernel_module()
+unavailable = cpp.build_unavailable()
+if unavailable is not None:
+    print(f"disan-explorer: the C++ kernel is not built ({unavailable}); the portable PyTorch path will serve")
 setup(
-    ext_modules=[CppExtension(f"disan.nn.kernels.{cpp.library_name()}",
-                              [str(cpp.SOURCE.relative_to(ROOT))],
-                              extra_compile_args=cpp.compile_flags(), extra_link_args=list(cpp.LINK_FLAGS))],
+    ext_modules=[] if unavailable else [
+        CppExtension(f"disan.nn.kernels.{cpp.library_name()}", [str(cpp.SOURCE.relative_to(ROOT))],
+                     extra_compile_args=cpp.compile_flags(), extra_link_args=list(cpp.LINK_FLAGS))],
     cmdclass={"build_ext": BuildKernel, "build_py": BuildPy},
     # the kernel's source, for a run-time build where the installed library does not fit
     package_data={"disan.nn.kernels": ["csrc/*.cpp"],

@@ -103,6 +103,19 @@ _CAPABILITY_FLAGS = {
 LINK_FLAGS = ("-fopenmp",)
 
 
+def build_unavailable() -> str | None:
+    """Why this machine cannot build the library, or None. It is built for Linux with GCC's (or clang's) flags:
+    OpenMP, the x86 vector flags, a POSIX file lock around the build. macOS's clang has no OpenMP of its own
+    and Windows builds with MSVC, whose flags and library names differ, so there (and on a Linux without a
+    C++ compiler) nothing is built, at install or at run time, and the portable PyTorch path serves."""
+    if not sys.platform.startswith("linux"):
+        return f"it is built on Linux only, not on {sys.platform}"
+    compiler = os.environ.get("CXX") or "c++"  # the compiler torch.utils.cpp_extension calls
+    if shutil.which(compiler) is None:
+        return f"no C++ compiler ({compiler}) on PATH"
+    return None
+
+
 def compile_flags() -> list[str]:
     """The compiler's flags for the instruction set PyTorch dispatches to here (``ATEN_CPU_CAPABILITY`` included)."""
     return ["-O3", "-fopenmp", *_CAPABILITY_FLAGS.get(torch.backends.cpu.get_cpu_capability(), [])]
@@ -196,6 +209,9 @@ def build() -> Path:
     process building it) and return its path; raises if it cannot be built."""
     from torch.utils.cpp_extension import load as load_extension
 
+    why = build_unavailable()
+    if why is not None:
+        raise RuntimeError(why)
     _ninja_on_path()
     directory = build_directory()
     with _build_step(directory):
@@ -239,16 +255,21 @@ def ready() -> bool:
     if _loaded:
         return True
     with _lock:
+        if _failure is not None:
+            raise _failure
         if _background is None:
             if _library_at_hand() is None:
+                why = build_unavailable()
+                if why is not None:  # said once, by the caller's warning; no build is started
+                    _failure = RuntimeError(why)
+                    raise _failure
                 _background = _start_build()
                 return False
         elif _background.poll() is None:
             return False
         elif _background.returncode != 0:
-            if _failure is None:
-                log = build_directory() / "build.log"
-                _failure = RuntimeError(f"the build failed (see {log}): {log.read_text(errors='replace')[-2000:]}")
+            log = build_directory() / "build.log"
+            _failure = RuntimeError(f"the build failed (see {log}): {log.read_text(errors='replace')[-2000:]}")
             raise _failure
     load()
     return True
