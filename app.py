@@ -72,6 +72,8 @@ def sidebar() -> list[str]:
                        help=f"{entry.label}. Vocabulary: {entry.vocabulary}. Every checkpoint's card is on the "
                             "Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
+            if entry.vectors_missing:  # its words outside the stored ones are <unk> here, unlike where they are
+                st.caption(f":material/warning: {entry.vectors_missing}")
             if reads_pairs(entry):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])

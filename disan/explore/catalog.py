@@ -52,6 +52,12 @@ class Entry:
         return f"open: the stored words and every word of {source}" if source else why_not
 
     @property
+    def vectors_missing(self) -> str | None:
+        """The line saying that the vectors of its open vocabulary are not on this machine, naming what gets
+        them (:func:`disan.nn.checkpoint.vectors_missing`), else None."""
+        return checkpoint.vectors_missing(self.config)
+
+    @property
     def short_label(self) -> str:
         """The label cut to what a narrow picker shows whole: the name, the encoder where it is not DiSAN, and
         the headline figure without "test", or "training" for a run that has not ended (:attr:`label` says all of it)."""

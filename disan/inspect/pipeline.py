@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,4 +261,8 @@ def load(path: str | Path, kernel: str | None = None, device: str | torch.device
     cpu, cuda or cuda:N; the app keeps the CPU), ``kernel`` overriding its token2token path (see
     :mod:`disan.nn.kernels`); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the
     reason, and ValueError for a device that is not there."""
-    return Pipeline(*checkpoint.load(path, kernel, device), Path(path))
+    pipe = Pipeline(*checkpoint.load(path, kernel, device), Path(path))
+    missing = checkpoint.vectors_missing(pipe.config)
+    if missing:  # said once (Python shows a warning once per place), in a notebook and on a command line alike
+        warnings.warn(f"{pipe.name}: {missing}", UserWarning, stacklevel=2)
+    return pipe

@@ -315,6 +315,18 @@ def vectors_source(config: dict) -> str | None:
     return (config.get("vectors") or {}).get("source") or (config.get("train_config") or {}).get("embeddings")
 
 
+# How the line of :func:`vectors_to_open` starts when the vectors are named and trusted but not on this machine:
+# the one case a user can remedy, and whose predictions differ from a machine that has them.
+MISSING_VECTORS = "stored words only, its word vectors are not here"
+
+
+def vectors_missing(config: dict) -> str | None:
+    """The line saying that an "open" vocabulary cannot find the vectors the model was trained with, naming what
+    gets them (its words outside the stored ones are then <unk>, unlike on a machine that has them), else None."""
+    source, why_not = vectors_to_open(config)
+    return why_not if source is None and why_not.startswith(MISSING_VECTORS) else None
+
+
 def vectors_to_open(config: dict) -> tuple[str | None, str]:
     """(the word vectors an "open" vocabulary reads, "") for a checkpoint's config, or (None, the line saying
     why it keeps its stored words): the vectors are not named, not here, or not those it was trained with."""
@@ -327,7 +339,7 @@ def vectors_to_open(config: dict) -> tuple[str | None, str]:
     try:
         found = fingerprint(source)
     except FileNotFoundError as e:
-        return None, f"stored words only: {e}"
+        return None, f"{MISSING_VECTORS}: {e}"
     if recorded.get("sha256") and found != recorded["sha256"]:
         return None, f"stored words only: the files of {source} here differ from those the model was trained with"
     return source, ""
