@@ -260,4 +260,4 @@ def load(path: str | Path, kernel: str | None = None, device: str | torch.device
     cpu, cuda or cuda:N; the app keeps the CPU), ``kernel`` overriding its token2token path (see
     :mod:`disan.nn.kernels`); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the
     reason, and ValueError for a device that is not there."""
-    return Pipeline(*checkpoint.load(path, kernel, device), Path(path))
+    return Pipeline(*checkpoint.load(path, kernel, device), checkpoint.locate(path))
