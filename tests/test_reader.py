@@ -250,7 +250,8 @@ def test_both_uploaders_have_the_one_bound(server, make_checkpoint, monkeypatch)
     assert kept_files(data) == []
 
 
-def test_the_training_page_trains_on_an_upload_without_a_benchmark_data_folder(tmp_path, vectors, monkeypatch):  # noqa: F811
+def test_the_training_page_trains_on_an_upload_without_a_benchmark_data_folder(
+        tmp_path, vectors, monkeypatch):  # noqa: F811 (vectors is a fixture)
     kept, ckdir = tmp_path / "uploads", tmp_path / "checkpoints"
     monkeypatch.setenv("DISAN_DATA_DIR", str(tmp_path / "no-data"))
     monkeypatch.setenv("DISAN_UPLOADS", str(kept))

@@ -72,8 +72,9 @@ def discard(staged: Path) -> None:
 
 
 def save_upload(folder: str | os.PathLike, name: str, data: bytes, limit_mb: int | None = None) -> Path:
-    """Keep an uploaded file in ``folder`` (made if missing) under :func:`safe_name`: the file already there when it has the same name and SHA-256, else a new one, named with the start of its
-    SHA-256 when the name is taken by other content. DataError for a file over ``limit_mb`` megabytes
+    """Keep an uploaded file in ``folder`` (made if missing) under :func:`safe_name`: the file already there
+    when it has the same name and SHA-256, else a new one, named with the start of its SHA-256 when the name
+    is taken by other content. DataError for a file over ``limit_mb`` megabytes
     (default: :func:`upload_limit_mb`) or of another format. The bytes go to a hidden file first, linked to
     its name once whole: a listing never shows half a file, and no upload replaces another."""
     check_size(len(data), limit_mb)
