@@ -103,3 +103,12 @@ def test_the_commands_take_a_checkpoint_by_name_and_a_path_that_exists_wins(tmp_
     Path("tiny").mkdir()  # a folder of that name here is what the command means
     with pytest.raises(checkpoint.CheckpointError, match="tiny is not a checkpoint"):
         disan.load("tiny")
+
+
+def test_disan_app_without_checkpoints_leaves_the_listing_to_the_server(monkeypatch):
+    from argparse import Namespace
+
+    from disan.tools.app import command
+    monkeypatch.delenv(paths.CHECKPOINTS_ENV, raising=False)
+    _, env, _ = command(Namespace(checkpoints=None, port=8642, headless=True))
+    assert paths.CHECKPOINTS_ENV not in env  # the server lists the folders of checkpoint_folders()
