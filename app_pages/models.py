@@ -14,7 +14,8 @@ for e in items:
         if not e.ok:
             st.error(f"{e.name} cannot be used: {e.error}")
             continue
-        st.caption(f"Predicts with the vocabulary {e.vocabulary}.")
+        where = "Shipped with disan, read-only" if e.shipped else "Saved"
+        st.caption(f"{where} in {e.path}. Predicts with the vocabulary {e.vocabulary}.")
         st.markdown(catalog.card(e) or "_no model card_")
         history = e.metrics.get("history") or []
         if history:

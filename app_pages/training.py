@@ -12,19 +12,15 @@ SOURCES = ("a benchmark", "a file of your own")
 
 
 def chosen_file() -> tuple[Path, str, object] | None:
-    """A file of one's own, uploaded or picked among the data folder's table files (never a path typed by
-    a visitor): (its path, the name shown, the upload or None), or None (after saying why) while there is
-    none. An upload's path is its temporary copy until :func:`disan.app.training.keep` keeps it."""
-    try:
-        folder = glue.data_dir()
-    except FileNotFoundError as e:
-        st.error(f"No file can be used: {e}")
-        return None
-    how = st.radio("File", ["upload", "pick one in the data folder"], horizontal=True, key="train-file-how")
+    """A file of one's own, uploaded or picked among the uploads kept and the data folder's table files
+    (never a path typed by a visitor): (its path, the name shown, the upload or None), or None (after saying
+    why) while there is none. An upload's path is its temporary copy until :func:`disan.app.training.keep`
+    keeps it."""
+    how = st.radio("File", ["upload", "pick one kept on the server"], horizontal=True, key="train-file-how")
     if how == "upload":
         try:
-            upload = glue.upload(f"A file to train on, kept in {glue.UPLOADS}/ of the server's data folder "
-                                 f"once it can be trained on", glue.TABLES, "train-upload")
+            upload = glue.upload(f"A file to train on, kept in {glue.uploads_dir()} once it can be trained on",
+                                 glue.TABLES, "train-upload")
         except ValueError as e:  # a bad DISAN_UPLOAD_MB, or a file over the bound
             st.error(str(e))
             return None
@@ -36,13 +32,12 @@ def chosen_file() -> tuple[Path, str, object] | None:
         except glue.DataError as e:
             st.error(str(e))
             return None
-        return path, f"{glue.UPLOADS}/{path.name}", upload
-    listed = glue.table_files(folder)
+        return path, f"{glue.UPLOADED}/{path.name}", upload
+    listed, where = glue.offered_files()
     if not listed:
-        st.info(f"The data folder {folder} holds no {', '.join(glue.TABLES)} file yet (at its top or in "
-                f"{glue.UPLOADS}/): upload one.")
+        st.info(f"No {', '.join(glue.TABLES)} file is kept on the server yet ({where}): upload one.")
         return None
-    name = st.selectbox("File", list(listed), key="train-file", help=f"the table files of {folder}")
+    name = st.selectbox("File", list(listed), key="train-file", help=where)
     return listed[name], name, None
 
 
@@ -141,6 +136,7 @@ def start_form(own: dict | None) -> None:
                                help="each item sets its flags as the authors' SST code does, over the fields above "
                                     "(item 2 trains 120,000 steps; item 8 is for SST only)")
         probe = st.text_input("Probe sentence for the attention timeline", glue.PROBE, key="train-probe")
+        st.caption(glue.saved_where())
         submitted = st.form_submit_button("Start", type="primary")
     if not submitted:
         return

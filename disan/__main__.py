@@ -9,6 +9,7 @@ import json
 import sys
 
 from disan.data.loaders import SPLITS
+from disan.data.paths import CHECKPOINT_HELP
 from disan.nn.checkpoint import VOCABULARIES
 from disan.nn.device import DEVICES
 from disan.tools import invoked
@@ -43,7 +44,7 @@ EVALUATE = "print a checkpoint's metrics on a split"
 
 def _evaluate_arguments(ev: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The ``evaluate`` command's arguments, added to ``ev``."""
-    ev.add_argument("checkpoint")
+    ev.add_argument("checkpoint", help=CHECKPOINT_HELP)
     ev.add_argument("--split", default="test", choices=SPLITS)
     ev.add_argument("--data-dir", dest="data_dir", default=None)
     ev.add_argument("--json", action="store_true")

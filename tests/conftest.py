@@ -3,7 +3,7 @@ import os
 import pytest
 import torch
 
-from disan.data import download, glove100, loaders
+from disan.data import download, glove100, loaders, paths
 from disan.data.text import Vocab
 from disan.explore import diskcache, progressive
 from disan.nn import checkpoint
@@ -54,53 +54,48 @@ def data_root():
     return root
 
 
+def set_for_session(name: str, value: str):
+    """Set an environment variable for the whole session, in the tests and the processes they start, and
+    put back what it was; a session fixture's body (``yield from``)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    yield
+    if before is None:
+        del os.environ[name]
+    else:
+        os.environ[name] = before
+
+
 @pytest.fixture(scope="session", autouse=True)
 def event_files_in_tmp(tmp_path_factory):
     """Training runs write TensorBoard event files under $DISAN_LOGDIR (by default runs/tensorboard in the
-    working directory): in the tests, and in the training jobs they start, into a temporary folder instead."""
-    before = os.environ.get(LOGDIR_ENV)
-    os.environ[LOGDIR_ENV] = str(tmp_path_factory.mktemp("tensorboard"))
-    yield
-    if before is None:
-        del os.environ[LOGDIR_ENV]
-    else:
-        os.environ[LOGDIR_ENV] = before
+    checkout): in the tests, and in the training jobs they start, into a temporary folder instead."""
+    yield from set_for_session(LOGDIR_ENV, str(tmp_path_factory.mktemp("tensorboard")))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def no_fetched_vectors(tmp_path_factory):
     """Tests train with the 50d package, the default of a fresh machine, even where GloVe 100d was
     fetched: $DISAN_VECTORS_DIR points at an empty folder unless a test sets its own."""
-    before = os.environ.get(glove100.VECTORS_ENV)
-    os.environ[glove100.VECTORS_ENV] = str(tmp_path_factory.mktemp("vectors"))
-    yield
-    if before is None:
-        del os.environ[glove100.VECTORS_ENV]
-    else:
-        os.environ[glove100.VECTORS_ENV] = before
+    yield from set_for_session(glove100.VECTORS_ENV, str(tmp_path_factory.mktemp("vectors")))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def results_cache_in_tmp(tmp_path_factory):
-    """The analyses' on-disk result cache ($DISAN_CACHE_DIR, by default ~/.cache/disan) in a temporary
-    folder: tests never read what the app or another session stored."""
-    before = os.environ.get(diskcache.DIR_ENV)
-    os.environ[diskcache.DIR_ENV] = str(tmp_path_factory.mktemp("results-cache"))
-    yield
-    if before is None:
-        del os.environ[diskcache.DIR_ENV]
-    else:
-        os.environ[diskcache.DIR_ENV] = before
+    """The analyses' on-disk result cache ($DISAN_CACHE_DIR, by default the user's cache folder) in a
+    temporary folder: tests never read what the app or another session stored."""
+    yield from set_for_session(diskcache.DIR_ENV, str(tmp_path_factory.mktemp("results-cache")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def uploads_in_tmp(tmp_path_factory):
+    """The Training page keeps uploads in $DISAN_UPLOADS (by default uploads/ in the checkout): in the
+    tests, in a temporary folder."""
+    yield from set_for_session(paths.UPLOADS_ENV, str(tmp_path_factory.mktemp("uploads")))
 
 
 @pytest.fixture(scope="session", autouse=True)
 def whole_corpus_at_once():
     """The analysis pages compute over the whole corpus at once ($DISAN_FIRST_SAMPLE = 0), so that page tests
     pay for no partial stages; the tests of the stages set their own first sample."""
-    before = os.environ.get(progressive.FIRST_ENV)
-    os.environ[progressive.FIRST_ENV] = "0"
-    yield
-    if before is None:
-        del os.environ[progressive.FIRST_ENV]
-    else:
-        os.environ[progressive.FIRST_ENV] = before
+    yield from set_for_session(progressive.FIRST_ENV, "0")

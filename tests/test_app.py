@@ -491,6 +491,9 @@ def test_the_training_forms_name_and_recipe_items_make_the_run(tmp_path, monkeyp
     for bad in ("../up", "a/b", ".hidden"):
         with pytest.raises(ValueError, match="slashes or start with a dot"):
             training.checkpoint_name(bad, "disan", "trec", None)
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ValueError, match=f"{tmp_path / 'taken'} exists already"):
+        training.checkpoint_name("taken", "disan", "trec", None)  # a run never replaces a listed checkpoint
     fields = dict(task="trec", encoder="disan", epochs=2, patience=1, lr=0.001, optimizer="adam", dropout=0.1,
                   d_h=30, vectors="", seed=3, cap=0)
     plain = training.train_config("run", None, (), **fields)

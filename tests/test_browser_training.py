@@ -1,7 +1,7 @@
 """Bring your own data in Chromium: upload a small CSV on the Training page, see its preview, column pickers
 and label balance, train a tiny model on it, and trace the new model on the Attention page. The app runs
-on an empty data folder and an empty checkpoints folder; screenshots are saved under
-test-artifacts/screenshots/."""
+with no benchmark data folder at all, an empty uploads folder and an empty checkpoints folder; screenshots
+are saved under test-artifacts/screenshots/."""
 import csv
 import json
 from pathlib import Path
@@ -20,11 +20,12 @@ BAD = ["a dull boring story", "bad acting and a weak plot", "awful and tedious",
 
 @pytest.fixture
 def app_url(tmp_path):
-    data, ckdir = tmp_path / "data", tmp_path / "checkpoints"
-    data.mkdir()
+    uploaded, ckdir = tmp_path / "uploads", tmp_path / "checkpoints"
     ckdir.mkdir()
-    with server({"DISAN_DATA_DIR": str(data), "DISAN_CHECKPOINTS": str(ckdir)}) as (_, address):
-        yield address, data, ckdir
+    env = {"DISAN_DATA_DIR": str(tmp_path / "no-data"), "DISAN_UPLOADS": str(uploaded),
+           "DISAN_CHECKPOINTS": str(ckdir)}
+    with server(env) as (_, address):
+        yield address, uploaded, ckdir
 
 
 def reviews(path: Path) -> Path:
@@ -52,7 +53,7 @@ def fill(page, label: str, value: str) -> None:
 
 
 def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url, tmp_path):
-    url, data, ckdir = app_url
+    url, uploaded, ckdir = app_url
     SHOTS.mkdir(parents=True, exist_ok=True)
     with chromium(CHROMIUM) as browser:
         page = browser.new_page(viewport={**VIEWPORT, "height": 2400})  # the whole form in a screenshot
@@ -69,7 +70,7 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         wait_drawn(page, "label balance of uploads/my_reviews.csv")
         wait_idle(page)  # the table's own browser code may still be loading once the figure is drawn
         no_exception(page)
-        assert (data / "uploads" / "my_reviews.csv").read_bytes() == (tmp_path / "my reviews.csv").read_bytes()
+        assert (uploaded / "my_reviews.csv").read_bytes() == (tmp_path / "my reviews.csv").read_bytes()
         assert "The first 20 rows of uploads/my_reviews.csv" in texts(page, '[data-testid="stCaptionContainer"]')
         assert page.locator('[data-testid="stMain"] [data-testid="stDataFrame"]').count() == 1
         pickers = texts(page, '[data-testid="stMain"] [data-testid="stSelectbox"] label')
@@ -86,6 +87,7 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         assert bars.count() == 2
         page.screenshot(path=str(SHOTS / "training-own-file.png"))
 
+        assert f"Models are saved in {ckdir}," in " ".join(texts(page, '[data-testid="stCaptionContainer"]'))
         fill(page, "Epochs", "1")
         fill(page, "d_h", "8")
         fill(page, "Checkpoint name", "mine")
@@ -97,7 +99,7 @@ def test_an_uploaded_file_trains_a_model_that_the_attention_page_traces(app_url,
         page.get_by_role("heading", name="Evaluation on the test split").first.wait_for(timeout=120_000)
         page.screenshot(path=str(SHOTS / "training-own-file-done.png"))
         config = json.loads((ckdir / "mine" / "config.json").read_text())
-        assert config["data"]["files"]["data"]["path"] == str((data / "uploads" / "my_reviews.csv").resolve())
+        assert config["data"]["files"]["data"]["path"] == str((uploaded / "my_reviews.csv").resolve())
         assert config["data"]["columns"] == {"text": "review", "text_b": None, "label": "sentiment"}
 
         navigate(page, "Attention")

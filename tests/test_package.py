@@ -18,6 +18,8 @@ import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from .test_own_data import ROWS, vectors, write_csv  # noqa: F401 (vectors is a fixture)
+
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
@@ -262,6 +264,51 @@ def test_disan_app_serves_the_installed_app_and_its_checkpoints(installed):
     finally:
         app.terminate()
         app.wait(30)
+
+
+# The Training page's run on an upload, in the installed package: the upload kept, the model trained (its resume
+# file kept) where the page puts them, and an analysis result cached.
+TRAIN_AS_THE_PAGE = """
+import dataclasses, sys
+from pathlib import Path
+from disan.app import training
+from disan.data import paths, uploads
+from disan.explore import diskcache
+from disan.training.train import train
+kept = uploads.save_upload(paths.uploads_dir(), "mine.csv", Path(sys.argv[1]).read_bytes())
+own = training.data_fields(kept, "review", None, "sentiment", "classify", 0.2, 0.2)
+cfg = training.train_config("mine", own, (), task=None, encoder="disan", epochs=1, patience=1, lr=0.001,
+                            optimizer="adam", dropout=0.0, d_h=6, vectors=sys.argv[2], seed=0, cap=0)
+train(dataclasses.replace(cfg, keep_state=True, d_fc=6, extra_vocab=0, batch_size=16))
+diskcache.cached(diskcache.key_of("a test", n=1), lambda: [1.5])
+"""
+
+
+def test_an_installed_package_trains_into_the_user_data_folder_never_into_its_own(installed, tmp_path, vectors):
+    venv, _, env, _ = installed
+    home, here = tmp_path / "home", tmp_path / "here"
+    here.mkdir()
+    env = {**env, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache")}
+    for name in ("DISAN_LOGDIR", "DISAN_UPLOADS", "DISAN_CACHE_DIR", "DISAN_VECTORS_DIR", "DISAN_DATA_DIR"):
+        env.pop(name, None)
+    python = venv / "bin" / "python"
+    package = Path(subprocess.run([str(python), "-c", "import disan; print(disan.__file__)"], env=env, cwd=here,
+                                  capture_output=True, text=True, check=True).stdout.strip()).parent
+
+    def files() -> set[Path]:
+        return {p for p in package.rglob("*") if "__pycache__" not in p.parts}
+
+    before = files()
+    done = subprocess.run([str(python), "-c", TRAIN_AS_THE_PAGE, str(write_csv(tmp_path / "mine.csv", ROWS)), vectors],
+                          env=env, cwd=here, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert files() == before and not any(here.iterdir())
+    mine = home / "data" / "disan"
+    assert (mine / "uploads" / "mine.csv").read_bytes() == (tmp_path / "mine.csv").read_bytes()
+    assert (mine / "checkpoints" / "mine" / "model.safetensors").is_file()
+    assert (mine / "checkpoints" / "mine.resume.pt").is_file()
+    assert any((mine / "runs" / "tensorboard" / "mine").glob("events.out.tfevents.*"))
+    assert [p.parent.name for p in (home / "cache" / "disan").rglob("*.npz")] == ["results"]
 
 
 def test_disan_app_refuses_a_checkpoints_folder_that_is_not_there(tmp_path, capsys):

@@ -19,6 +19,7 @@ from disan.tools import predict
 
 from .test_app import app, texts, visit
 from .test_own_data import ROWS, tiny, vectors, write_csv  # noqa: F401 (vectors is a fixture)
+from .test_training_page import status, wait
 
 pytestmark = pytest.mark.quick
 
@@ -84,12 +85,13 @@ def test_each_format_reads_the_same_for_training_prediction_and_the_corpus(suffi
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    """A data folder and a checkpoints folder holding one tiny classifier."""
+    """A data folder, an uploads folder and a checkpoints folder."""
     data, ckdir = tmp_path / "data", tmp_path / "checkpoints"
     data.mkdir()
     ckdir.mkdir()
     monkeypatch.setenv("DISAN_DATA_DIR", str(data))
     monkeypatch.setenv("DISAN_CHECKPOINTS", str(ckdir))
+    monkeypatch.setenv("DISAN_UPLOADS", str(tmp_path / "uploads"))
     monkeypatch.delenv("DISAN_UPLOAD_MB", raising=False)
     st.cache_resource.clear()  # a fresh job registry
     yield data, ckdir
@@ -201,7 +203,7 @@ def kept_files(data: Path) -> list[str]:
     return sorted(p.relative_to(data).as_posix() for p in data.rglob("*"))
 
 
-def test_a_refused_upload_leaves_nothing_behind(server):
+def test_a_refused_upload_leaves_nothing_behind(server, tmp_path):
     data, _ = server
     one_class = "text,label\n" + "".join(f'"{t}",positive\n' for t, _ in ROWS)
     refused = {"empty.csv": (b"", "uploads/empty.csv is empty"),
@@ -212,17 +214,17 @@ def test_a_refused_upload_leaves_nothing_behind(server):
     for name, (content, message) in refused.items():
         training_upload(at, name, content)
         assert message in texts(at.error) and not any(b.label == "Start" for b in at.button)
-        assert kept_files(data) == []
+        assert kept_files(tmp_path / "uploads") == []
         copies.append(Path(at.session_state["train-upload-staged"][1]))
     assert [p.exists() for p in copies] == [False, False, True]  # each read from a copy of its own, then gone
 
     good = "text,label\n" + "".join(f'"{t}",{y}\n' for t, y in ROWS)
     training_upload(at, "good.csv", good.encode())
     assert not at.error and any(b.label == "Start" for b in at.button)
-    assert kept_files(data) == ["uploads", "uploads/good.csv"]
-    assert (data / "uploads" / "good.csv").read_bytes() == good.encode()
+    assert kept_files(tmp_path / "uploads") == ["good.csv"] and kept_files(data) == []  # never in the data folder
+    assert (tmp_path / "uploads" / "good.csv").read_bytes() == good.encode()
     assert not copies[-1].exists() and "train-upload-staged" not in at.session_state
-    at.radio(key="train-file-how").set_value("pick one in the data folder").run()
+    at.radio(key="train-file-how").set_value("pick one kept on the server").run()
     assert at.selectbox(key="train-file").options == ["uploads/good.csv"]
 
 
@@ -246,3 +248,32 @@ def test_both_uploaders_have_the_one_bound(server, make_checkpoint, monkeypatch)
                texts(corpus_upload(visit(app(), CORPUS), "big.csv", big).error)]
     assert refused[0] == refused[1] and "limited to 1 MB" in refused[0]
     assert kept_files(data) == []
+
+
+def test_the_training_page_trains_on_an_upload_without_a_benchmark_data_folder(
+        tmp_path, vectors, monkeypatch):  # noqa: F811 (vectors is a fixture)
+    kept, ckdir = tmp_path / "uploads", tmp_path / "checkpoints"
+    monkeypatch.setenv("DISAN_DATA_DIR", str(tmp_path / "no-data"))
+    monkeypatch.setenv("DISAN_UPLOADS", str(kept))
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(ckdir))
+    st.cache_resource.clear()  # a fresh job registry
+    at = visit(app(), TRAINING)
+    at.radio(key="train-source").set_value("a file of your own").run()
+    at.radio(key="train-file-how").set_value("pick one kept on the server").run()
+    assert "upload one" in texts(at.info) and not at.error
+    mine = write_csv(tmp_path / "mine.csv", ROWS).read_bytes()
+    training_upload(at, "mine.csv", mine)
+    assert not at.error and (kept / "mine.csv").read_bytes() == mine
+    assert f"Models are saved in {ckdir}," in texts(at.caption)
+    at.text_input(key="train-name").input("mine")
+    at.text_input(key="train-vectors").input(vectors)
+    at.number_input(key="train-epochs").set_value(1)
+    at.number_input(key="train-dh").set_value(6)
+    next(b for b in at.button if b.label == "Start").click().run()
+    wait(at, lambda a: "done" in status(a) or "failed" in status(a))
+    assert status(at) == "Job mine: done", texts(at.error)
+    assert json.loads((ckdir / "mine" / "config.json").read_text())["data"]["files"]["data"]["path"] == str(
+        (kept / "mine.csv").resolve())
+    at.radio(key="train-file-how").set_value("pick one kept on the server").run()
+    assert at.selectbox(key="train-file").options == ["uploads/mine.csv"]
+    st.cache_resource.clear()

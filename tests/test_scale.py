@@ -156,9 +156,12 @@ def test_the_attention_image_is_the_matrix_scaled_to_its_largest_weight():
     assert float(image[0, 100, 100]) == 0.5 and float(image[0, 100, 0]) == 0.25 and float(image[0, 0, 100]) == 0.0
 
 
-def test_the_event_folder_defaults_to_runs_tensorboard_and_stays_out_of_the_checkpoint(monkeypatch, tmp_path):
+def test_the_event_folder_defaults_to_the_checkouts_runs_tensorboard_and_stays_out_of_the_checkpoint(monkeypatch,
+                                                                                                       tmp_path):
     monkeypatch.delenv(LOGDIR_ENV)
-    assert logdir(TrainConfig(task="trec", out="runs/trec-bilstm")) == Path("runs/tensorboard/trec-bilstm")
+    monkeypatch.chdir(tmp_path)  # the checkout's folder, not the working directory's
+    checkout = Path(__file__).resolve().parents[1]
+    assert logdir(TrainConfig(task="trec", out="runs/trec-bilstm")) == checkout / "runs/tensorboard/trec-bilstm"
     assert logdir(TrainConfig(task="trec", out="x", logdir="/tb/x")) == Path("/tb/x")
     for inside in ("ck", "ck/events"):
         with pytest.raises(ValueError, match="inside the checkpoint folder"):

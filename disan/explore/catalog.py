@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from disan.data.kinds import KINDS, kind_of
-from disan.data.paths import checkpoints_dir
+from disan.data.paths import checkpoint_folders, checkpoints_dir, shipped_checkpoints
 from disan.nn import checkpoint
 
 TRAINING = "training"  # how the picker names the best checkpoint so far of a run that has not ended
@@ -30,6 +30,7 @@ class Entry:
     error: str | None = None  # why it cannot be loaded
     config: dict = field(default_factory=dict)   # config.json and metrics.json, as read once by describe()
     metrics: dict = field(default_factory=dict)
+    shipped: bool = False     # one of the checkpoints installed with the package: read-only
 
     @property
     def ok(self) -> bool:
@@ -98,15 +99,6 @@ def describe(path: Path) -> Entry:
     return entry
 
 
-def _directories(root: Path) -> list[str]:
-    """The checkpoint names under root: half-written saves (``.tmp``) are skipped, and a ``.prev`` left by an
-    interrupted save stands for its checkpoint."""
-    if not root.is_dir():
-        return []
-    return sorted({p.name.removesuffix(".prev") for p in root.iterdir()
-                   if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
-
-
 def default_entry(entries: list[Entry]) -> Entry | None:
     """The checkpoint used where none is named (the app's first model, the benchmarks' default): the first
     working single-sentence one, since the paper's case study is about one sentence (sst5 among the
@@ -114,22 +106,41 @@ def default_entry(entries: list[Entry]) -> Entry | None:
     return next((e for e in entries if e.ok and kind_of(e.kind).texts == 1), None)
 
 
+def roots(root: str | Path | None = None) -> list[Path]:
+    """The folders listed: ``root``, else :func:`disan.data.paths.checkpoint_folders` (the shipped checkpoints,
+    then the user's)."""
+    return [Path(root)] if root is not None else checkpoint_folders()
+
+
 def fingerprint(root: str | Path | None = None) -> tuple:
-    """What :func:`list_checkpoints` depends on, cheap to read: every checkpoint file's name, size and
-    modification time. The app lists checkpoints again only when this changes."""
-    root = Path(root) if root is not None else checkpoints_dir()
-    files = []
-    for name in _directories(root):
-        for folder in (root / name, root / f"{name}.prev"):
-            if folder.is_dir():
-                files += [(folder.name, f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in os.scandir(folder)]
-    return (str(root), tuple(sorted(files)))
+    """What :func:`list_checkpoints` depends on, cheap to read: the folders listed, and every checkpoint
+    file's name, size and modification time. The app lists checkpoints again only when this changes."""
+    folders, files = roots(root), []
+    for top in folders:
+        for name in checkpoint.names(top):
+            for folder in (top / name, top / f"{name}.prev"):
+                if folder.is_dir():
+                    files += [(str(folder), f.name, f.stat().st_size, f.stat().st_mtime_ns)
+                              for f in os.scandir(folder)]
+    return (tuple(map(str, folders)), tuple(sorted(files)))
 
 
 def list_checkpoints(root: str | Path | None = None) -> list[Entry]:
-    """Every checkpoint directory under ``root`` (working and broken), sorted by name."""
-    root = Path(root) if root is not None else checkpoints_dir()
-    return [describe(root / name) for name in _directories(root)]
+    """Every checkpoint directory under the folders of :func:`roots` (working and broken), folder by folder,
+    sorted by name in each. The shipped ones are marked where nothing is trained into their folder (an
+    installed package's); a later one named like an earlier one is broken, since a name finds the first
+    (:func:`disan.nn.checkpoint.locate`)."""
+    entries, seen = [], set()
+    for top in roots(root):
+        shipped = top == shipped_checkpoints() and top != checkpoints_dir()
+        for name in checkpoint.names(top):
+            entry = describe(top / name)
+            entry.shipped = shipped
+            if name in seen:
+                entry.error = f"a checkpoint listed before it has the name {name}; rename its folder {top / name}"
+            seen.add(name)
+            entries.append(entry)
+    return entries
 
 
 def where(path: Path) -> str:

@@ -1,6 +1,7 @@
 """The on-disk result cache: what a corpus analysis computed, kept across server restarts.
 
-    DISAN_CACHE_DIR   where it lives (default ``~/.cache/disan``; never the checkout)
+    DISAN_CACHE_DIR   where it lives (default: the user's cache folder,
+                      :func:`disan.data.paths.cache_folder`; never the checkout)
     DISAN_CACHE_MB    the bound on its size in megabytes (default 512): past it, the entries read least
                       recently are deleted
 
@@ -48,6 +49,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from disan.data import environment
+from disan.data.paths import cache_folder
 from disan.data.loaders import sha256_file
 from disan.data.vectors import source_files
 from disan.explore.views import Drawing
@@ -60,9 +62,9 @@ _lock = threading.Lock()  # the app computes in several threads (one per session
 
 
 def cache_dir() -> Path:
-    """Where the cache lives: ``$DISAN_CACHE_DIR``, else ``~/.cache/disan``."""
+    """Where the cache lives: ``$DISAN_CACHE_DIR``, else the user's cache folder."""
     text = os.environ.get(DIR_ENV, "").strip()
-    return Path(text).expanduser() if text else Path.home() / ".cache" / "disan"
+    return Path(text).expanduser() if text else cache_folder()
 
 
 def bound_bytes() -> int:

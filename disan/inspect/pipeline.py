@@ -261,7 +261,7 @@ def load(path: str | Path, kernel: str | None = None, device: str | torch.device
     cpu, cuda or cuda:N; the app keeps the CPU), ``kernel`` overriding its token2token path (see
     :mod:`disan.nn.kernels`); raises :class:`disan.nn.checkpoint.CheckpointError` (a ValueError) with the
     reason, and ValueError for a device that is not there."""
-    pipe = Pipeline(*checkpoint.load(path, kernel, device), Path(path))
+    pipe = Pipeline(*checkpoint.load(path, kernel, device), checkpoint.locate(path))
     missing = checkpoint.vectors_missing(pipe.config)
     if missing:  # said once (Python shows a warning once per place), in a notebook and on a command line alike
         warnings.warn(f"{pipe.name}: {missing}", UserWarning, stacklevel=2)

@@ -27,6 +27,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as tensors_from_bytes
 from safetensors.torch import save_file
 
+from disan.data.paths import checkpoint_folders
 from disan.data.text import Vocab
 from disan.data.vectors import fingerprint, rows_beyond
 from disan.nn.device import resolve_device
@@ -46,9 +47,37 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message says why."""
 
 
-def resolve(path: str | Path) -> Path:
-    """The directory to read: ``path``, or ``path.prev`` when a save was interrupted mid-swap."""
+def names(root: Path) -> list[str]:
+    """The checkpoint names under root: half-written saves (``.tmp``) are skipped, and a ``.prev`` left by an
+    interrupted save stands for its checkpoint."""
+    if not root.is_dir():
+        return []
+    return sorted({p.name.removesuffix(".prev") for p in root.iterdir()
+                   if p.is_dir() and not p.name.endswith(".tmp") and not p.name.startswith(".")})
+
+
+def locate(path: str | Path) -> Path:
+    """The checkpoint a command, ``disan.load`` or a page names: ``path`` when it is there (or its ``.prev``
+    is), else, for a bare name, the checkpoint of that name in the first of
+    :func:`disan.data.paths.checkpoint_folders` that holds one (``sst5`` from any folder);
+    :class:`CheckpointError` listing the names there when there is none."""
     path = Path(path)
+    if path.exists() or path.with_name(path.name + ".prev").exists():
+        return path
+    folders = checkpoint_folders()
+    if path.name == str(path) and path.name not in ("", ".", ".."):
+        for folder in folders:
+            if path.name in names(folder):
+                return folder / path.name
+    known = sorted({name for folder in folders for name in names(folder)})
+    raise CheckpointError(f"no checkpoint at {path}, nor one of that name in {' or '.join(map(str, folders))}"
+                          + (f"; the names there: {', '.join(known)}" if known else ""))
+
+
+def resolve(path: str | Path) -> Path:
+    """The directory to read of the checkpoint that :func:`locate` finds: it, or its ``.prev`` when a save
+    was interrupted mid-swap."""
+    path = locate(path)
     if (path / CONFIG).is_file():
         return path
     prev = path.with_name(path.name + ".prev")

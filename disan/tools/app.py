@@ -4,7 +4,8 @@ The app's script (app.py, app_pages/ and .streamlit/) lives at the repository's 
 ``streamlit run app.py`` runs it; an installed package carries a copy in ``disan/site/`` (see
 pyproject.toml), with the shipped checkpoints. The command runs the first of the two it finds, in the
 script's folder so that its .streamlit/config.toml applies. The checkpoints listed (and trained into)
-are --checkpoints, else $DISAN_CHECKPOINTS, else the shipped ones.
+are --checkpoints, else $DISAN_CHECKPOINTS, else the shipped ones and the user's
+(:func:`disan.data.paths.checkpoint_folders`).
 """
 from __future__ import annotations
 
@@ -13,26 +14,30 @@ import os
 import sys
 from pathlib import Path
 
-from disan.data.paths import CHECKPOINTS_ENV, checkpoints_dir, site
+from disan.data.paths import CHECKPOINTS_ENV, site
 
 
 def command(args: argparse.Namespace) -> tuple[list[str], dict, Path]:
     """(argv, environment, working folder) of the streamlit process that serves the app."""
     folder = site()
-    checkpoints = Path(args.checkpoints or checkpoints_dir()).expanduser()
-    if not checkpoints.is_dir():
-        raise FileNotFoundError(f"the checkpoints folder {checkpoints} does not exist")
+    env = dict(os.environ)
+    if args.checkpoints:
+        checkpoints = Path(args.checkpoints).expanduser()
+        if not checkpoints.is_dir():
+            raise FileNotFoundError(f"the checkpoints folder {checkpoints} does not exist")
+        env[CHECKPOINTS_ENV] = str(checkpoints.resolve())  # the server runs in the script's folder
     argv = [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), "--server.port", str(args.port)]
     if args.headless:
         argv += ["--server.headless", "true"]
-    return argv, {**os.environ, CHECKPOINTS_ENV: str(checkpoints.resolve())}, folder
+    return argv, env, folder
 
 
 def parser() -> argparse.ArgumentParser:
     """The ``app`` command's arguments."""
     p = argparse.ArgumentParser(prog="disan app", description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, default=8501, help="the port to serve on (default: 8501)")
-    p.add_argument("--checkpoints", help=f"the checkpoints folder (default: ${CHECKPOINTS_ENV}, else the shipped ones)")
+    p.add_argument("--checkpoints", help=f"the checkpoints folder (default: ${CHECKPOINTS_ENV}, else the shipped ones "
+                                            "and the user's)")
     p.add_argument("--headless", action="store_true", help="do not open a browser")
     return p
 

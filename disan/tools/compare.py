@@ -23,6 +23,7 @@ import numpy as np
 
 from disan.data.kinds import kind_of
 from disan.data.loaders import SPLITS
+from disan.data.paths import CHECKPOINT_HELP
 from disan.explore.analyses.stats import RESAMPLES, Estimate, cluster_bootstrap, mcnemar_exact
 from disan.training.evaluate import Evaluation, examples_table
 
@@ -105,7 +106,7 @@ def markdown(base_name: str, base: Evaluation, comparisons: list[Comparison], sp
 def parser() -> argparse.ArgumentParser:
     """The ``compare`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", help="the checkpoint the others are compared with")
+    parser.add_argument("base", help=f"the checkpoint the others are compared with: {CHECKPOINT_HELP}")
     parser.add_argument("others", nargs="+", metavar="other")
     parser.add_argument("--split", default="dev", choices=SPLITS, help="(default: dev, where choices are made)")
     parser.add_argument("--data-dir", dest="data_dir", default=None)

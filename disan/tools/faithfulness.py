@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from disan.data.loaders import SPLITS
+from disan.data.paths import CHECKPOINT_HELP
 from disan.explore.analyses import faithfulness as F
 from disan.explore.analyses.corpus import trained_items
 from disan.inspect.pipeline import load
@@ -28,7 +29,7 @@ SENTENCES = 100
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{invoked()} faithfulness", description=__doc__.split("\n\n")[0])
-    p.add_argument("checkpoint", help="a checkpoint directory, e.g. checkpoints/sst5")
+    p.add_argument("checkpoint", help=CHECKPOINT_HELP)
     p.add_argument("--split", default="test", choices=SPLITS, help="the split of its data sampled (default: test)")
     p.add_argument("--sentences", type=int, default=SENTENCES,
                    help=f"inputs sampled, seeded by --seed (default: {SENTENCES})")

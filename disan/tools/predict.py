@@ -50,6 +50,7 @@ from disan.data.files import (
     read_rows,
 )
 from disan.data.kinds import kind_of
+from disan.data.paths import CHECKPOINT_HELP
 from disan.data.text import tokenize
 from disan.inspect.pipeline import Pipeline, load
 from disan.tools import invoked
@@ -241,7 +242,7 @@ def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | Non
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=f"{invoked()} predict", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="a checkpoint directory")
+    p.add_argument("checkpoint", help=CHECKPOINT_HELP)
     p.add_argument("input", help=f"a {', '.join(FORMATS)} file, or - for standard input")
     p.add_argument("--text-column", help="the texts' column: a header name, or a 0-based index for a file without "
                                          "a header row (default: 'text', or column 0 of a file without a header)")

@@ -12,6 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from disan.data.paths import CHECKPOINT_HELP
 from disan.explore.analyses.attribution import STEPS
 from disan.explore.analyses.report import report_html
 from disan.inspect.pipeline import load
@@ -20,7 +21,7 @@ from disan.inspect.pipeline import load
 def parser() -> argparse.ArgumentParser:
     """The ``report`` command's arguments."""
     parser = argparse.ArgumentParser(prog="python -m disan report", description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="a checkpoint directory, e.g. checkpoints/sst5")
+    parser.add_argument("checkpoint", help=CHECKPOINT_HELP)
     parser.add_argument("text", help="the sentence (the premise, for a sentence-pair model)")
     parser.add_argument("--hypothesis", default=None, help="the hypothesis, for a sentence-pair model")
     parser.add_argument("--out", default="report.html", help="the HTML file to write (default: report.html)")

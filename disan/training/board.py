@@ -14,22 +14,30 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from disan.data.paths import user_folder
 from disan.data.text import Vocab
 from disan.nn.heads import TextModel
 from disan.training.config import TrainConfig
 from disan.training.probe import PROBE, snapshot
 
-LOGDIR_ENV = "DISAN_LOGDIR"  # the folder of every run's event folder, instead of runs/tensorboard
+LOGDIR_ENV = "DISAN_LOGDIR"  # the folder of every run's event folder, instead of the user folder's runs/tensorboard
 IMAGE_SIZE = 160  # pixels the probe's attention image spans at least, so that a 5-token sentence is visible
 
 
+def logdir_root() -> Path:
+    """The folder of every run's event folder: ``$DISAN_LOGDIR``, else ``runs/tensorboard`` in
+    :func:`disan.data.paths.user_folder` (a checkout's root; not the working directory, since an installed
+    package's app runs in the package's folder, which is no place to write): a folder of its own, because
+    checkpoints are often trained into ``runs/<name>`` too (scripts/reproduce.sh)."""
+    return Path(os.environ.get(LOGDIR_ENV) or user_folder() / "runs" / "tensorboard")
+
+
 def logdir(cfg: TrainConfig) -> Path:
-    """Where the run's event files go: ``cfg.logdir``, else ``<root>/<last part of cfg.out>``, where
-    ``<root>`` is ``$DISAN_LOGDIR``, else ``runs/tensorboard`` in the working directory: a folder of
-    its own, because checkpoints are often trained into ``runs/<name>`` too (scripts/reproduce.sh)."""
+    """Where the run's event files go: ``cfg.logdir``, else the folder named by the last part of ``cfg.out``
+    in :func:`logdir_root`."""
     if cfg.logdir:
         return Path(cfg.logdir)
-    return Path(os.environ.get(LOGDIR_ENV) or "runs/tensorboard") / Path(cfg.out).name
+    return logdir_root() / Path(cfg.out).name
 
 
 def attention_image(probs: np.ndarray) -> torch.Tensor:

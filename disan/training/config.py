@@ -104,8 +104,9 @@ class TrainConfig:
     device: str = _field("auto", "where to train: auto is cuda when a GPU is visible, else cpu", choices=DEVICES)
     tensorboard: bool = _field(True, "write TensorBoard event files (--no-tensorboard: none)")
     logdir: str | None = _field(None, "folder of the run's TensorBoard event files (default: ROOT/NAME, ROOT being "
-                                      "$DISAN_LOGDIR, else runs/tensorboard, and NAME the last part of --out: "
-                                      "`tensorboard --logdir runs/tensorboard` shows every run)")
+                                      "$DISAN_LOGDIR, else runs/tensorboard in a checkout's root or the user data "
+                                      "folder, and NAME the last part of --out: `tensorboard --logdir ROOT` shows "
+                                      "every run)")
     resume: bool = field(default=False, compare=False, metadata={
         "help": "continue an interrupted run from the end of its last finished epoch (the state file beside "
                 "--out), with the same results as a run never interrupted; --epochs and --patience may grow",
