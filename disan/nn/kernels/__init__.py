@@ -58,9 +58,10 @@ def cpp_ready(wait: bool = False) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def warn_cpp_unavailable(reason: str) -> None:
-    """The warning that the C++ ops cannot be built, once per reason and process."""
-    warnings.warn(f"disan.nn.kernels: the C++ token2token kernel is unavailable, using the eager path ({reason})",
-                  RuntimeWarning)
+    """The warning that the C++ ops cannot be built, once per reason and process: one line, attributed to this
+    module rather than to a line of code (which Python's warnings would print beneath it)."""
+    warnings.warn_explicit(f"the C++ token2token kernel is unavailable, using the eager path ({reason})",
+                           RuntimeWarning, filename=__name__, lineno=0, module=__name__)
 
 
 @functools.lru_cache(maxsize=None)
