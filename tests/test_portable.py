@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "disan" / "nn" / "kernels"
 UNAVAILABLE = "the C++ token2token kernel is unavailable"
@@ -68,3 +70,39 @@ def test_predictions_and_the_first_page_need_neither_triton_nor_a_compiler(tmp_p
     said = [line for line in tests.stdout.splitlines() if UNAVAILABLE in line]
     assert len(said) == 1 and said[0].strip().startswith("disan.nn.kernels:0: RuntimeWarning:")  # one line
     assert not (tmp_path / "extensions").exists() or not any((tmp_path / "extensions").iterdir())  # no build began
+
+
+ELSEWHERE = """
+import sys, warnings
+import torch
+from disan.nn import kernels
+from disan.nn.kernels import cpp
+sys.platform = sys.argv[1]  # after the imports: what the kernel's build reads when it is asked for
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    paths = [kernels.resolve() for _ in range(3)]
+    x = torch.randn(2, 5, 4)
+    s, _ = kernels.token2token(x, x, x, torch.ones(2, 5, 5, dtype=torch.bool))
+try:
+    kernels.resolve("cpp")
+    cpp.load()
+except RuntimeError as err:
+    print("refused:", err)
+print(*paths, len(said), said[0].message if said else "", sep="\\n")
+"""
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("platform", ["darwin", "win32"])
+def test_on_macos_and_windows_nothing_is_built_and_the_eager_path_serves(tmp_path, platform):
+    """macOS's clang has no OpenMP and Windows builds with MSVC: the kernel is not built there, at run time or
+    (setup.py asks the same function) at install, and asking for it by name says why."""
+    env = {**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")}
+    env.pop("DISAN_KERNEL", None)
+    done = subprocess.run([sys.executable, "-c", ELSEWHERE, platform], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    refused, *paths, warned, message = done.stdout.strip().splitlines()
+    assert refused == f"refused: it is built on Linux only, not on {platform}"
+    assert paths == ["eager"] * 3 and warned == "1" and f"not on {platform}" in message
+    assert not (tmp_path / "extensions").exists()  # no build was started

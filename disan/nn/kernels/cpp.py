@@ -103,12 +103,17 @@ _CAPABILITY_FLAGS = {
 LINK_FLAGS = ("-fopenmp",)
 
 
+def linux() -> bool:
+    """Whether this is Linux, the one system the library is built for (see :func:`build_unavailable`)."""
+    return sys.platform.startswith("linux")
+
+
 def build_unavailable() -> str | None:
     """Why this machine cannot build the library, or None. It is built for Linux with GCC's (or clang's) flags:
     OpenMP, the x86 vector flags, a POSIX file lock around the build. macOS's clang has no OpenMP of its own
     and Windows builds with MSVC, whose flags and library names differ, so there (and on a Linux without a
     C++ compiler) nothing is built, at install or at run time, and the portable PyTorch path serves."""
-    if not sys.platform.startswith("linux"):
+    if not linux():
         return f"it is built on Linux only, not on {sys.platform}"
     compiler = os.environ.get("CXX") or "c++"  # the compiler torch.utils.cpp_extension calls
     if shutil.which(compiler) is None:
@@ -150,6 +155,8 @@ def _built_library() -> Path:
 
 def _library_at_hand() -> Path | None:
     """The library to load without building: the installed one, else the checkout's build if it is done."""
+    if not linux():
+        return None  # none is built elsewhere (and a POSIX lock guards the build folder)
     if installed_library().is_file():
         return installed_library()
     built = _built_library()
