@@ -2,12 +2,15 @@
 import pytest
 import torch
 
+from disan.inspect.pipeline import Pipeline
 from disan.nn import attention, kernels
+from disan.nn.attention import uniform_probs
 from disan.nn.baselines import build_encoder
 from disan.nn.hooks import hook_points
 from disan.nn.model import DiSANConfig, DiSANEncoder
 
 from . import reference
+from .conftest import LABELS, make_model
 
 CPP = pytest.param("cpp", marks=pytest.mark.skipif(not kernels.cpp_ready(wait=True), reason="no C++ kernel here"))
 PATHS = ["dense", "eager", CPP]  # the dense path, and the fast ones that never make P
@@ -166,3 +169,48 @@ def test_the_switch_makes_p_without_a_forward_hook():
         out = enc(x, pad)
         assert made == [1] and point.hooked
     torch.testing.assert_close(out, enc(x, pad), rtol=0, atol=1e-12)
+
+
+def tiny_pipe(kind: str = "classify") -> Pipeline:
+    model, vocab = make_model(kind)
+    return Pipeline(model, vocab, {"labels": LABELS[kind]}, {})
+
+
+def test_an_unknown_hook_point_is_refused_with_the_list_of_them():
+    pipe = tiny_pipe()
+    with pytest.raises(ValueError, match=r"'encoder.fw.hook_attn'.*encoder\.fw\.hook_h, .*encoder\.hook_encoding"):
+        with pipe.hooks({"encoder.fw.hook_attn": print}):
+            pass
+    with pytest.raises(ValueError, match="no hook point is named 'encoder.gate'"):
+        pipe.run_with_cache("the man", ["encoder.gate"])
+
+
+def test_pipe_hooks_tell_the_sides_apart_and_replace_what_the_model_goes_on_from():
+    pipe = tiny_pipe("pair")
+    pair = ("the man is pouring tea", "a biker")
+    before = pipe.predict([pair])[0]
+    sides = []
+
+    def uniform(probs, site):
+        sides.append(site)
+        return uniform_probs(probs.sum(dim=-1) > 0, probs.dtype)[..., None].expand_as(probs)
+
+    with pipe.hooks({"encoder.fw.hook_attention": uniform}):
+        after = pipe.predict([pair])[0]
+    assert [s.side for s in sides] == ["premise", "hypothesis"]
+    assert {s.name for s in sides} == {"encoder.fw.hook_attention"}
+    assert after.probs != before.probs
+    assert pipe.predict([pair])[0] == before and not pipe.model.encoder.fw.hook_attention.hooked  # hooks removed
+
+
+def test_run_with_cache_gives_every_hook_points_output_as_the_trace_has_it():
+    pipe = tiny_pipe()
+    prediction, cache = pipe.run_with_cache("the glass bottle is big")
+    trace = pipe.trace("the glass bottle is big")
+    assert prediction == trace.prediction and list(cache) == list(pipe.hook_points)
+    sentence = trace.sentence.trace
+    torch.testing.assert_close(cache["encoder.fw.hook_attention"][0], sentence.forward.probs, rtol=0, atol=1e-6)
+    torch.testing.assert_close(cache["encoder.bw.hook_gate"][0], sentence.backward.gate, rtol=0, atol=1e-6)
+    torch.testing.assert_close(cache["encoder.s2t.hook_attention"][0], sentence.source2token.probs, rtol=0, atol=1e-6)
+    _, pair = tiny_pipe("pair").run_with_cache(("the man", "a biker is big"), ["encoder.hook_encoding"])
+    assert list(pair) == ["premise/encoder.hook_encoding", "hypothesis/encoder.hook_encoding"]
