@@ -41,6 +41,7 @@ def hooked(model, names, fn=None):
     return seen, [points[name].register_forward_hook(make(name)) for name in names]
 
 
+@pytest.mark.quick
 def test_every_encoder_names_its_hook_points_alike():
     cfg = DiSANConfig(d_e=4, d_h=4, dropout=0.0)
     disan = list(hook_points(build_encoder("disan", cfg)))
@@ -151,6 +152,7 @@ def test_a_replaced_attention_is_differentiable():
     assert (p.grad[1, 4:] == 0).all()  # padded queries reach nothing
 
 
+@pytest.mark.quick
 def test_the_switch_makes_p_without_a_forward_hook():
     enc = encoder("eager")
     x, pad = batch()
@@ -176,6 +178,7 @@ def tiny_pipe(kind: str = "classify") -> Pipeline:
     return Pipeline(model, vocab, {"labels": LABELS[kind]}, {})
 
 
+@pytest.mark.quick
 def test_an_unknown_hook_point_is_refused_with_the_list_of_them():
     pipe = tiny_pipe()
     with pytest.raises(ValueError, match=r"'encoder.fw.hook_attn'.*encoder\.fw\.hook_h, .*encoder\.hook_encoding"):
