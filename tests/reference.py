@@ -15,8 +15,10 @@ def allowed(direction, j, i):
     return {"forward": i < j, "backward": i > j, "diag": i != j}[direction]
 
 
-def disa(block, x, length, activation="elu"):
-    """One sentence x (n, d_e) through a DiSA block's parameters (eval mode). Returns h, P, s, F, u."""
+def disa(block, x, length, activation="elu", probs=None, gate=None):
+    """One sentence x (n, d_e) through a DiSA block's parameters (eval mode). Returns h, P, s, F, u.
+
+    ``probs`` (n, n, d) [j, i, k] and ``gate`` (n, d), when given, take the place of P and F."""
     W_h, b_h = block.fc_h.linear.weight, block.fc_h.linear.bias
     W1, W2, b1 = block.w1.weight, block.w2.weight, block.b1
     Wf1, bf1 = block.fuse_s.linear.weight, block.fuse_s.linear.bias
@@ -36,9 +38,12 @@ def disa(block, x, length, activation="elu"):
                 P[j][i][k] = torch.exp(f[i]) / z
         s[j] = sum((torch.stack(P[j][i]) * h[i] for i in keys), torch.zeros(d, dtype=x.dtype))
     P = torch.stack([torch.stack([torch.stack(row) for row in P[j]]) for j in range(n)])
+    if probs is not None:
+        P = probs
+        s = [sum((P[j, i] * h[i] for i in range(n)), torch.zeros(d, dtype=x.dtype)) for j in range(n)]
     F, u = [], []
     for j in range(n):
-        g = torch.sigmoid(Wf1 @ s[j] + bf1 + Wf2 @ h[j] + bf2 + block.b_f)
+        g = torch.sigmoid(Wf1 @ s[j] + bf1 + Wf2 @ h[j] + bf2 + block.b_f) if gate is None else gate[j]
         F.append(g)
         u.append((g * h[j] + (1 - g) * s[j]) if j < length else torch.zeros(d, dtype=x.dtype))
     return torch.stack(h), P, torch.stack(s), torch.stack(F), torch.stack(u)
@@ -62,8 +67,10 @@ def source2token(s2t, x, length, activation="elu"):
     return P, out
 
 
-def disan(encoder, x, length, activation="elu"):
-    """One sentence through a DiSANEncoder: its two DiSA blocks, concatenation, source2token."""
-    fw, bw = (disa(block, x, length, activation) for block in encoder.blocks)
+def disan(encoder, x, length, activation="elu", replaced=None):
+    """One sentence through a DiSANEncoder: its two DiSA blocks, concatenation, source2token.
+    ``replaced``: block name -> {"probs": ..., "gate": ...}, what :func:`disa` takes in place of P and F."""
+    replaced = replaced or {}
+    fw, bw = (disa(block, x, length, activation, **replaced.get(block.name, {})) for block in encoder.blocks)
     P, out = source2token(encoder.s2t, torch.cat([fw[4], bw[4]], dim=-1), length, activation)
     return fw, bw, P, out

@@ -259,11 +259,13 @@ def test_the_shared_noise_calibration_moves_each_block_by_the_distance_asked():
 def test_an_intervention_with_the_models_own_attention_gives_its_encoding():
     model, vocab = make_model("classify")
     pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
-    _, trace = next(traces(pipe, [["the", "cat", "sat"], ["a", "dog"]]))
+    sentences = [["the", "cat", "sat"], ["a", "dog"]]
+    batch, trace = next(traces(pipe, sentences))
+    ids = pipe.ids([sentences[k] for k in batch])
     for block in F.blocks_of(pipe):
-        probs, mask = F.block_attention(trace, block)
-        out, _ = F.intervened_encoding(model.encoder, trace, block, probs[:, 0] if block == F.SOURCE2TOKEN else probs)
+        out, moved = F.intervened_encoding(model, ids, block, lambda probs, mask: probs)
         assert torch.allclose(out, trace.encoding, atol=1e-6)
+        assert torch.allclose(moved, F.block_output(trace, block), atol=1e-6)
 
 
 @pytest.mark.quick

@@ -79,8 +79,8 @@ def compare(args, mask, kernel, reference_args=None, c=C_SCALE, atol=1e-5):
     ref_args = reference_args or args
     tol = {"rtol": 0, "atol": atol} if args[0].dtype == torch.float32 else {}
     s_ref, _ = token2token_dense(*ref_args, mask, c)
-    s, probs = token2token(*args, mask, c, kernel)
-    assert probs is None and type(s.grad_fn).__name__ == NODE[kernel]
+    s = token2token(*args, mask, c, kernel)
+    assert type(s.grad_fn).__name__ == NODE[kernel]
     assert s.dtype == args[0].dtype and s.shape == s_ref.shape
     assert torch.allclose(s.to(s_ref.dtype), s_ref, **tol)
     g = torch.randn(s_ref.shape, generator=torch.Generator().manual_seed(7), dtype=s_ref.dtype).to(s_ref.device)
@@ -113,7 +113,7 @@ def test_queries_without_keys_give_zero_and_zero_gradients(kernel):
     lonely = ~mask.any(dim=2)  # (B, n): the first token, padding, the all-padding sentence
     assert lonely[2].all() and lonely[0, 0] and not lonely[0, 1:].any()
     assert (s[lonely] == 0).all()
-    grads = torch.autograd.grad(token2token(*args, mask, kernel=kernel)[0].sum(), args)
+    grads = torch.autograd.grad(token2token(*args, mask, kernel=kernel).sum(), args)
     assert (grads[1][lonely] == 0).all()                # no query gradient without a key
     assert (grads[0][2] == 0).all() and (grads[2][2] == 0).all()
 
@@ -142,7 +142,7 @@ def test_gradcheck(kernel):
     args = inputs(2, 4, 3, seed=4)
     for structure in ("forward", "random"):
         mask = padded_mask(2, 4, structure)
-        assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, kernel=kernel)[0], args)
+        assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, kernel=kernel), args)
 
 
 @has_compiler
@@ -154,7 +154,7 @@ def test_cpp_kernel_is_deterministic_across_thread_counts():
     try:
         for t in (1, 3):
             torch.set_num_threads(t)
-            s, _ = token2token(*args, mask, kernel="cpp")
+            s = token2token(*args, mask, kernel="cpp")
             results.append([s, *torch.autograd.grad(s, args, torch.ones_like(s))])
     finally:
         torch.set_num_threads(threads)
@@ -232,7 +232,7 @@ def test_gradcheck_at_large_c_and_beyond_the_factorised_range(kernel, c, beyond)
             query[..., 0] -= 1.5 * factorised_limit(c, torch.float64)
     args = [t.detach()[:2, :4, :3].clone().requires_grad_() for t in (key, query, values)]
     mask = padded_mask(2, 4, "random")
-    assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, c, kernel)[0], args)
+    assert torch.autograd.gradcheck(lambda *a: token2token(*a, mask, c, kernel), args)
 
 
 @has_compiler
@@ -241,7 +241,7 @@ def test_cpp_nan_inputs_give_nan_where_dense_does():
     args[0][0, 1, 2] = float("nan")
     mask = padded_mask(2, 5, "random")
     s_ref, _ = token2token_dense(*args, mask)
-    s, _ = token2token(*args, mask, kernel="cpp")
+    s = token2token(*args, mask, kernel="cpp")
     assert s_ref.isnan().any() and torch.equal(s.isnan(), s_ref.isnan())
     assert torch.allclose(s[~s.isnan()], s_ref[~s_ref.isnan()])
 
@@ -319,25 +319,16 @@ def test_the_build_folder_is_named_by_the_source_contents_not_its_place(tmp_path
     assert cpp.installed_library().name != library
 
 
-def test_with_probs_takes_the_dense_path_whatever_the_kernel():
-    args = inputs(2, 5, 3, seed=13)
-    mask = padded_mask(2, 5, "forward")
-    s_ref, p_ref = token2token_dense(*args, mask)
-    for name in kernels.KERNELS:
-        s, p = token2token(*args, mask, kernel=name, with_probs=True)
-        assert torch.equal(s, s_ref) and torch.equal(p, p_ref)
-
-
 @has_compiler
 def test_disan_kernel_overrides_auto_only(monkeypatch):
     cpp.load()  # built, so that "auto" takes it at once
     args = inputs(2, 5, 3)
     mask = padded_mask(2, 5, "forward")
-    assert type(token2token(*args, mask)[0].grad_fn).__name__ == NODE["cpp"]
+    assert type(token2token(*args, mask).grad_fn).__name__ == NODE["cpp"]
     monkeypatch.setenv("DISAN_KERNEL", "eager")
-    assert type(token2token(*args, mask)[0].grad_fn).__name__ == NODE["eager"]
-    assert type(token2token(*args, mask, kernel="cpp")[0].grad_fn).__name__ == NODE["cpp"]
-    assert token2token(*args, mask, kernel="dense")[0].grad_fn is not None
+    assert type(token2token(*args, mask).grad_fn).__name__ == NODE["eager"]
+    assert type(token2token(*args, mask, kernel="cpp").grad_fn).__name__ == NODE["cpp"]
+    assert token2token(*args, mask, kernel="dense").grad_fn is not None
     assert kernels.resolve("auto") == "eager" and kernels.resolve("dense") == "dense"
 
 
@@ -357,11 +348,11 @@ def test_auto_falls_back_to_eager_with_one_warning(failing_build):
     args = inputs(2, 5, 3)
     mask = padded_mask(2, 5, "forward")
     with pytest.warns(RuntimeWarning, match="eager"):
-        s, _ = token2token(*args, mask)
+        s = token2token(*args, mask)
     assert type(s.grad_fn).__name__ == NODE["eager"] and torch.allclose(s, token2token_dense(*args, mask)[0])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert type(token2token(*args, mask)[0].grad_fn).__name__ == NODE["eager"]
+        assert type(token2token(*args, mask).grad_fn).__name__ == NODE["eager"]
     assert kernels.resolve() == "eager"
 
 

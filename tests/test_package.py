@@ -27,7 +27,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # Each lock file and the groups of pyproject.toml whose ranges its pins must satisfy: what running needs (the
 # GloVe 50d package is an extra of the package, pinned for the app), the documentation's tools, the tests' tools.
 LOCKS = {"requirements.txt": ("dependencies", "glove50"), "requirements-docs.txt": ("docs",),
-         "requirements-test.txt": ("test", "gpu")}
+         "requirements-test.txt": ("test", "gpu", "captum", "nnsight")}
 
 
 def pins(lock: str) -> dict[str, Requirement]:
@@ -193,11 +193,11 @@ if sys.argv[1:] == ["wait"]:
     g = torch.Generator().manual_seed(0)
     key, query, values = (torch.randn(3, 9, 8, generator=g) for _ in range(3))
     mask = attention_mask(torch.tensor([[True] * 9, [True] * 5 + [False] * 4, [True] * 9]), "forward")
-    served = kernels.token2token(key, query, values, mask)[0]
+    served = kernels.token2token(key, query, values, mask)
     deadline = time.time() + 600
     while kernels.resolve() != "cpp" and time.time() < deadline:
         time.sleep(0.5)
-    print(torch.allclose(served, kernels.token2token(key, query, values, mask)[0], atol=1e-6))
+    print(torch.allclose(served, kernels.token2token(key, query, values, mask), atol=1e-6))
 print(*torch.ops.loaded_libraries)
 """
 

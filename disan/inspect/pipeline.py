@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
 from disan.nn.device import device_of
 from disan.nn.heads import TextModel, paper_parameters
+from disan.nn.hooks import HookPoint, hook_points
 from disan.nn.model import EncoderTrace
 
 # How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
@@ -115,6 +117,13 @@ def trace_ids(model: TextModel, ids: torch.Tensor, level: bool | str = True, t2t
     return on_cpu(trace)
 
 
+@dataclass(frozen=True)
+class Site:
+    """Where a function of :meth:`Pipeline.hooks` is called: the hook point's name and the sentence encoded."""
+    name: str   # "encoder.fw.hook_attention", ...
+    side: str   # "sentence"; for a pair model "premise" or "hypothesis" (one encoder reads both, in turn)
+
+
 SHOWN_LABELS = 8  # the classes a Pipeline's repr names
 
 
@@ -147,6 +156,59 @@ class Pipeline:
                 f"{cfg.encoder} encoder d_e {cfg.encoder_cfg.d_e}, d_h {cfg.encoder_cfg.d_h}, "
                 f"{paper_parameters(self.model):,} parameters without the embeddings, "
                 f"{len(self.vocab):,} words; on {self.device})")
+
+    @functools.cached_property
+    def hook_points(self) -> dict[str, HookPoint]:
+        """The model's hook points by name (:mod:`disan.nn.hooks`): "encoder.fw.hook_attention", ..."""
+        return hook_points(self.model)
+
+    @property
+    def sides(self) -> list[str]:
+        """What :attr:`Site.side` says for each sentence of an input, in the order the encoder reads them."""
+        return ["premise", "hypothesis"] if self.is_pair else ["sentence"]
+
+    @contextmanager
+    def hooks(self, functions: Mapping[str, Callable]) -> Iterator[None]:
+        """Functions on hook points while the context is open: ``{name: fn}``, each called as ``fn(tensor, site)``
+        with what the hook point outputs (batched, as the model computes it) and a :class:`Site`; a tensor it
+        returns replaces the output, from which the model goes on (None keeps it). An unknown name is
+        refused (ValueError) with the list of hook points. ::
+
+            with pipe.hooks({"encoder.fw.hook_attention": lambda p, site: p.flip(2)}):
+                pipe.predict(["a gorgeous, witty film"])
+        """
+        unknown = [name for name in functions if name not in self.hook_points]
+        if unknown:
+            raise ValueError(f"no hook point is named {unknown[0]!r}; the hook points are "
+                             f"{', '.join(self.hook_points)}")
+        encoded = [0]  # sentences the encoder has read: a pair model encodes the premise, then the hypothesis
+
+        def count(module, args, output):
+            encoded[0] += 1
+
+        def call(name, fn):
+            return lambda module, args, output: fn(output, Site(name, self.sides[encoded[0] % len(self.sides)]))
+
+        handles = [self.model.encoder.register_forward_hook(count)]
+        try:
+            handles += [self.hook_points[name].register_forward_hook(call(name, fn)) for name, fn in functions.items()]
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def run_with_cache(self, text, names=None) -> tuple[Prediction, dict[str, torch.Tensor]]:
+        """The prediction for one input (a text, or a (premise, hypothesis) pair) and what the hook points
+        ``names`` (default: all) output on it, on the CPU with a batch axis of 1, by name; for a pair model by
+        "premise/name" and "hypothesis/name". Every hook point is computed, P included."""
+        cache = {}
+
+        def keep(tensor, site):
+            cache[site.name if not self.is_pair else f"{site.side}/{site.name}"] = tensor.detach().cpu()
+
+        with self.hooks({name: keep for name in (self.hook_points if names is None else names)}):
+            prediction = self.predict([tuple(text) if self.is_pair else text])[0]
+        return prediction, cache
 
     @property
     def is_pair(self) -> bool:

@@ -1,5 +1,7 @@
 """The other sentence encoders of the paper's Table 1, behind DiSANEncoder's interface:
-``encoder(x (B, n, d_e), pad_mask (B, n) bool, trace=False) -> (B, out_dim)``.
+``encoder(x (B, n, d_e), pad_mask (B, n) bool, trace=False) -> (B, out_dim)``, with DiSANEncoder's hook
+points where they have the part: ``s2t.hook_attention`` (``hook_attention`` for the additive attention)
+and ``hook_encoding``.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import torch
 from torch import nn
 
 from disan.nn.attention import masked_softmax
+from disan.nn.hooks import HookPoint, recorded
 from disan.nn.model import (
     Dense,
     DiSANConfig,
@@ -22,10 +25,15 @@ from disan.nn.model import (
 
 
 class _SentenceEncoder(nn.Module):
-    """Token features -> optional source2token pooling, with the shared trace plumbing."""
+    """Token features -> source2token pooling, with the encoding's hook point and the shared trace plumbing."""
+
+    def __init__(self):
+        super().__init__()
+        self.hook_encoding = HookPoint()
 
     def pool(self, x, pad_mask, trace):
         out, t = self.s2t(x, pad_mask, trace)
+        out = self.hook_encoding(out)
         if not trace:
             return out
         return out, EncoderTrace((), t, out, pad_mask.sum(dim=1))
@@ -38,15 +46,18 @@ class AdditiveAttentionEncoder(nn.Module):
         super().__init__()
         self.fc1 = Dense(cfg.d_e, cfg.d_e, cfg.activation, cfg.dropout)
         self.fc2 = Dense(cfg.d_e, 1, None, cfg.dropout)
+        self.hook_attention, self.hook_encoding = HookPoint(), HookPoint()
         self.out_dim = cfg.d_e
 
     def forward(self, x, pad_mask, trace: bool = False):
-        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA blocks."""
-        probs = masked_softmax(self.fc2(self.fc1(x)), pad_mask[..., None], dim=1)  # (B, n, 1)
-        out = (probs * x).sum(dim=1)
+        """x (B, n, d_e), pad_mask (B, n) bool -> (B, out_dim) and, with ``trace``, an EncoderTrace without DiSA
+        blocks, its attention read at ``hook_attention``."""
+        with recorded({"probs": self.hook_attention} if trace else {}) as seen:
+            probs = self.hook_attention(masked_softmax(self.fc2(self.fc1(x)), pad_mask[..., None], dim=1))  # (B, n, 1)
+            out = self.hook_encoding((probs * x).sum(dim=1))                                                # (B, d_e)
         if not trace:
             return out
-        return out, EncoderTrace((), Source2TokenTrace(probs), out, pad_mask.sum(dim=1))
+        return out, EncoderTrace((), Source2TokenTrace(**seen), out, pad_mask.sum(dim=1))
 
 
 class Source2TokenEncoder(_SentenceEncoder):

@@ -4,10 +4,14 @@ Shapes: B batch, n tokens, d_e word vectors, d_h hidden features.
 Attention probabilities are (B, n_query j, n_key i, d): rows = the query token j,
 columns = the attended token i (see :mod:`disan.nn.masks`).
 
-The comments beside the lines of :meth:`DiSA.forward`, :meth:`Source2Token.forward` and
+The comments beside the lines of :meth:`DiSA.compute`, :meth:`Source2Token.compute` and
 :meth:`DiSANEncoder.forward` give the paper's equation each line computes (Shen et al., AAAI 2018:
 §3.1 multi-dimensional attention and its source2token form, §3.3 directional self-attention, §4
 the DiSAN sentence encoder), written in this code's names.
+
+Every intermediate passes through a hook point (:mod:`disan.nn.hooks`): in a DiSA block ``hook_h``,
+``hook_mask``, ``hook_attention`` (P), ``hook_s``, ``hook_gate`` (F) and ``hook_u``; in source2token
+``hook_attention``; on the encoder ``hook_encoding``. A trace is what they output.
 """
 from __future__ import annotations
 
@@ -19,7 +23,15 @@ from dataclasses import dataclass, replace
 import torch
 from torch import nn
 
-from disan.nn.attention import C_SCALE, source2token_probs, token2token_uniform, uniform_probs
+from disan.nn.attention import (
+    C_SCALE,
+    source2token_probs,
+    token2token_probs,
+    token2token_uniform,
+    uniform_probs,
+    weighted_sum,
+)
+from disan.nn.hooks import HookPoint, recorded
 from disan.nn.kernels import KERNELS, token2token
 from disan.nn.masks import attention_mask
 
@@ -166,19 +178,34 @@ class DiSA(nn.Module):
         self.fuse_s = Dense(d, d, None, cfg.dropout)                            # W_f1 on s
         self.fuse_h = Dense(d, d, None, cfg.dropout)                            # W_f2 on h
         self.b_f = nn.Parameter(torch.zeros(d))
+        self.hook_h, self.hook_mask, self.hook_attention = HookPoint(), HookPoint(), HookPoint()
+        self.hook_s, self.hook_gate, self.hook_u = HookPoint(), HookPoint(), HookPoint()
         self.name = name or direction  # what the trace calls the block
 
     def forward(self, x, pad_mask, trace: bool | str = False, t2t_mask=None):
         """x (B, n, d_e), pad_mask (B, n) bool -> u (B, n, d_h) and, with ``trace``, a :class:`DirectionTrace`
-        (``trace="tokens"``: without the probabilities, which the fast path then never makes).
+        of what the hook points output (``trace="tokens"``: without the probabilities, which the fast path
+        then never makes).
 
         ``t2t_mask``: an optional bool (n, n) or (B, n, n) [j, i] that forbids more edges than the block's
         own mask (False: j may not attend i).
         """
+        if not trace:
+            return self.compute(x, pad_mask, t2t_mask), None
+        points = {"h": self.hook_h, "probs": self.hook_attention, "s": self.hook_s, "gate": self.hook_gate,
+                  "u": self.hook_u, "mask": self.hook_mask}
+        if trace == "tokens":
+            del points["probs"]
+        with recorded(points) as seen:
+            u = self.compute(x, pad_mask, t2t_mask)
+        return u, DirectionTrace(self.name, self.direction, probs=seen.pop("probs", None), **seen)
+
+    def compute(self, x, pad_mask, t2t_mask=None):
+        """u (B, n, d_h) of x (B, n, d_e), every intermediate through its hook point."""
         # §3.3: h = σ_h(W^(h) x + b^(h))
-        h = self.fc_h(x)                                             # (B, n, d)
+        h = self.hook_h(self.fc_h(x))                                # (B, n, d)
         # §3.3: the positional mask M (0 where j may attend i, -inf elsewhere), padding and t2t_mask included
-        mask = attention_mask(pad_mask, self.direction, t2t_mask)    # (B, n, n) bool [j, i]
+        mask = self.hook_mask(attention_mask(pad_mask, self.direction, t2t_mask))  # (B, n, n) bool [j, i]
         h_dp = self.drop(h)
         # §3.3: f(h_i, h_j) = c·tanh([W^(1) h_i + W^(2) h_j + b^(1)] / c) + M_ij, per feature k;
         # key = W^(1) h_i (the attended token), query = W^(2) h_j + b^(1) (the query token)
@@ -186,18 +213,21 @@ class DiSA(nn.Module):
         key, query = nn.functional.linear(h_dp, torch.cat([self.w1.weight, self.w2.weight])).split(self.b1.shape[0], dim=-1)
         query = query + self.b1                                      # key, query: (B, n, d)
         # §3.1 (token2token): P^j = softmax_i f(h_i, h_j) per feature, s_j = Σ_i P^j_i ⊙ h_i
-        if self.uniform:  # P frozen to 1 / (valid keys of j): key and query reach nothing
+        # P (B, n, n, d) is made only for someone who reads or replaces it; otherwise a kernel computes s
+        # without it (uniform: P frozen to 1 / (valid keys of j), and key and query reach nothing)
+        if self.hook_attention.hooked:
+            probs = (uniform_probs(mask, h.dtype)[..., None].expand(*mask.shape, h.shape[-1]) if self.uniform
+                     else token2token_probs(key, query, mask, self.c))
+            s = weighted_sum(self.hook_attention(probs), h)
+        elif self.uniform:
             s = token2token_uniform(h, mask)
-            probs = uniform_probs(mask, h.dtype)[..., None].expand(*mask.shape, h.shape[-1]) if trace is True else None
         else:
-            s, probs = token2token(key, query, h, mask, self.c, self.kernel, with_probs=trace is True)  # (B, n, d), P|None
+            s = token2token(key, query, h, mask, self.c, self.kernel)
+        s = self.hook_s(s)                                           # (B, n, d)
         # §3.3 fusion gate: F = sigmoid(W^(f1) s + W^(f2) h + b^(f))
-        gate = torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f)
+        gate = self.hook_gate(torch.sigmoid(self.fuse_s(s) + self.fuse_h(h) + self.b_f))
         # §3.3: u = F ⊙ h + (1 − F) ⊙ s = s + F ⊙ (h − s); padded tokens output 0
-        u = torch.lerp(s, h, gate) * pad_mask[..., None]
-        if not trace:
-            return u, None
-        return u, DirectionTrace(self.name, self.direction, h, probs, s, gate, u, mask)
+        return self.hook_u(torch.lerp(s, h, gate) * pad_mask[..., None])
 
 
 class Source2Token(nn.Module):
@@ -210,15 +240,23 @@ class Source2Token(nn.Module):
         super().__init__()
         self.fc1 = Dense(d, d, activation, dropout)
         self.fc2 = Dense(d, d, None, dropout)
+        self.hook_attention = HookPoint()
 
     def forward(self, x, pad_mask, trace: bool | str = False):
         """x (B, n, d), pad_mask (B, n) bool -> (B, d) and, with ``trace`` (True or "tokens"), a
-        :class:`Source2TokenTrace`."""
+        :class:`Source2TokenTrace` of what its hook point outputs."""
+        if not trace:
+            return self.compute(x, pad_mask), None
+        with recorded({"probs": self.hook_attention}) as seen:
+            out = self.compute(x, pad_mask)
+        return out, Source2TokenTrace(**seen)
+
+    def compute(self, x, pad_mask):
+        """The encoding (B, d) of x (B, n, d)."""
         # §3.1 (source2token): f(x_i) = W^T σ(W^(1) x_i + b^(1)) + b; P = softmax over tokens i, per feature
-        probs = source2token_probs(self.fc2(self.fc1(x)), pad_mask)  # (B, n, d)
+        probs = self.hook_attention(source2token_probs(self.fc2(self.fc1(x)), pad_mask))  # (B, n, d)
         # §3.1: s = Σ_i P_i ⊙ x_i
-        out = (probs * x).sum(dim=1)                                  # (B, d)
-        return out, (Source2TokenTrace(probs) if trace else None)
+        return (probs * x).sum(dim=1)                                 # (B, d)
 
 
 SHORT = {"forward": "fw", "backward": "bw"}  # submodule names of the directional blocks
@@ -264,6 +302,7 @@ class DiSANEncoder(nn.Module):
         self.block_modules = tuple(module for module, _ in names)
         self.out_dim = len(names) * cfg.d_h
         self.s2t = Source2Token(self.out_dim, cfg.activation, cfg.dropout)
+        self.hook_encoding = HookPoint()
 
     @property
     def blocks(self) -> list[DiSA]:
@@ -287,7 +326,8 @@ class DiSANEncoder(nn.Module):
         blocks = self.blocks
         outputs = [block(x, pad_mask, trace, m) for block, m in zip(blocks, _per_block(t2t_mask, blocks))]
         # §4: the sentence encoding is source2token attention over [u^fw; u^bw]
-        out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)  # (B, 2 d_h)
+        out, t_s2t = self.s2t(torch.cat([u for u, _ in outputs], dim=-1), pad_mask, trace)
+        out = self.hook_encoding(out)                                                       # (B, 2 d_h)
         if not trace:
             return out
         return out, EncoderTrace(tuple(t for _, t in outputs), t_s2t, out, pad_mask.sum(dim=1))

@@ -34,6 +34,7 @@ growing samples from :data:`FIRST` inputs (:func:`disan.app.analyses.refined`) a
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ from disan.inspect import measures
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import SentenceTrace
 from disan.nn.heads import init_weights
+from disan.nn.hooks import recorded
 from disan.nn.model import DiSA
 
 K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
@@ -435,22 +437,31 @@ def _row(name: str, estimates, n: int) -> dict:
 INTERVENTIONS = ("uniform", "permuted")
 
 
-def intervened_encoding(encoder, trace, block: str, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The encodings (B, D) of a batched dense trace with one block's attention replaced by ``probs``, and
-    that block's new output: a DiSA block's s = P′h (B, n, d), or source2token's encoding. Only s and what
-    follows it (the block's fusion gate and u, source2token, for a DiSA block) is computed again."""
-    pad_mask = torch.arange(probs.shape[1])[None, :] < trace.lengths[:, None]          # (B, n)
-    us = [t.u for t in trace.blocks]
+def intervened_encoding(model, ids: torch.Tensor, block: str, change) -> tuple[torch.Tensor, torch.Tensor]:
+    """The encodings (B, D) of ``ids`` (B, n) with one block's attention P replaced inside the model by
+    ``change(P, mask)`` (a hook on the block's ``hook_attention``), and that block's new output: a DiSA block's
+    s = P′h (B, n, d), or source2token's encoding. ``change`` takes P (B, m, n, d) [j, i, k] and its mask
+    (B, m, n) [j, i]; source2token's attention is one query row over the tokens (m = 1)."""
+    encoder = model.encoder
     if block == SOURCE2TOKEN:
-        out = (probs * torch.cat(us, dim=-1)).sum(dim=1)                                 # (B, D)
-        return out, out
-    i = [t.name for t in trace.blocks].index(block)
-    t, module = trace.blocks[i], encoder.blocks[i]
-    s = (probs * t.h[:, None]).sum(dim=2)          # (B, n, d): s_j = Σ_i P'_ji ⊙ h_i, faster than einsum here
-    gate = torch.sigmoid(module.fuse_s(s) + module.fuse_h(t.h) + module.b_f)
-    us[i] = torch.lerp(s, t.h, gate) * pad_mask[..., None]
-    out, _ = encoder.s2t(torch.cat(us, dim=-1), pad_mask)
-    return out, s
+        keys = (ids != PAD_ID)[:, None]                                                   # (B, 1, n)
+        attention, points = encoder.s2t.hook_attention, {"output": encoder.hook_encoding}
+
+        def replace(module, args, probs):
+            return change(probs[:, None], keys)[:, 0]
+    else:
+        disa = encoder.blocks[[b.name for b in encoder.blocks].index(block)]
+        attention, points = disa.hook_attention, {"mask": disa.hook_mask, "output": disa.hook_s}
+
+        def replace(module, args, probs):
+            return change(probs, seen["mask"])  # the block's mask passes its hook point before P is made
+    with recorded(points) as seen:
+        handle = attention.register_forward_hook(replace)
+        try:
+            out = model.encode(ids)
+        finally:
+            handle.remove()
+    return out, seen["output"]
 
 
 def block_output(trace, block: str) -> torch.Tensor:
@@ -458,17 +469,6 @@ def block_output(trace, block: str) -> torch.Tensor:
     if block == SOURCE2TOKEN:
         return trace.encoding
     return trace.blocks[[b.name for b in trace.blocks].index(block)].s
-
-
-def block_attention(trace, block: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A block's attention (B, n, n, d) [j, i, k] and mask (B, n, n) [j, i]; source2token's is one query row
-    over the tokens: (B, 1, n, D) and (B, 1, n)."""
-    if block == SOURCE2TOKEN:
-        probs = trace.source2token.probs                                                # (B, n, D)
-        n = probs.shape[1]
-        return probs[:, None], (torch.arange(n)[None, :] < trace.lengths[:, None])[:, None]
-    t = trace.blocks[[b.name for b in trace.blocks].index(block)]
-    return t.probs, t.mask
 
 
 def uniform_like(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -486,11 +486,6 @@ def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) 
     B, m, n = index.shape
     rows = (torch.arange(B * m)[:, None] * n + index.reshape(B * m, n)).flatten()      # (B m n,)
     return probs.reshape(B * m * n, -1).index_select(0, rows).view(probs.shape)
-
-
-def _unflatten(block: str, probs: torch.Tensor) -> torch.Tensor:
-    """:func:`block_attention`'s form back to the block's own: source2token's one query row dropped."""
-    return probs[:, 0] if block == SOURCE2TOKEN else probs
 
 
 def _change(pipe, before: torch.Tensor, after: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -578,18 +573,18 @@ def intervention_records(pipe, items: Sequence, settings: Settings = Settings(),
         noisy: dict = {}
         for batch, trace in traces(pipe, [prepared[i].tokens[s] for i, s in flat]):
             original[batch] = trace.encoding
+            ids = pad([sentences[k] for k in batch])
             # one draw of noise per batch, calibrated once for every block and intervention
-            noise = Noise(model, pad([sentences[k] for k in batch]), blocks_of(pipe),
+            noise = Noise(model, ids, blocks_of(pipe),
                           torch.Generator().manual_seed(settings.seed * 7919 + start + batch[0]))
             for block in blocks_of(pipe):
-                probs, mask = block_attention(trace, block)
                 for how in INTERVENTIONS:
                     draws = 1 if how == "uniform" else settings.permutation_draws
                     outs, moved = [], []
                     for d in range(draws):
                         rng = np.random.default_rng([settings.seed, start, batch[0], d])
-                        new = uniform_like(probs, mask) if how == "uniform" else permuted(probs, mask, rng)
-                        out, s = intervened_encoding(model.encoder, trace, block, _unflatten(block, new))
+                        change = uniform_like if how == "uniform" else functools.partial(permuted, rng=rng)
+                        out, s = intervened_encoding(model, ids, block, change)
                         outs.append(out)
                         moved.append((s - block_output(trace, block)).flatten(1).norm(dim=-1))
                     after.setdefault((block, how), [None] * len(flat))

@@ -6,7 +6,7 @@ kernel is a name, ``DiSANConfig.kernel``:
 
 ``"dense"``
     :func:`disan.nn.attention.token2token_dense`: materialises P (B, n, n, d); the reference
-    every other path is tested against, and the only one that returns P.
+    every other path is tested against.
 ``"cpp"``
     The C++ custom ops (:mod:`disan.nn.kernels.cpp`, CPU float32/float64): one exp per valid
     element, nothing n^2 d kept for the backward pass. Built by ``pip install .``, or from a
@@ -25,8 +25,8 @@ kernel is a name, ``DiSANConfig.kernel``:
     for everything else. The two give equal values (to rounding), so a model may switch midway.
 
 ``DISAN_KERNEL`` overrides ``"auto"`` only: a model configured with an explicit kernel keeps it.
-Asking for the probabilities (``with_probs=True``, which is what tracing does) takes the dense
-path whatever the kernel, as a consequence of the above: no other path has P to return.
+No path returns P: a DiSA block whose P is looked at (its ``hook_attention`` hooked, or a trace)
+computes it with :func:`disan.nn.attention.token2token_probs` instead of calling a kernel.
 """
 from __future__ import annotations
 
@@ -105,17 +105,16 @@ def resolve(kernel: str = "auto", like: torch.Tensor | None = None, wait: bool =
     return name
 
 
-def token2token(key, query, values, mask, c: float = C_SCALE, kernel: str = "auto", with_probs: bool = False):
+def token2token(key, query, values, mask, c: float = C_SCALE, kernel: str = "auto") -> torch.Tensor:
     """key = W1 h, query = W2 h + b1, values = h: (B, n, d); mask (B, n, n) bool indexed [j, i].
 
-    Returns (s, P): s (B, n, d), 0 for a query without any key; P (B, n, n, d) when ``with_probs``
-    (then always the dense path), else None.
+    Returns s (B, n, d), 0 for a query without any key, by the path that ``kernel`` resolves to.
     """
-    name = "dense" if with_probs else resolve(kernel, key)
+    name = resolve(kernel, key)
     if name == "dense":
-        return token2token_dense(key, query, values, mask, c)
+        return token2token_dense(key, query, values, mask, c)[0]
     if name == "cpp":
-        return cpp.token2token_cpp(key, query, values, mask, c), None
+        return cpp.token2token_cpp(key, query, values, mask, c)
     if name == "triton":
-        return _triton().token2token_triton(key, query, values, mask, c), None
-    return token2token_eager(key, query, values, mask, c), None
+        return _triton().token2token_triton(key, query, values, mask, c)
+    return token2token_eager(key, query, values, mask, c)
