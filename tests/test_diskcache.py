@@ -4,6 +4,8 @@ import dataclasses
 import json
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -266,3 +268,27 @@ def test_a_trim_by_another_process_leaves_a_store_being_written_alone(cache, mon
         patched.setattr(os, "replace", replace)
         diskcache.store("k", [1.5])
     assert diskcache.fetch("k") == [1.5]
+
+
+def test_threads_asking_for_one_key_at_once_compute_it_once(cache):
+    calls, release = [], threading.Event()
+
+    def compute():
+        calls.append(1)
+        release.wait(10)
+        return [2.5]
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(diskcache.cached("k", compute))) for _ in range(4)]
+    threads[0].start()
+    while not calls:
+        time.sleep(0.01)
+    for t in threads[1:]:
+        t.start()
+    deadline = time.time() + 1  # time for the others to reach the computation, were they let through
+    while len(calls) < 4 and time.time() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and got == [[2.5]] * 4

@@ -365,13 +365,33 @@ def trim(bound: int) -> None:
             total -= size
 
 
+# key -> [its lock, the threads holding or awaiting it]: one computation per key at a time in this process
+_computing: dict[str, list] = {}
+_computing_lock = threading.Lock()
+
+
 def cached(key: str, compute: Callable[[], object]):
-    """The result stored under ``key``, else ``compute()``, stored where the disk allows."""
+    """The result stored under ``key``, else ``compute()``, stored where the disk allows. Threads asking for
+    the same key at once (sessions of the app opening one page) compute it once: the others wait for it and
+    read what it stored."""
     value = fetch(key)
-    if value is None:
-        value = compute()
-        try:
-            store(key, value)
-        except OSError:
-            pass  # a full or read-only disk: the result is still good, only not kept
+    if value is not None:
+        return value
+    with _computing_lock:
+        claim = _computing.setdefault(key, [threading.Lock(), 0])
+        claim[1] += 1
+    try:
+        with claim[0]:
+            value = fetch(key)  # stored by the thread this one waited for
+            if value is None:
+                value = compute()
+                try:
+                    store(key, value)
+                except OSError:
+                    pass  # a full or read-only disk: the result is still good, only not kept
+    finally:
+        with _computing_lock:
+            claim[1] -= 1
+            if not claim[1]:
+                del _computing[key]
     return value
