@@ -174,7 +174,8 @@ def drawing_ms(figures: dict[str, str], repeats: int) -> dict[str, float]:
         return {key: statistics.median(page.evaluate(_NEW_PLOT, [json, repeats])) for key, json in figures.items()}
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -186,7 +187,7 @@ def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path |
     """``streamlit run app.py`` of ``root`` (default: this checkout's site) on ``port`` (default: a free local
     one; a restarted server given the port of the one before keeps the origin a browser has cached): yields
     (process, URL); stopped on exit."""
-    port = port or _free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
@@ -366,6 +367,12 @@ _RUN_TIMES = """(() => {
 })()"""
 
 
+def wait_final(page, key: str, timeout_s: float = 300) -> None:
+    """Wait until an analysis page's script run has ended with its corpus figure ``key`` (of
+    :data:`ANALYSIS_PAGES`) drawn for the whole corpus: no stage's progress bar left."""
+    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+
+
 def cpu_model() -> str:
     """The machine's CPU as /proc/cpuinfo names it (Linux), with the number of cores."""
     try:
@@ -402,7 +409,7 @@ def analysis_visits(opener, models, cache_dir: str, port: int, root: Path | None
                 try:
                     page.wait_for_function(_FIGURE, arg=key, timeout=timeout_s * 1000, polling=50)
                     first = time.perf_counter() - t0
-                    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+                    wait_final(page, key, timeout_s)
                     final = time.perf_counter() - t0
                 except PlaywrightTimeout:
                     pass
@@ -435,7 +442,7 @@ def analysis_latency(models=ANALYSIS_MODELS, root: Path | None = None) -> tuple[
     empty result cache (a new browser session each), then for each of :data:`RESTARTS` on a server started
     again on the same port, which finds the first one's results on disk; the app of ``root`` (default: this
     checkout's)."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
         cold = analysis_visits(browser, models, cache_dir, port, root)
@@ -449,7 +456,7 @@ def bare_restarts() -> dict[str, float]:
     """Seconds from the link to the drawn figure of a bare Streamlit page (:data:`BARE_PAGE`) on a server
     started again, for each of :data:`RESTARTS`, as :func:`analysis_latency` times the app's pages: the least
     a restarted server's page with a plotly figure costs a browser on this machine."""
-    port = _free_port()
+    port = free_port()
     seconds = {}
     with bare_app() as root, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
