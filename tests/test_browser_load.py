@@ -10,6 +10,8 @@ the server imports numpy slowly (a sitecustomize on its PYTHONPATH holds numpy h
 few seconds, and says when it starts), and the other K - 1 sessions start their runs meanwhile, so that a run
 that depends on another session's import timing fails every time. The same sitecustomize logs each result
 stored on disk.
+
+Last, the machinery of ``python -m disan latency --soak`` on a few seconds of two sessions.
 """
 import collections
 import os
@@ -18,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from disan.app.cache import budget
 from disan.nn.kernels import cpp
-from disan.tools.latency import ANALYSIS_PAGES, CHROMIUM, VIEWPORT, chromium, free_port, server, wait_drawn, wait_final
+from disan.tools.latency import (ANALYSIS_PAGES, CHROMIUM, VIEWPORT, chromium, free_port, server, soak, wait_drawn,
+                                 wait_final)
 
 K = 4
 MODEL = "trec"  # the shipped checkpoint with the smallest test split (500 questions)
@@ -155,3 +159,14 @@ def test_k_sessions_at_once_on_a_fresh_server_and_through_a_restart(tmp_path):
             while_numpy_imports(marker, lambda: rerun(pages[:1]), lambda: rerun(pages[1:]))
             for page in pages:
                 draws_its_page(page, key)
+
+
+def test_the_soak_counts_visits_and_watches_the_servers_memory_and_disk_cache():
+    run = soak(0.1, sessions=2, pages=("", "gates"), models=("trec", "sick-e"), disk_mb=4)
+    rounds = run["rounds"]
+    assert run["exceptions"] == [] and run["stalled"] == 0
+    assert run["visits"] == 2 * len(rounds) and [r[1] for r in rounds] == [2 * (k + 1) for k in range(len(rounds))]
+    assert all(rss > 200 for _, _, rss, _ in rounds)  # the server's, with torch and a model loaded
+    # each page traces its sentence, whose tokens are kept on disk: the soak reads the server's own cache
+    assert 0 < rounds[-1][3] <= run["disk bound MB"] == 4
+    assert run["trace bound MB"] == budget() / 2**20

@@ -825,7 +825,8 @@ def main(argv=None) -> None:
         print(f"\n{run['visits']} visits, {len(run['exceptions'])} exceptions, {run['stalled']} not done within "
               f"{VISIT_TIMEOUT_S} s. Server RSS after the first round {first:.0f} MB, peak {peak:.0f} MB, last {rounds[-1][2]:.0f} MB: "
               f"growth {peak - first:.0f} MB against the trace cache's bound of {run['trace bound MB']:.0f} MB "
-              f"({'under' if peak - first <= run['trace bound MB'] else 'OVER'}). Result cache on disk: peak "
+              f"({'under' if peak - first <= run['trace bound MB'] else 'over'} it; the growth also holds the "
+              f"models loaded after the first round and the analyses' results kept in memory). Result cache on disk: peak "
               f"{max(r[3] for r in rounds):.1f} MB of its bound {run['disk bound MB']:.0f} MB "
               f"({'within' if max(r[3] for r in rounds) <= run['disk bound MB'] else 'OVER'}).")
         for message in sorted(set(run["exceptions"])):
