@@ -33,7 +33,8 @@ SERVER_SITE = """import importlib.abc, importlib.util, os, sys, time
 
 
 class Patched(importlib.abc.MetaPathFinder):
-    \"\"\"Runs ``after(module)`` (or sleeps, then imports) when the module ``name`` is first imported.\"\"\"
+    \"\"\"At the first import of the module ``name``: ``before()`` once it is in sys.modules, still empty, and
+    ``after(module)`` once it is whole.\"\"\"
     def __init__(self, name, before=None, after=None):
         self.name, self.before, self.after = name, before, after
 
@@ -130,7 +131,8 @@ def test_k_sessions_at_once_on_a_fresh_server_and_through_a_restart(tmp_path):
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(SERVER_SITE, encoding="utf-8")
     stores, marker = tmp_path / "stores.log", tmp_path / "numpy-importing"
-    env = {"NUMPY_IMPORTING": str(marker), "HOME": str(tmp_path / "home"), "DISAN_CACHE_DIR": str(tmp_path / "cache"), "STORES_LOG": str(stores),
+    env = {"HOME": str(tmp_path / "home"), "DISAN_CACHE_DIR": str(tmp_path / "cache"),
+           "NUMPY_IMPORTING": str(marker), "STORES_LOG": str(stores),
            # the C++ kernel this machine has built, not a build of its own in the fresh HOME
            "TORCH_EXTENSIONS_DIR": str(cpp.build_directory().parent),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path / "site"), os.environ.get("PYTHONPATH")]))}
@@ -158,7 +160,7 @@ def test_k_sessions_at_once_on_a_fresh_server_and_through_a_restart(tmp_path):
         with server(env, port=port):  # the tabs reconnect, and their users rerun them
             while_numpy_imports(marker, lambda: rerun(pages[:1]), lambda: rerun(pages[1:]))
             for page in pages:
-                draws_its_page(page, key)
+                draws_its_page(page, key)  # the last analysis page's, which the tabs still show
 
 
 def test_the_soak_counts_visits_and_watches_the_servers_memory_and_disk_cache():

@@ -821,14 +821,14 @@ def main(argv=None) -> None:
             if seconds - shown >= 60 or (seconds, visits, rss, disk) == rounds[-1]:  # about one a minute
                 print(f"| {seconds / 60:.1f} | {visits} | {rss:.0f} | {disk:.1f} |")
                 shown = seconds
-        first, peak = rounds[0][2], max(r[2] for r in rounds)
+        first, peak, disk = rounds[0][2], max(r[2] for r in rounds), max(r[3] for r in rounds)
         print(f"\n{run['visits']} visits, {len(run['exceptions'])} exceptions, {run['stalled']} not done within "
-              f"{VISIT_TIMEOUT_S} s. Server RSS after the first round {first:.0f} MB, peak {peak:.0f} MB, last {rounds[-1][2]:.0f} MB: "
-              f"growth {peak - first:.0f} MB against the trace cache's bound of {run['trace bound MB']:.0f} MB "
-              f"({'under' if peak - first <= run['trace bound MB'] else 'over'} it; the growth also holds the "
-              f"models loaded after the first round and the analyses' results kept in memory). Result cache on disk: peak "
-              f"{max(r[3] for r in rounds):.1f} MB of its bound {run['disk bound MB']:.0f} MB "
-              f"({'within' if max(r[3] for r in rounds) <= run['disk bound MB'] else 'OVER'}).")
+              f"{VISIT_TIMEOUT_S} s. Server RSS after the first round {first:.0f} MB, peak {peak:.0f} MB, last "
+              f"{rounds[-1][2]:.0f} MB: growth {peak - first:.0f} MB against the trace cache's bound of "
+              f"{run['trace bound MB']:.0f} MB ({'under' if peak - first <= run['trace bound MB'] else 'over'} it; "
+              "the growth also holds the models loaded after the first round and the analyses' results kept in "
+              f"memory). Result cache on disk: peak {disk:.1f} MB of its bound {run['disk bound MB']:g} MB "
+              f"({'within' if disk <= run['disk bound MB'] else 'OVER'}).")
         for message in sorted(set(run["exceptions"])):
             print(f"exception: {message}")
         print(f"{load_line()} after")
