@@ -1,5 +1,6 @@
 """The on-disk result cache (disan.explore.diskcache): exact round trips of every analysis's result, keys
-that change with whatever the result depends on, the size bound, and corrupt entries computed again."""
+that change with whatever the result depends on, the size bound (also while other processes delete and
+write entries), one computation of a key for threads asking at once, and corrupt entries computed again."""
 import dataclasses
 import json
 import os
