@@ -1,9 +1,13 @@
 """The on-disk result cache (disan.explore.diskcache): exact round trips of every analysis's result, keys
-that change with whatever the result depends on, the size bound, and corrupt entries computed again."""
+that change with whatever the result depends on, the size bound (also while other processes delete and
+write entries), one computation of a key for threads asking at once, and corrupt entries computed again."""
 import dataclasses
 import json
 import os
 import shutil
+import threading
+import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -189,6 +193,44 @@ def test_the_cache_stays_within_its_bound_dropping_the_least_recently_read(cache
         diskcache.bound_bytes()
 
 
+def trim_while_another_process_deletes(monkeypatch, victim: str, after: int | None) -> tuple[int, set[str]]:
+    """Four entries a-d of one size, least recently used first; a trim to room for two and a half while
+    another process deletes ``victim``: right after the trim has listed it and before its first look at the
+    file (``after`` 0), or right after its look number ``after``; None: nobody deletes it. Returns the trim's
+    looks at the victim (os.stat, which Path.exists and Path.is_file call too) and the entries left."""
+    for i, name in enumerate("abcd"):
+        diskcache.store(name, np.zeros(10_000))  # far below the default bound: nothing trimmed yet
+        os.utime(diskcache.entry_path(name), ns=(i + 1, i + 1))
+    size = diskcache.entry_path("a").stat().st_size
+    real_stat, looks = Path.stat, []
+
+    def stat(path, **kwargs):
+        if path != diskcache.entry_path(victim):
+            return real_stat(path, **kwargs)
+        looks.append(path)
+        if after == 0 and len(looks) == 1:
+            os.unlink(path)
+        seen = real_stat(path, **kwargs)
+        if after is not None and len(looks) == after:
+            os.unlink(path)
+        return seen
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "stat", stat)
+        diskcache.trim(int(2.5 * size))
+    left = {p.stem for p in diskcache.entries()}
+    assert sum(diskcache.entry_path(name).stat().st_size for name in left) <= 2.5 * size
+    return len(looks), left
+
+
+def test_a_trim_goes_on_when_another_process_deletes_an_entry_it_has_listed(cache, monkeypatch):
+    looks, left = trim_while_another_process_deletes(monkeypatch, "b", None)
+    assert looks >= 1 and left == {"c", "d"}
+    for after in range(looks + 1):  # every moment between the listing and the trim's last look
+        shutil.rmtree(cache)
+        assert trim_while_another_process_deletes(monkeypatch, "b", after)[1] == {"c", "d"}, after
+
+
 @pytest.mark.parametrize("damage", [lambda b: b[: len(b) // 2], lambda b: b"not a zip file", lambda b: b""])
 def test_a_corrupt_entry_is_computed_again(cache, damage):
     calls = []
@@ -214,3 +256,40 @@ def test_a_cache_folder_that_cannot_be_written_only_costs_the_computation(tmp_pa
         assert diskcache.cached("k", lambda: calls.append(1) or [1.5]) == [1.5]
     assert len(calls) == 2 and not diskcache.known("k")
     assert len(diskcache.file_digest(blocked)) == 64
+
+
+def test_a_trim_by_another_process_leaves_a_store_being_written_alone(cache, monkeypatch):
+    real_replace = os.replace
+
+    def replace(written, path):
+        diskcache.trim(0)  # another process's trim, to nothing, while this store's file is written
+        real_replace(written, path)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "replace", replace)
+        diskcache.store("k", [1.5])
+    assert diskcache.fetch("k") == [1.5]
+
+
+def test_threads_asking_for_one_key_at_once_compute_it_once(cache):
+    calls, release = [], threading.Event()
+
+    def compute():
+        calls.append(1)
+        release.wait(10)
+        return [2.5]
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(diskcache.cached("k", compute))) for _ in range(4)]
+    threads[0].start()
+    while not calls:
+        time.sleep(0.01)
+    for t in threads[1:]:
+        t.start()
+    deadline = time.time() + 1  # time for the others to reach the computation, were they let through
+    while len(calls) < 4 and time.time() < deadline:
+        time.sleep(0.01)
+    release.set()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and got == [[2.5]] * 4

@@ -21,7 +21,7 @@ from disan.app import early
 calls = []
 real = early.start
 def start():
-    heavy = sorted(m for m in ("torch", "pandas", "spacy", "disan.nn", "disan.inspect") if m in sys.modules)
+    heavy = sorted(m for m in ("torch", "spacy", "disan.nn", "disan.inspect") if m in sys.modules)
     slot = real()
     calls.append({"imported": heavy, "sent": slot is not None})
     return slot
@@ -46,11 +46,16 @@ def first_runs(page: str) -> list[dict]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_importing_the_early_module_leaves_torch_and_pandas_unimported():
-    probe = "import sys, disan.app.early; print(sorted(m for m in ('torch', 'pandas', 'spacy') if m in sys.modules))"
+def test_importing_the_early_module_imports_what_plotly_looks_up_and_leaves_torch_unimported():
+    """Plotly uses numpy, pandas and PIL.Image if they are in sys.modules (get_module(..., should_load=False)):
+    the early module imports them whole, so that no session's plotly finds one half-imported by another."""
+    probe = ("import sys, disan.app.early\n"
+             "from _plotly_utils import optional_imports\n"
+             "looked_up = [m for m in ('numpy', 'pandas', 'PIL.Image') if optional_imports.get_module(m, False)]\n"
+             "print(looked_up, sorted(m for m in ('torch', 'spacy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.strip() == "['numpy', 'pandas', 'PIL.Image'] []"
 
 
 # The Attention page, and a page that stops early (st.stop: no model B takes the same input)

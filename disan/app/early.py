@@ -6,11 +6,21 @@ when the first plotly element arrives. Left to itself, that wait comes after the
 removed at the end of the run, makes the two waits overlap (docs/performance.md). Later runs of the
 session find the chart's code loaded and send nothing.
 
-This module imports Streamlit and plotly only (both loaded with the server): ``app.py`` calls it before its
-other imports.
+This module imports Streamlit, plotly (both loaded with the server) and the modules plotly looks up without
+importing them, and nothing heavier: ``app.py`` calls it before its other imports.
+
+Every session's script runs in a thread of its own. Plotly finds numpy, pandas and PIL's image module in
+``sys.modules`` (``get_module(name, should_load=False)``) and uses them: one that another session's thread
+is still importing is half-made there, and plotly fails on it (``partially initialized module 'numpy' has no
+attribute 'ndarray'``). Imported here first, with Python's import lock, a session waits for the other
+thread's import to finish instead; past this module's import, every one of them is whole for the life of
+the server.
 """
 from __future__ import annotations
 
+import numpy  # noqa: F401
+import pandas  # noqa: F401
+import PIL.Image  # noqa: F401
 import plotly.graph_objects as go
 import streamlit as st
 

@@ -315,50 +315,85 @@ def fetch(key: str):
 
 def store(key: str, value) -> None:
     """Store a result under ``key`` (as :func:`encode` describes it), then delete the least recently
-    used entries until the cache is within its bound (:func:`bound_bytes`)."""
+    used entries until the cache is within its bound (:func:`bound_bytes`). Other processes may store,
+    read and trim the same folder meanwhile: nothing they do makes this raise."""
     arrays: list[np.ndarray] = []
     manifest = json.dumps(encode(value, arrays), allow_nan=True).encode("utf-8")
     named = {f"a{i}": a for i, a in enumerate(arrays)}
     named["manifest"] = np.frombuffer(manifest, dtype=np.uint8)
     path = entry_path(key)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # a name of its own, with a leading dot, which no listing of the entries (and so no trim) takes
     temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}{SUFFIX}")
-    np.savez(temporary, **named)
-    os.replace(temporary, path)
+    try:
+        np.savez(temporary, **named)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
     trim(bound_bytes())
+
+
+def listing() -> list[tuple[int, int, Path]]:
+    """(last use in ns, size in bytes, path) of each stored entry, least recently used first. Each file is
+    looked at once: another process may delete an entry at any moment, and one gone before its look is
+    left out, so no later look can find it missing."""
+    found = []
+    for path in (cache_dir() / "results").glob(f"*{SUFFIX}"):
+        if path.name.startswith("."):
+            continue  # a store's file still being written
+        try:
+            seen = path.stat()
+        except FileNotFoundError:
+            continue
+        found.append((seen.st_mtime_ns, seen.st_size, path))
+    return sorted(found)
 
 
 def entries() -> list[Path]:
     """The stored entries, least recently used first."""
-    found = []
-    for path in (cache_dir() / "results").glob(f"*{SUFFIX}"):
-        try:
-            found.append((path.stat().st_mtime_ns, path))
-        except FileNotFoundError:  # deleted by another process meanwhile
-            continue
-    return [path for _, path in sorted(found)]
+    return [path for _, _, path in listing()]
 
 
 def trim(bound: int) -> None:
-    """Delete the least recently used entries until the entries take at most ``bound`` bytes."""
+    """Delete the least recently used entries until the entries take at most ``bound`` bytes. An entry
+    another process deletes meanwhile is counted as deleted here, which errs towards a smaller cache."""
     with _lock:
-        paths = entries()
-        sizes = [p.stat().st_size if p.exists() else 0 for p in paths]
-        total = sum(sizes)
-        for path, size in zip(paths, sizes):
+        found = listing()
+        total = sum(size for _, size, _ in found)
+        for _, size, path in found:
             if total <= bound:
                 break
             path.unlink(missing_ok=True)
             total -= size
 
 
+# key -> [its lock, the threads holding or awaiting it]: one computation per key at a time in this process
+_computing: dict[str, list] = {}
+_computing_lock = threading.Lock()
+
+
 def cached(key: str, compute: Callable[[], object]):
-    """The result stored under ``key``, else ``compute()``, stored where the disk allows."""
+    """The result stored under ``key``, else ``compute()``, stored where the disk allows. Threads asking for
+    the same key at once (sessions of the app opening one page) compute it once: the others wait for it and
+    read what it stored."""
     value = fetch(key)
-    if value is None:
-        value = compute()
-        try:
-            store(key, value)
-        except OSError:
-            pass  # a full or read-only disk: the result is still good, only not kept
+    if value is not None:
+        return value
+    with _computing_lock:
+        claim = _computing.setdefault(key, [threading.Lock(), 0])
+        claim[1] += 1
+    try:
+        with claim[0]:
+            value = fetch(key)  # stored by the thread this one waited for
+            if value is None:
+                value = compute()
+                try:
+                    store(key, value)
+                except OSError:
+                    pass  # a full or read-only disk: the result is still good, only not kept
+    finally:
+        with _computing_lock:
+            claim[1] -= 1
+            if not claim[1]:
+                del _computing[key]
     return value

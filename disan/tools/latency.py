@@ -6,6 +6,7 @@
     python -m disan latency --open [SESSIONS] [--baseline DIR]
     python -m disan latency --predict [CHECKPOINT] [--baseline DIR] [--installed PYTHON]
     python -m disan latency --draw [CHECKPOINT] [--tokens 200] [--repeats 5]
+    python -m disan latency --soak [MINUTES] [--sessions 3] [--disk-mb 32] [--cache-mb MB]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
 the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
@@ -54,6 +55,14 @@ times the same restarts of a bare Streamlit page that draws one 2x2 plotly heatm
 least a page with a plotly figure costs a browser on the machine, measured in the same run. ``--trace`` adds
 when each page's script run started and ended, as the browser hears of it (the seconds before the start
 are the browser's loading and connecting), and the CPU seconds the server spent on each visit.
+
+``--soak`` is a day of use in minutes (default 10): ``--sessions`` browser sessions (default 3) on one server
+just started, with an empty result cache bounded to ``--disk-mb`` (default 32, so that it is trimmed as it
+fills), each visiting a random page by its link (every page but Training) with a random shipped model and a
+random sentence, all at once, round after round. It reports the exceptions any page showed, the visits not
+done within five minutes, and, about once a minute, the server's resident memory and the cache's size on
+disk: the memory's growth after the first round against the trace cache's bound (``--cache-mb``), the disk
+cache against its own.
 """
 from __future__ import annotations
 
@@ -67,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -79,8 +89,9 @@ import torch
 
 from disan.app import early
 from disan.app.cache import CACHE_ENV, budget
+from disan.data.kinds import kind_of
 from disan.data.paths import site
-from disan.explore import atlas
+from disan.explore import atlas, diskcache
 from disan.explore.analyses import corpus
 from disan.explore.catalog import default_entry, list_checkpoints
 from disan.explore.views import VIEWS
@@ -174,7 +185,8 @@ def drawing_ms(figures: dict[str, str], repeats: int) -> dict[str, float]:
         return {key: statistics.median(page.evaluate(_NEW_PLOT, [json, repeats])) for key, json in figures.items()}
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -186,7 +198,7 @@ def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path |
     """``streamlit run app.py`` of ``root`` (default: this checkout's site) on ``port`` (default: a free local
     one; a restarted server given the port of the one before keeps the origin a browser has cached): yields
     (process, URL); stopped on exit."""
-    port = port or _free_port()
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
@@ -366,6 +378,12 @@ _RUN_TIMES = """(() => {
 })()"""
 
 
+def wait_final(page, key: str, timeout_s: float = 300) -> None:
+    """Wait until an analysis page's script run has ended with its corpus figure ``key`` (of
+    :data:`ANALYSIS_PAGES`) drawn for the whole corpus: no stage's progress bar left."""
+    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+
+
 def cpu_model() -> str:
     """The machine's CPU as /proc/cpuinfo names it (Linux), with the number of cores."""
     try:
@@ -402,7 +420,7 @@ def analysis_visits(opener, models, cache_dir: str, port: int, root: Path | None
                 try:
                     page.wait_for_function(_FIGURE, arg=key, timeout=timeout_s * 1000, polling=50)
                     first = time.perf_counter() - t0
-                    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
+                    wait_final(page, key, timeout_s)
                     final = time.perf_counter() - t0
                 except PlaywrightTimeout:
                     pass
@@ -435,7 +453,7 @@ def analysis_latency(models=ANALYSIS_MODELS, root: Path | None = None) -> tuple[
     empty result cache (a new browser session each), then for each of :data:`RESTARTS` on a server started
     again on the same port, which finds the first one's results on disk; the app of ``root`` (default: this
     checkout's)."""
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory(prefix="disan-latency-cache-") as cache_dir, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
         cold = analysis_visits(browser, models, cache_dir, port, root)
@@ -449,7 +467,7 @@ def bare_restarts() -> dict[str, float]:
     """Seconds from the link to the drawn figure of a bare Streamlit page (:data:`BARE_PAGE`) on a server
     started again, for each of :data:`RESTARTS`, as :func:`analysis_latency` times the app's pages: the least
     a restarted server's page with a plotly figure costs a browser on this machine."""
-    port = _free_port()
+    port = free_port()
     seconds = {}
     with bare_app() as root, chromium() as browser:
         returning = browser.new_context(viewport=VIEWPORT)
@@ -575,6 +593,68 @@ def bare_app():
         yield Path(folder)
 
 
+# ---------------------------------------------------------------- a soak: sessions visiting pages at random
+
+# Every page a soak visits by its link: the sentence pages, the Models page, and the analysis pages.
+SOAK_PAGES = ("", "gates", "source2token", "word_senses", "counterfactuals", "compare_models", "models",
+              *(path for path, _ in ANALYSIS_PAGES.values()))
+SOAK_MODELS = ("sst5", "sick-e", "sick", "trec")
+VISIT_TIMEOUT_S = 300  # a visit not done by then is counted as stalled
+# True once the visit's script run has started and ended (with _RUN_TIMES as the page's init script).
+_VISITED = f"() => window.__disanRun?.start != null && ({_IDLE})()"
+
+
+def soak(minutes: float, sessions: int = 3, pages=SOAK_PAGES, models=SOAK_MODELS, disk_mb: float = 32,
+         trace_mb: float | None = None, seed: int = 0, visit_timeout_s: float = VISIT_TIMEOUT_S) -> dict:
+    """``sessions`` browser sessions on one server just started (an empty result cache bounded to ``disk_mb``,
+    the trace cache to ``trace_mb``, default its usual bound), each visiting a random page of ``pages`` by its
+    link with a random model of ``models`` and a random sentence of 3-60 words, all at once, for ``minutes``.
+    Returns the visits, the exceptions shown (their first lines), the visits not done within
+    ``visit_timeout_s``, the bounds in MB and, after each round of visits: (seconds since the start, visits,
+    server RSS in MB, result cache on disk in MB)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    rng = random.Random(seed)
+    pairs = {e.name: kind_of(e.kind).pairs for e in list_checkpoints() if e.ok}
+    with tempfile.TemporaryDirectory(prefix="disan-soak-cache-") as cache_dir:
+        env = {diskcache.DIR_ENV: cache_dir, diskcache.BOUND_ENV: str(disk_mb),
+               **({CACHE_ENV: str(trace_mb)} if trace_mb is not None else {})}
+        before = {name: os.environ.get(name) for name in env}
+        os.environ.update(env)  # for this process's look at the disk cache and its bounds
+        try:
+            out = {"visits": 0, "exceptions": [], "stalled": 0, "rounds": [],
+                   "disk bound MB": diskcache.bound_bytes() / 2**20, "trace bound MB": budget() / 2**20}
+            with server(env) as (proc, url), chromium() as browser:
+                tabs = [browser.new_context(viewport=VIEWPORT).new_page() for _ in range(sessions)]
+                for tab in tabs:
+                    tab.add_init_script(_RUN_TIMES)
+                start = time.time()
+                while time.time() - start < minutes * 60:
+                    for tab in tabs:  # at once: each returns as soon as the server answers
+                        model = rng.choice(models)
+                        query = {"model": model, "text": sentence(rng.randint(3, 60), seed=rng.randint(1, 10**6))}
+                        if pairs[model]:
+                            query["hypothesis"] = sentence(rng.randint(3, 20), seed=rng.randint(1, 10**6))
+                        tab.goto(f"{url}/{rng.choice(pages)}?{urllib.parse.urlencode(query)}", wait_until="commit")
+                    for tab in tabs:
+                        try:
+                            tab.wait_for_function(_VISITED, timeout=visit_timeout_s * 1000, polling=200)
+                        except PlaywrightTimeout:  # counted, and the soak goes on
+                            out["stalled"] += 1
+                        shown = tab.locator('[data-testid="stException"]')
+                        out["exceptions"] += [shown.nth(k).inner_text().splitlines()[0] for k in range(shown.count())]
+                        out["visits"] += 1
+                    disk = sum(size for _, size, _ in diskcache.listing()) / 2**20
+                    out["rounds"].append((time.time() - start, out["visits"], rss_mb(proc.pid), disk))
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return out
+
+
 # ---------------------------------------------------------------- a checkout's first prediction
 
 # What one fresh process does: import disan, read the sentences, load the model, predict; prints the
@@ -677,6 +757,12 @@ def parser() -> argparse.ArgumentParser:
                                                                "page instead, on a fresh server and after a restart")
     parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
                         help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
+    parser.add_argument("--soak", type=float, nargs="?", const=10, metavar="MINUTES",
+                        help="sessions visiting random pages, models and sentences for MINUTES (default 10): "
+                             "exceptions, the server's memory, the result cache on disk")
+    parser.add_argument("--sessions", type=int, default=3, help="--soak: browser sessions at once (default 3)")
+    parser.add_argument("--disk-mb", type=float, default=32, help=f"--soak: the result cache's bound "
+                                                                   f"({diskcache.BOUND_ENV}; default 32)")
     parser.add_argument("--trace", action="store_true",
                         help="--pages analyses: also when each page's script run started and ended, and the "
                              "server's CPU seconds per visit")
@@ -722,6 +808,29 @@ def main(argv=None) -> None:
                               f"{row['script end']:.2f} | {row['plotly chunk']:.2f} | {row['last figure']:.2f} | "
                               f"{row['figures']} | {row['ws kB']:.0f} | {row['http kB']:.0f} | "
                               f"{row['browser CPU']:.1f} | {row['server CPU']:.1f} |", flush=True)
+        print(f"{load_line()} after")
+        return
+    if args.soak is not None:
+        print(f"{cpu_model()}; {load_line()} before; {args.sessions} sessions, each visiting a random page by its "
+              f"link with a random model and sentence, all at once, for {args.soak:g} minutes")
+        run = soak(args.soak, args.sessions, disk_mb=args.disk_mb, trace_mb=args.cache_mb)
+        rounds = run["rounds"]
+        print("| minutes | visits | server RSS (MB) | result cache on disk (MB) |\n|---:|---:|---:|---:|")
+        shown = -60.0
+        for seconds, visits, rss, disk in rounds:
+            if seconds - shown >= 60 or (seconds, visits, rss, disk) == rounds[-1]:  # about one a minute
+                print(f"| {seconds / 60:.1f} | {visits} | {rss:.0f} | {disk:.1f} |")
+                shown = seconds
+        first, peak, disk = rounds[0][2], max(r[2] for r in rounds), max(r[3] for r in rounds)
+        print(f"\n{run['visits']} visits, {len(run['exceptions'])} exceptions, {run['stalled']} not done within "
+              f"{VISIT_TIMEOUT_S} s. Server RSS after the first round {first:.0f} MB, peak {peak:.0f} MB, last "
+              f"{rounds[-1][2]:.0f} MB: growth {peak - first:.0f} MB against the trace cache's bound of "
+              f"{run['trace bound MB']:.0f} MB ({'under' if peak - first <= run['trace bound MB'] else 'over'} it; "
+              "the growth also holds the models loaded after the first round and the analyses' results kept in "
+              f"memory). Result cache on disk: peak {disk:.1f} MB of its bound {run['disk bound MB']:g} MB "
+              f"({'within' if disk <= run['disk bound MB'] else 'OVER'}).")
+        for message in sorted(set(run["exceptions"])):
+            print(f"exception: {message}")
         print(f"{load_line()} after")
         return
     if args.pages:
