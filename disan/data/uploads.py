@@ -20,7 +20,7 @@ from pathlib import Path
 
 from disan.data.files import TABLES, DataError, format_of
 from disan.data import environment
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
 
 UPLOAD_ENV = "DISAN_UPLOAD_MB"
 DEFAULT_UPLOAD_MB = 50

@@ -50,7 +50,7 @@ import plotly.graph_objects as go
 
 from disan.data import environment
 from disan.data.paths import cache_folder
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
 from disan.data.vectors import source_files
 from disan.explore.views import Drawing
 from disan.nn.checkpoint import CONFIG, VOCAB, VOCABULARIES, WEIGHTS, loaded_vocabulary, read_config, vectors_source
