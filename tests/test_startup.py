@@ -87,3 +87,34 @@ def test_the_model_choices_are_the_registries_names():
     from disan.nn.model import ACTIVATIONS
     assert choices.ENCODER_NAMES == tuple(ENCODERS)
     assert choices.ACTIVATION_NAMES == tuple(ACTIVATIONS)
+
+
+# ---------------------------------------------------------------- the light modules themselves
+
+def test_the_default_checkpoint_is_looked_up_when_a_benchmark_runs_not_when_its_parser_is_built():
+    from disan.tools.parsers import analysis_bench, latency
+    assert latency.parser().parse_args([]).checkpoint is None
+    assert analysis_bench.parser().parse_args([]).checkpoint is None
+    assert "sst5 among the shipped checkpoints" in " ".join(latency.parser().format_help().split())
+
+
+def test_the_heavy_commands_parsers_read_their_lines():
+    from disan.tools.parsers import bench, compare, predict, results
+    args = bench.parser().parse_args(["--epoch", "--task", "sick", "--batching", "random"])
+    assert args.task == "sick" and args.batching == ["random"] and args.batch == [bench.BATCH]
+    with pytest.raises(SystemExit):
+        bench.parser().parse_args(["--task", "no-such-benchmark"])
+    assert compare.parser().parse_args(["a", "b"]).resamples == 2_000
+    assert predict.parser().parse_args(["sst5", "-", "--format", "tsv"]).batch_size == predict.BATCH
+    assert [p.name for p in results.parser().parse_args([]).dirs][-1] == "results"
+
+
+def test_checksums_read_sha256sum_output_and_digest_files(tmp_path):
+    import hashlib
+    from disan.data import checksums
+    path = tmp_path / "f.txt"
+    path.write_bytes(b"sentence\n")
+    digest = hashlib.sha256(b"sentence\n").hexdigest()
+    assert checksums.sha256_file(path) == digest
+    listing = f"{digest.upper()}  a/f.txt\n\n{digest} *b.txt\n"
+    assert checksums.parse_checksums(listing) == {"a/f.txt": digest, "b.txt": digest}
