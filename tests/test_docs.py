@@ -64,8 +64,8 @@ def test_the_command_line_page_has_every_command_and_every_training_flag():
 
 @pytest.mark.quick
 def test_a_command_without_a_parser_is_named(monkeypatch):
-    from disan.__main__ import FORWARDED, command_parser
-    monkeypatch.setitem(FORWARDED, "nothing", ("json", "a module with no parser()"))
+    from disan.__main__ import FORWARDED, Command, command_parser
+    monkeypatch.setitem(FORWARDED, "nothing", Command("json", "a module with no parser()"))
     with pytest.raises(TypeError, match="json has no parser"):
         command_parser("nothing")
 

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from disan.data.batching import encode, tokens_of
-from disan.data.loaders import DATA_ENV
+from disan.data.paths import DATA_ENV
 from disan.data.registry import load_task
 from disan.data.text import Vocab
 from disan.tools.bench import EpochTiming, epoch_data, epoch_timings, main, synthetic_sst5

@@ -15,8 +15,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 
-import numpy as np
-
 from disan.data import environment
 
 CACHE_ENV = "DISAN_TRACE_CACHE_MB"
@@ -53,7 +51,10 @@ def nbytes(value, _seen: set | None = None) -> int:
             return 0
         seen.add(key)
         return storage.nbytes()
-    if isinstance(value, np.ndarray):
+    # an array exists only once numpy is imported; not importing it here keeps this module light, so that
+    # ``disan latency --help`` reads CACHE_ENV from it without numpy
+    np = sys.modules.get("numpy")
+    if np is not None and isinstance(value, np.ndarray):
         return value.nbytes if value.base is None else nbytes(value.base, seen)
     if isinstance(value, (str, bytes, bytearray)):
         return sys.getsizeof(value)

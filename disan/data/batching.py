@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from disan.data.loaders import SPLITS, TaskData
+from disan.data.choices import BATCHINGS, SPLITS
+from disan.data.loaders import TaskData
 from disan.data.text import PAD_ID, TOKENIZERS, UNK_ID, Vocab
 
 
@@ -76,9 +77,6 @@ def length_batches(lengths: Sequence[int], max_batch: int = 64, budget: int = BU
     if current:
         out.append(current)
     return out
-
-
-BATCHINGS = ("bucketed", "random")  # how shuffled training batches are formed (see batch_indices)
 
 
 def batch_indices(data: Encoded, batch_size: int, shuffle: bool, rng: random.Random,

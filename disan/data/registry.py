@@ -191,7 +191,7 @@ def load_task(name: str, data_dir: str | os.PathLike | None = None, fold: int = 
     ``fold`` and ``seed`` select the cross-validation split of the k-fold benchmarks (``seed`` also draws
     trec's dev set); ``phrases`` trains SST on every labelled phrase, as the original DiSAN code did,
     rather than on whole sentences only; ``nodes`` says how ("unique", "every" or "oversampled", see
-    :data:`disan.data.loaders.SST_NODES`). ``splits``: the splits the caller reads; each of them is what
+    :data:`disan.data.choices.SST_NODES`). ``splits``: the splits the caller reads; each of them is what
     loading every split gives, and the others may come back empty (see :class:`Options`).
     """
     b = benchmark(name)

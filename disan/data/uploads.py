@@ -20,7 +20,7 @@ from pathlib import Path
 
 from disan.data.files import TABLES, DataError, format_of
 from disan.data import environment
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
 
 UPLOAD_ENV = "DISAN_UPLOAD_MB"
 DEFAULT_UPLOAD_MB = 50
@@ -44,7 +44,7 @@ def check_size(size: int, limit_mb: int | None = None) -> None:
 def safe_name(name: str) -> str:
     """The name an uploaded file is kept under: its last path part (after a slash or a backslash), with
     every character but letters, digits, ``.``, ``-`` and ``_`` replaced by ``_``, no leading dot, the
-    extension in lower case; DataError when that extension is not one of :data:`~disan.data.files.TABLES`."""
+    extension in lower case; DataError when that extension is not one of :data:`~disan.data.choices.TABLES`."""
     base = re.sub(r"[^\w.-]", "_", re.split(r"[\\/]", name)[-1]).lstrip(".")
     suffix = format_of(base, TABLES)
     stem = base[:-len(suffix)]

@@ -20,13 +20,11 @@ from typing import Collection
 import numpy as np
 
 from disan.data import glove100
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
+from disan.data.choices import OOV_INITS
 from disan.data.text import PAD_ID, UNK_ID, Vocab
 
 OOV_RANGE = 0.05  # out-of-vocabulary rows ~ U(-0.05, 0.05)
-# How the rows of words GloVe lacks start (``--oov-init``): "uniform", U(-0.05, 0.05), <unk> included;
-# "normal", N(0, 1) as in the authors' code, where <unk> is a zero row like padding.
-OOV_INITS = ("uniform", "normal")
 
 
 def default_source() -> str:

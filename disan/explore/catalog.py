@@ -106,6 +106,13 @@ def default_entry(entries: list[Entry]) -> Entry | None:
     return next((e for e in entries if e.ok and kind_of(e.kind).texts == 1), None)
 
 
+def default_checkpoint() -> str | None:
+    """The folder of :func:`default_entry` among the listed checkpoints, or None: what the benchmark commands
+    run where no checkpoint is named, looked up when they run (their --help reads no checkpoint)."""
+    entry = default_entry(list_checkpoints())
+    return str(entry.path) if entry else None
+
+
 def roots(root: str | Path | None = None) -> list[Path]:
     """The folders listed: ``root``, else :func:`disan.data.paths.checkpoint_folders` (the shipped checkpoints,
     then the user's)."""

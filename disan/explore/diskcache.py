@@ -50,7 +50,7 @@ import plotly.graph_objects as go
 
 from disan.data import environment
 from disan.data.paths import cache_folder
-from disan.data.loaders import sha256_file
+from disan.data.checksums import sha256_file
 from disan.data.vectors import source_files
 from disan.explore.views import Drawing
 from disan.nn.checkpoint import CONFIG, VOCAB, VOCABULARIES, WEIGHTS, loaded_vocabulary, read_config, vectors_source
@@ -120,7 +120,7 @@ def sources_digest() -> str:
 
 def checkpoint_digest(directory, vocabulary: str = "open") -> dict:
     """What the outputs of the model in a checkpoint directory, loaded with ``vocabulary`` (one of
-    :data:`disan.nn.checkpoint.VOCABULARIES`; the app loads "open"), depend on, without loading it: its
+    :data:`disan.nn.choices.VOCABULARIES`; the app loads "open"), depend on, without loading it: its
     files' SHA-256, the vocabulary, and for an open one the SHA-256 of the word vectors its config names,
     where they are on this machine. Whether an open vocabulary reads them and which words it adds
     (:func:`disan.nn.checkpoint.open_vocabulary`) follow from these files alone, so a result is named before

@@ -30,6 +30,7 @@ from safetensors.torch import save_file
 from disan.data.paths import checkpoint_folders
 from disan.data.text import Vocab
 from disan.data.vectors import fingerprint, rows_beyond
+from disan.nn.choices import VOCABULARIES
 from disan.nn.device import resolve_device
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig
@@ -325,11 +326,6 @@ def check(path: Path) -> tuple[dict, ModelConfig, Vocab, dict]:
     config, cfg, vocab = read_model_files(path)
     meta_model(cfg, weight_shapes(path / WEIGHTS))
     return config, cfg, vocab, read_metrics(path)
-
-
-# What a loaded model knows: "open", every word of the vectors it was trained with (as the authors' code
-# knows every GloVe word at test time) when they are on this machine; "stored", the checkpoint's words only.
-VOCABULARIES = ("open", "stored")
 
 
 def loaded_vocabulary(config: dict) -> str:

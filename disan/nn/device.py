@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-DEVICES = ("auto", "cpu", "cuda")
+from disan.nn.choices import DEVICES
 
 
 def resolve_device(name: str | torch.device = "auto") -> torch.device:

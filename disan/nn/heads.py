@@ -16,6 +16,7 @@ from torch.nn import functional as F
 from disan.data.kinds import KINDS, kind_of
 from disan.data.text import PAD_ID
 from disan.nn.baselines import build_encoder
+from disan.nn.choices import D_FC
 from disan.nn.model import Dense, DiSA, DiSANConfig, DiSANEncoder
 
 
@@ -26,7 +27,7 @@ class ModelConfig:
     n_classes: int                 # classes, or K score levels for relatedness
     kind: str = "classify"         # a name of disan.data.kinds.KINDS
     encoder: str = "disan"
-    d_fc: int = 300
+    d_fc: int = D_FC               # hidden size of the head's fully connected layer
     encoder_cfg: DiSANConfig | None = None  # None: DiSANConfig()
     frozen_vocab: int = 0          # the last rows of the vocabulary: fixed pre-trained vectors (see WordEmbedding)
     out_bias: bool = True          # a bias on the class logits (the authors' SST head has none)

@@ -31,6 +31,7 @@ from disan.nn.attention import (
     uniform_probs,
     weighted_sum,
 )
+from disan.nn.choices import ACTIVATION, D_H, DROPOUT
 from disan.nn.hooks import HookPoint, recorded
 from disan.nn.kernels import KERNELS, token2token
 from disan.nn.masks import attention_mask
@@ -45,9 +46,9 @@ T2T_ATTENTION = ("learned", "uniform")
 class DiSANConfig:
     """The DiSAN encoder's sizes and settings; the defaults are the paper's (d_e = d_h = 300, ELU, c = 5)."""
     d_e: int = 300              # word-vector size
-    d_h: int = 300              # hidden size of each DiSA block
-    activation: str = "elu"     # sigma_h, and sigma in source2token
-    dropout: float = 0.25       # on the inputs of dense layers (keep prob 0.75)
+    d_h: int = D_H              # hidden size of each DiSA block
+    activation: str = ACTIVATION  # sigma_h, and sigma in source2token
+    dropout: float = DROPOUT    # on the inputs of dense layers (keep prob 0.75)
     c: float = C_SCALE          # scale of the tanh in the token2token logits
     directions: tuple[str, str] = ("forward", "backward")  # ("diag", "diag"): DiSAN without directions
     kernel: str = "auto"        # token2token path: "auto", "cpp", "triton", "eager" or "dense" (see disan.nn.kernels)

@@ -1,4 +1,4 @@
-"""Speed of the analysis pages' computations, once the model is loaded and the corpus read:
+"""What ``disan analysis-bench`` runs (its arguments: :mod:`disan.tools.parsers.analysis_bench`):
 
     python -m disan analysis-bench [--checkpoint DIR] [--occurrences 1000] [--sentences 2000]
                                    [--only senses|case|atlas|faithfulness|startup]
@@ -25,7 +25,6 @@ other work on the machine slows every figure.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -34,13 +33,14 @@ import time
 
 import torch
 
-from disan.data.loaders import SPLITS
+from disan.data.choices import SPLITS
 from disan.data.registry import load_task
 from disan.explore import atlas, progressive
 from disan.explore.analyses import casestudy, corpus, faithfulness, stats
-from disan.explore.catalog import default_entry, list_checkpoints
+from disan.explore.catalog import default_checkpoint
 from disan.inspect.pipeline import load
 from disan.nn import kernels
+from disan.tools.parsers.analysis_bench import ANALYSES, parser
 
 
 def _median_times(run, repeats: int) -> tuple[float, float]:
@@ -146,31 +146,12 @@ def startup_rows(task: str, repeats: int) -> list[tuple[str, float]]:
     return rows
 
 
-ANALYSES = ("senses", "case", "atlas", "faithfulness", "startup")
-
-
-def parser() -> argparse.ArgumentParser:
-    """The ``analysis-bench`` command's arguments."""
-    parser = argparse.ArgumentParser(prog="python -m disan analysis-bench", description=__doc__.split("\n\n")[0])
-    default = default_entry(list_checkpoints())
-    parser.add_argument("--checkpoint", default=str(default.path) if default else None,
-                        help="default: the app's first model (sst5 among the shipped checkpoints)")
-    parser.add_argument("--task", help="the benchmark whose sentences are the corpora (default: the checkpoint's)")
-    parser.add_argument("--word", default="film")
-    parser.add_argument("--occurrences", type=int, default=1000)
-    parser.add_argument("--sentences", type=int, default=corpus.SAMPLE_SENTENCES)
-    parser.add_argument("--faith-sentences", type=int, default=500)
-    parser.add_argument("--cascade-sentences", type=int, default=faithfulness.CASCADE_SENTENCES)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=ANALYSES, help="time this analysis only")
-    return parser
-
-
 def main(argv=None) -> None:
     """``python -m disan analysis-bench``: time corpus senses, the case study and the feature atlas, printing
     tables."""
     p = parser()
     args = p.parse_args(argv)
+    args.checkpoint = args.checkpoint or default_checkpoint()
     if args.checkpoint is None:
         p.error("no checkpoint found; name one")
     torch.set_num_threads(1)  # as the app runs it

@@ -1,4 +1,4 @@
-"""Speed and memory of a DiSAN training step against the dense reference and the baselines.
+"""What ``disan bench`` runs (its arguments, models and sizes: :mod:`disan.tools.parsers.bench`).
 
     python -m disan bench                  # n in 10, 20, 40, 80, 160, and trace latency
     python -m disan bench --quick          # n in 10, 40, fewer repeats
@@ -34,7 +34,6 @@ training and inspection code, and the packages they need, when they run.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.metadata
 import io
@@ -50,44 +49,27 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import torch
 from torch.nn import functional as F
 
 from disan.data import glove100
-from disan.data.batching import BATCHINGS
-from disan.data.loaders import SST_NODES
+from disan.data.choices import BATCHINGS
 from disan.data.registry import BENCHMARKS
 from disan.data.text import PAD_ID
 from disan.nn import kernels
 from disan.nn.heads import ModelConfig, TextModel, param_groups
 from disan.nn.masks import attention_mask
 from disan.nn.model import DiSANConfig, DiSANEncoder, Dropout
+from disan.tools.parsers.bench import BATCH, DIM, MODELS, RANDOM_DIM, VECTORS, parser
 
 if TYPE_CHECKING:
     from disan.training.config import TrainConfig
     from disan.training.train import Prepared
 
-BATCH, DIM, VOCAB, CLASSES = 64, DiSANConfig.d_h, 1000, 5
+VOCAB, CLASSES = 1000, 5
 SIZES, QUICK_SIZES, TRACE_SIZES = (10, 20, 40, 80, 160), (10, 40), (10, 50, 200)
-
-
-class Model(NamedTuple):
-    """What a row of the table runs."""
-    encoder: str            # of disan.nn.baselines.ENCODERS
-    kernel: str             # DiSANConfig.kernel
-    compiled: bool = False  # the model under torch.compile (its default backend, inductor)
-
-
-MODELS = {
-    "reference": Model("disan", "dense"),
-    "fast": Model("disan", "auto"),
-    "eager": Model("disan", "eager"),
-    "compiled": Model("disan", "dense", compiled=True),
-    "bilstm": Model("bilstm", "auto"),
-    "multihead": Model("multihead", "auto"),
-}
 TRAINED = tuple(name for name, model in MODELS.items() if model.kernel == "auto")  # what training runs
 # (how many times faster, or leaner, the first is than the second): the columns of the tables, for
 # the pairs the run has both of
@@ -430,7 +412,7 @@ def predict_benchmark(args) -> None:
     from disan.data.registry import load_task
     from disan.data.text import Vocab, tokenize
     from disan.inspect.pipeline import Pipeline
-    from disan.tools.predict import BATCH as SORTED
+    from disan.tools.parsers.predict import BATCH as SORTED
     from disan.tools.predict import predict_file
 
     torch.set_num_threads(args.threads or 1)
@@ -501,10 +483,6 @@ class EpochTiming:
         return 1.96 * big_n * statistics.stdev(self.seconds) / math.sqrt(k) * math.sqrt(1 - k / big_n)
 
 
-# --epoch's word vectors: training's (GloVe; :func:`disan.data.vectors.default_source`), or random rows
-# of RANDOM_DIM features drawn as training draws the rows of words GloVe lacks, so that no GloVe file is needed
-VECTORS = ("glove", "random")
-RANDOM_DIM = glove100.DIMENSIONS  # what training uses once GloVe 100d is fetched, as the shipped checkpoints do
 # The synthetic stand-in for SST-5 when its files are not here: how many training examples training's
 # defaults give (every distinct phrase once, split by spaCy) of each length 1, 2, ..., 53 tokens, and
 # the size of their vocabulary (<pad> and <unk> included). tests/test_epoch_bench.py checks both
@@ -647,47 +625,6 @@ def epoch_benchmark(args) -> None:
     if set(args.batching) == set(BATCHINGS):
         print("How many times longer an epoch of random batches is than one of bucketed batches:", ", ".join(
             f"{m}: {by[m, 'random'] / by[m, 'bucketed']:.2f}x" for m in models))
-
-
-def parser() -> argparse.ArgumentParser:
-    """The ``bench`` command's arguments."""
-    p = argparse.ArgumentParser(prog="python -m disan bench", description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="n in 10, 40 and fewer repeats")
-    p.add_argument("--sizes", type=lambda s: [int(v) for v in s.split(",")], help="comma-separated lengths n")
-    p.add_argument("--models", type=lambda s: s.split(","), help=f"comma-separated, of {', '.join(MODELS)}")
-    p.add_argument("--batch", type=lambda s: [int(v) for v in s.split(",")], default=[BATCH],
-                   help=f"comma-separated batch sizes B of the table (default {BATCH})")
-    p.add_argument("--dim", type=int, default=DIM, help=f"the table's d_e = d_h (default {DIM})")
-    p.add_argument("--forward-only", action="store_true",
-                   help="time the forward pass alone (eval mode, no autograd) instead of a training step")
-    p.add_argument("--no-trace", dest="trace", action="store_false",
-                   help="leave out the single-sentence trace latency after the table")
-    p.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    p.add_argument("--threads", type=int, help="torch threads (default: PyTorch's)")
-    p.add_argument("--repeats", type=int, help="timed steps (default 5, quick 3)")
-    p.add_argument("--warmup", type=int, help="untimed steps first (default 2, quick 1)")
-    p.add_argument("--mem-cap-gb", type=float, default=12.0, help="skip dense configurations estimated above this")
-    p.add_argument("--ops", action="store_true", help="micro-benchmark the operations that bound a step")
-    p.add_argument("--embedding", action="store_true",
-                   help="a step with 50k extra words as learned rows against frozen float16 rows")
-    p.add_argument("--predict", action="store_true",
-                   help="sentences/s of batch prediction on SST, DiSAN against the Bi-LSTM (one thread by default)")
-    p.add_argument("--epoch", action="store_true",
-                   help="one training epoch on a task's real data, per model and batching (models: fast, bilstm)")
-    p.add_argument("--task", default="sst5", choices=BENCHMARKS, help="with --epoch: the task whose training data is timed")
-    p.add_argument("--sst-nodes", choices=SST_NODES,
-                   help="with --epoch on SST: the training nodes (default: training's; oversampled: the authors')")
-    p.add_argument("--batching", type=lambda s: s.split(","), default=list(BATCHINGS),
-                   help="with --epoch: comma-separated, of " + ", ".join(BATCHINGS))
-    p.add_argument("--sample", type=int, default=300,
-                   help="with --epoch: timed batches per configuration, a uniform sample of the epoch's (0: all)")
-    p.add_argument("--vectors", choices=VECTORS, default="glove",
-                   help=f"with --epoch: training's GloVe, or random vectors of {RANDOM_DIM} features (no GloVe "
-                        f"read; without the data, a synthetic corpus with SST-5's training lengths)")
-    p.add_argument("--worker", choices=("step", "trace"), help=argparse.SUPPRESS)
-    p.add_argument("--model", choices=list(MODELS), help=argparse.SUPPRESS)
-    p.add_argument("--n", type=int, help=argparse.SUPPRESS)
-    return p
 
 
 def main(argv=None) -> None:

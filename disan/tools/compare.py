@@ -1,4 +1,4 @@
-"""Paired comparison of checkpoints on one split: ``python -m disan compare BASE OTHER [OTHER ...]``.
+"""What ``disan compare`` computes (its arguments: :mod:`disan.tools.parsers.compare`).
 
     python -m disan compare runs/sst5 checkpoints/sst5 runs/sst5-item7-l2 --split dev
 
@@ -14,7 +14,6 @@ seed) do not share their examples; that is an error, not a comparison.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import asdict, dataclass
@@ -22,9 +21,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from disan.data.kinds import kind_of
-from disan.data.loaders import SPLITS
-from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.analyses.stats import RESAMPLES, Estimate, cluster_bootstrap, mcnemar_exact
+from disan.explore.analyses.stats import Estimate, cluster_bootstrap, mcnemar_exact
+from disan.explore.choices import RESAMPLES
+from disan.tools.parsers.compare import parser
 from disan.training.evaluate import Evaluation, examples_table
 
 
@@ -101,18 +100,6 @@ def markdown(base_name: str, base: Evaluation, comparisons: list[Comparison], sp
         rows.append(row + ([str(c.only_other), str(c.only_base), f"{c.p_mcnemar:.3f}"] if classes else []))
     rule = ["---", "---:", "---:", "---"] + ["---:"] * (len(head) - 4)
     return "\n".join("| " + " | ".join(r) + " |" for r in [rows[0], rule, *rows[1:]])
-
-
-def parser() -> argparse.ArgumentParser:
-    """The ``compare`` command's arguments."""
-    parser = argparse.ArgumentParser(prog="python -m disan compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("base", help=f"the checkpoint the others are compared with: {CHECKPOINT_HELP}")
-    parser.add_argument("others", nargs="+", metavar="other")
-    parser.add_argument("--split", default="dev", choices=SPLITS, help="(default: dev, where choices are made)")
-    parser.add_argument("--data-dir", dest="data_dir", default=None)
-    parser.add_argument("--resamples", type=int, default=RESAMPLES)
-    parser.add_argument("--json", action="store_true", help="one JSON object per comparison instead of a table")
-    return parser
 
 
 def main(argv=None) -> int:

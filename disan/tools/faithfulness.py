@@ -15,14 +15,13 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
-from disan.data.loaders import SPLITS
+from disan.data.choices import SPLITS
 from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.analyses import faithfulness as F
-from disan.explore.analyses.corpus import trained_items
-from disan.inspect.pipeline import load
+from disan.explore.choices import BOTH, REMOVALS
 from disan.tools import invoked
+
+# The analyses (torch, pandas, plotly) are imported by the functions that run them: ``disan faithfulness
+# --help`` imports this module and needs none of them.
 
 SENTENCES = 100
 
@@ -34,9 +33,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences", type=int, default=SENTENCES,
                    help=f"inputs sampled, seeded by --seed (default: {SENTENCES})")
     p.add_argument("--seed", type=int, default=0, help="the sample's and the random rankings' seed (default: 0)")
-    p.add_argument("--removal", default="delete", choices=F.REMOVALS, help="remove tokens by deleting them or as "
+    p.add_argument("--removal", default="delete", choices=REMOVALS, help="remove tokens by deleting them or as "
                                                                           "<unk> (default: delete)")
-    p.add_argument("--side", default=F.BOTH, help="pair models: the sentence ranked and removed (premise or "
+    p.add_argument("--side", default=BOTH, help="pair models: the sentence ranked and removed (premise or "
                                                  "hypothesis; default: both)")
     p.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
     p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
@@ -45,6 +44,7 @@ def parser() -> argparse.ArgumentParser:
 
 def lines(records, ks) -> list[dict]:
     """The JSON records of :func:`~disan.explore.analyses.faithfulness.erasure_records`' results."""
+    from disan.explore.analyses import faithfulness as F
     out = []
     for r in records:
         named = [(name, r.rankings[name], r.removed[name], r.only[name]) for name in r.rankings]
@@ -60,6 +60,11 @@ def lines(records, ks) -> list[dict]:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    import torch
+
+    from disan.explore.analyses import faithfulness as F
+    from disan.explore.analyses.corpus import trained_items
+    from disan.inspect.pipeline import load
     if args.threads:
         torch.set_num_threads(args.threads)
     try:

@@ -1,4 +1,4 @@
-"""App latency and memory.
+"""What ``disan latency`` runs (its arguments: :mod:`disan.tools.parsers.latency`).
 
     python -m disan latency [CHECKPOINT] [--tokens 30] [--repeats 20]
     python -m disan latency --browser [CHECKPOINT] [--tokens 200] [--repeats 3] [--sentences 50] [--cache-mb MB]
@@ -66,7 +66,6 @@ cache against its own.
 """
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import random
@@ -93,9 +92,10 @@ from disan.data.kinds import kind_of
 from disan.data.paths import site
 from disan.explore import atlas, diskcache
 from disan.explore.analyses import corpus
-from disan.explore.catalog import default_entry, list_checkpoints
+from disan.explore.catalog import default_checkpoint, list_checkpoints
 from disan.explore.views import VIEWS
 from disan.inspect.pipeline import load
+from disan.tools.parsers.latency import ANALYSIS_MODELS, parser
 
 SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
             "the volleyball match is in progress between ladies near the big fountain at the restaurant")
@@ -358,7 +358,6 @@ ANALYSIS_PAGES = {"Corpus senses": ("corpus_senses", "corpus-scatter"),
                   "Case study": ("case_study", "case-received"),
                   "Feature atlas": ("feature_atlas", "atlas-map"),
                   "Faithfulness": ("faithfulness", "faith-erasure-bars")}
-ANALYSIS_MODELS = ("sst5", "sick-e")
 # Streamlit gives an element drawn with a key the class st-key-<key>; plotly's .main-svg is there once drawn.
 _FIGURE = """k => [...document.querySelectorAll(`[class*="st-key-"][class*="${k}"] .main-svg`)].length > 0"""
 _FINAL = f"""k => ({_IDLE})() && !!document.querySelector(`.st-key-${{k}} .main-svg`)
@@ -731,48 +730,11 @@ def wait_for_build(extensions: Path, timeout_s: float = 900) -> None:
         time.sleep(1)
 
 
-def parser() -> argparse.ArgumentParser:
-    """The ``latency`` command's arguments."""
-    parser = argparse.ArgumentParser(prog="python -m disan latency", description=__doc__.split("\n\n")[0])
-    default = default_entry(list_checkpoints())
-    parser.add_argument("checkpoint", nargs="?", default=str(default.path) if default else None)
-    parser.add_argument("--tokens", type=int, default=None, help="sentence length (default: 30; --browser: 200)")
-    parser.add_argument("--repeats", type=int, default=None, help="default: 20; --browser: 3 rounds")
-    parser.add_argument("--browser", action="store_true", help="time the running app in Chromium")
-    parser.add_argument("--sentences", type=int, default=0, help="--browser: then type this many sentences and "
-                                                                  "report the server's memory")
-    parser.add_argument("--cache-mb", type=float, default=None, help=f"--browser: the trace cache's bound "
-                                                                      f"({CACHE_ENV}; default 1024)")
-    parser.add_argument("--open", type=int, nargs="?", const=3, metavar="SESSIONS",
-                        help="time the first page of SESSIONS new browser sessions (default 3)")
-    parser.add_argument("--predict", action="store_true", help="time a checkout's first prediction of the "
-                                                               "SST-5 dev and test sentences")
-    parser.add_argument("--installed", metavar="PYTHON",
-                        help="--predict: also time the package this interpreter has installed (pip install .)")
-    parser.add_argument("--draw", action="store_true", help="time plotly's drawing of each figure of the pages in "
-                                                            "Chromium")
-    parser.add_argument("--baseline", type=Path,
-                        help="--browser, --open, --predict, --pages: another checkout to run side by side")
-    parser.add_argument("--pages", choices=["analyses"], help="--browser: time the first visit of each analysis "
-                                                               "page instead, on a fresh server and after a restart")
-    parser.add_argument("--models", default=",".join(ANALYSIS_MODELS),
-                        help="--pages analyses: the shipped checkpoints to open them with, comma-separated")
-    parser.add_argument("--soak", type=float, nargs="?", const=10, metavar="MINUTES",
-                        help="sessions visiting random pages, models and sentences for MINUTES (default 10): "
-                             "exceptions, the server's memory, the result cache on disk")
-    parser.add_argument("--sessions", type=int, default=3, help="--soak: browser sessions at once (default 3)")
-    parser.add_argument("--disk-mb", type=float, default=32, help=f"--soak: the result cache's bound "
-                                                                   f"({diskcache.BOUND_ENV}; default 32)")
-    parser.add_argument("--trace", action="store_true",
-                        help="--pages analyses: also when each page's script run started and ended, and the "
-                             "server's CPU seconds per visit")
-    return parser
-
-
 def main(argv=None) -> None:
     """``python -m disan latency [CHECKPOINT]``: the latency table of every registered view."""
     p = parser()
     args = p.parse_args(argv)
+    args.checkpoint = args.checkpoint or default_checkpoint()
     load_line = lambda: f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())}"  # noqa: E731
     roots = {"this checkout": site(), **({f"baseline {args.baseline}": args.baseline} if args.baseline else {})}
     if args.predict:

@@ -1,15 +1,15 @@
 """Print the parameter count of every Table 1 encoder (SNLI head, d_e = d_h = 300) next to the paper's figure."""
 import argparse
 
-from disan.data.registry import BENCHMARKS
-from disan.nn.heads import ModelConfig, TextModel, count_parameters, paper_parameters
-
 PAPER = {"additive": 0.45e6, "s2t": 0.54e6, "multihead": 1.98e6, "bilstm": 2.88e6,
          "disan-nodir": 2.35e6, "disan": 2.35e6}
 
 
 def table() -> list[tuple[str, int, int, float]]:
     """(encoder, encoder parameters, parameters with the SNLI head and without embeddings, paper's figure)."""
+    # imported here, not at the top: ``disan params --help`` imports this module and needs no torch
+    from disan.data.registry import BENCHMARKS
+    from disan.nn.heads import ModelConfig, TextModel, count_parameters, paper_parameters
     rows = []
     for name in PAPER:
         snli = BENCHMARKS["snli"]

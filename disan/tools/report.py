@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 
 from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.analyses.attribution import STEPS
-from disan.explore.analyses.report import report_html
-from disan.inspect.pipeline import load
+from disan.explore.choices import STEPS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -33,6 +31,9 @@ def main(argv=None) -> int:
     """Write the report; returns the exit status (1, with one line on stderr, for a bad checkpoint or text)."""
     p = parser()
     args = p.parse_args(argv)
+    # imported here, not at the top: ``disan report --help`` imports this module and needs no torch or plotly
+    from disan.explore.analyses.report import report_html
+    from disan.inspect.pipeline import load
     try:
         page = report_html(load(args.checkpoint), args.text, args.hypothesis, args.steps)
         Path(args.out).write_text(page, encoding="utf-8")

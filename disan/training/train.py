@@ -179,7 +179,7 @@ def make_optimizer(cfg: TrainConfig, model: TextModel) -> torch.optim.Optimizer:
     ``--no-decay-attention`` not on W1 and W2 either); Adadelta with ``cfg.rho`` and ``cfg.eps``."""
     groups = param_groups(model, cfg.weight_decay, attention=cfg.decay_attention)
     constants = {"rho": cfg.rho, "eps": cfg.eps} if cfg.optimizer == "adadelta" else {}
-    return OPTIMIZERS[cfg.optimizer](groups, lr=cfg.lr, **constants)
+    return getattr(torch.optim, OPTIMIZERS[cfg.optimizer])(groups, lr=cfg.lr, **constants)
 
 
 def best_of(history: list[dict], best: int) -> dict:

@@ -24,7 +24,7 @@ part beyond it counts.
   blocks, so that only the masks and the spread of each query's attention relate them; the claim fails
   when the directions rank words alike beyond that.
 
-A verdict comes from the 95% cluster-bootstrap interval (:data:`~disan.explore.analyses.stats.RESAMPLES`
+A verdict comes from the 95% cluster-bootstrap interval (:data:`~disan.explore.choices.RESAMPLES`
 resamples of whole sentences) of the measure minus its null, per sentence (the mean of the shuffles for
 word classes): the claim holds when that interval lies above 0 (for the directions: fails when it does).
 A claim that holds with an effect under 5% of the level it is compared with (the stop words' mean, the

@@ -23,6 +23,7 @@ from disan.data.loaders import TaskData
 from disan.data.registry import BENCHMARKS, load_task
 from disan.data.text import check_text, normalize
 from disan.explore.analyses import charts, stats
+from disan.explore.choices import SAMPLE_SENTENCES  # noqa: F401  (corpus.SAMPLE_SENTENCES, for the pages)
 from disan.explore.views import Drawing, Note, Row
 from disan.inspect import senses
 from disan.inspect.batched import token_vectors
@@ -30,7 +31,6 @@ from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
 MAX_UPLOAD = 20_000      # rows of an uploaded file that are read: the most sentences an uploaded corpus has
-SAMPLE_SENTENCES = 2000  # the seeded sample of a corpus that the case study and the feature atlas measure
 SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
 
 

@@ -50,6 +50,7 @@ from disan.data.vectors import OOV_RANGE
 from disan.explore.analyses import charts, stats
 from disan.explore.analyses.attribution import from_points, path_points
 from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
+from disan.explore.choices import BOTH, CASCADE_SENTENCES, REMOVALS  # noqa: F401  (CASCADE_SENTENCES, for the page)
 from disan.explore.kinds import look_of
 from disan.explore.views import Drawing, Row
 from disan.inspect import measures
@@ -66,8 +67,6 @@ IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first who
                                       # each doubles the one before (the points are reused)
 IG_POINTS = 512  # points on the integrated-gradients paths per batch: several inputs share one backward pass
 COMPLETENESS = 0.01
-REMOVALS = ("delete", "unk")
-BOTH = "both"
 RANDOM = "random"
 SOURCE2TOKEN = "source2token"
 CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors")
@@ -77,7 +76,6 @@ NOISE_ROUNDS = 1  # rescalings of each intervention's noise after the calibratio
 # The page's first sample: the curves and their intervals within seconds (20 sick-e inputs took 7.4 s of one
 # core, integrated gradients half of it); the verdicts, from MIN_SENTENCES inputs, come with the next stage (32).
 FIRST = 8
-CASCADE_SENTENCES = 100  # the randomisation checks' default sample: each stage explains every input again
 
 
 @dataclass(frozen=True)

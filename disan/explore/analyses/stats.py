@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from disan.explore.choices import RESAMPLES
+
 
 # ---------------------------------------------------------------- projection and clustering
 
@@ -332,11 +334,6 @@ def row_shuffle_index(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- bootstrap
-
-# Bootstrap resamples behind every interval (the case study's, compare's). Their counts per cluster are
-# held at once and cached: 2,000 resamples over the case study's 2,000 sentences are 32 MB, over SNLI's
-# 9,824 test pairs 160 MB.
-RESAMPLES = 2_000
 
 
 @functools.lru_cache(maxsize=8)
