@@ -217,3 +217,43 @@ def test_run_with_cache_gives_every_hook_points_output_as_the_trace_has_it():
     torch.testing.assert_close(cache["encoder.s2t.hook_attention"][0], sentence.source2token.probs, rtol=0, atol=1e-6)
     _, pair = tiny_pipe("pair").run_with_cache(("the man", "a biker is big"), ["encoder.hook_encoding"])
     assert list(pair) == ["premise/encoder.hook_encoding", "hypothesis/encoder.hook_encoding"]
+
+
+@pytest.mark.quick
+def test_threads_sharing_one_model_each_get_their_own_trace_and_intervention():
+    """The app's sessions trace one cached model in threads of their own: what one thread's trace records, or
+    its intervention replaces, must not be another's forward pass running meanwhile (sentences of other
+    lengths then mixed their shapes into each other's traces)."""
+    import threading
+
+    from disan.explore.analyses.faithfulness import intervened_encoding, uniform_like
+    model, vocab = make_model()
+    ids = {n: torch.tensor([vocab.encode((["the", "glass", "bottle", "is", "big"] * 8)[:n])]) for n in (3, 7, 12)}
+    alone = {n: model.encoder(model.embed(i), i != 0, trace=True)[1] for n, i in ids.items()}
+    intervened = {n: intervened_encoding(model, i, "forward", uniform_like)[0] for n, i in ids.items()}
+    plain = {n: model.encode(i) for n, i in ids.items()}
+    failures, start = [], threading.Barrier(3)
+
+    def work(n):
+        start.wait()
+        for round_ in range(30):
+            with torch.no_grad():
+                if round_ % 3 == 0:
+                    trace = model.encoder(model.embed(ids[n]), ids[n] != 0, trace=True)[1]
+                    same = all(torch.equal(a.probs, b.probs) and torch.equal(a.gate, b.gate)
+                               for a, b in zip(trace.blocks, alone[n].blocks))
+                elif round_ % 3 == 1:
+                    # the other block may take the dense path while another thread hooks it: equal to rounding
+                    again = intervened_encoding(model, ids[n], "forward", uniform_like)[0]
+                    same = torch.allclose(again, intervened[n], atol=1e-6)
+                else:
+                    same = torch.allclose(model.encode(ids[n]), plain[n], atol=1e-6)
+            if not same:
+                failures.append((n, round_))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures

@@ -17,7 +17,7 @@ from disan.inspect.senses import vector_kinds
 from disan.nn import checkpoint
 from disan.nn.device import device_of
 from disan.nn.heads import TextModel, paper_parameters
-from disan.nn.hooks import HookPoint, hook_points
+from disan.nn.hooks import HookPoint, hook_points, this_thread
 from disan.nn.model import EncoderTrace
 
 # How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
@@ -189,9 +189,11 @@ class Pipeline:
         def call(name, fn):
             return lambda module, args, output: fn(output, Site(name, self.sides[encoded[0] % len(self.sides)]))
 
-        handles = [self.model.encoder.register_forward_hook(count)]
+        # in this thread only: the app's sessions share one model, and another's forward pass runs meanwhile
+        handles = [self.model.encoder.register_forward_hook(this_thread(count))]
         try:
-            handles += [self.hook_points[name].register_forward_hook(call(name, fn)) for name, fn in functions.items()]
+            handles += [self.hook_points[name].register_forward_hook(this_thread(call(name, fn)))
+                        for name, fn in functions.items()]
             yield
         finally:
             for handle in handles:

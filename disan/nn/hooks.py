@@ -10,7 +10,8 @@ hook point is :attr:`HookPoint.hooked`, and otherwise the fast kernels run witho
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import torch
@@ -40,16 +41,28 @@ def hook_points(model: nn.Module) -> dict[str, HookPoint]:
     return {name: module for name, module in model.named_modules() if isinstance(module, HookPoint)}
 
 
+def this_thread(fn: Callable) -> Callable:
+    """``fn`` as a forward hook that acts in the thread that made it only. A model may be shared by threads (the
+    app's sessions trace one cached model at once): what one thread hooks to read or replace an intermediate
+    must neither see nor change another thread's forward pass meanwhile, which only finds the point hooked (and
+    computes P, to the same values)."""
+    owner = threading.get_ident()
+
+    def hook(module, args, output):
+        return fn(module, args, output) if threading.get_ident() == owner else None
+    return hook
+
+
 @contextmanager
 def recorded(points: Mapping[str, HookPoint]) -> Iterator[dict[str, torch.Tensor]]:
-    """A dict filled, while the context is open, with what each of ``points`` outputs, under its key: the
-    tensor the model went on from, after any replacement by hooks registered before."""
+    """A dict filled, while the context is open, with what each of ``points`` outputs in this thread, under its
+    key: the tensor the model went on from, after any replacement by hooks registered before."""
     seen: dict[str, torch.Tensor] = {}
 
     def keep(key):
         return lambda module, args, output: seen.__setitem__(key, output)
 
-    handles = [point.register_forward_hook(keep(key)) for key, point in points.items()]
+    handles = [point.register_forward_hook(this_thread(keep(key))) for key, point in points.items()]
     try:
         yield seen
     finally:

@@ -57,7 +57,7 @@ from disan.inspect import measures
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import SentenceTrace
 from disan.nn.heads import init_weights
-from disan.nn.hooks import recorded
+from disan.nn.hooks import recorded, this_thread
 from disan.nn.model import DiSA
 
 K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
@@ -454,7 +454,7 @@ def intervened_encoding(model, ids: torch.Tensor, block: str, change) -> tuple[t
         def replace(module, args, probs):
             return change(probs, seen["mask"])  # the block's mask passes its hook point before P is made
     with recorded(points) as seen:
-        handle = attention.register_forward_hook(replace)
+        handle = attention.register_forward_hook(this_thread(replace))  # another session's trace runs as it is
         try:
             out = model.encode(ids)
         finally:
