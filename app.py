@@ -72,8 +72,9 @@ def sidebar() -> list[str]:
                        help=f"{entry.label}. Vocabulary: {entry.vocabulary}. Every checkpoint's card is on the "
                             "Models page.")
             entry = next(e for e in good if e.name == st.session_state["checkpoint"])
-            if entry.vectors_missing:  # its words outside the stored ones are <unk> here, unlike where they are
-                st.caption(f":material/warning: {entry.vectors_missing}")
+            missing = entry.vectors_missing  # a property that looks for the vectors' files: asked once a run
+            if missing:  # its words outside the stored ones are <unk> here, unlike where they are
+                st.caption(f":material/warning: {missing}")
             if reads_pairs(entry):
                 st.session_state.setdefault("premise", PRESET_PAIR[0])
                 st.session_state.setdefault("hypothesis", PRESET_PAIR[1])
