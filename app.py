@@ -10,8 +10,8 @@ if __name__ == "__main__":
 from disan.app import links  # noqa: E402
 from disan.app.common import (SENTENCE_HELP, default_checkpoint, entries, persistent, reads_pairs,  # noqa: E402
                               use_app_threads)
-from disan.explore import markup  # noqa: E402
-from disan.explore.views import PRESET_PAIR, PRESET_SENTENCE  # noqa: E402
+from disan.render import markup  # noqa: E402
+from disan.render.views import PRESET_PAIR, PRESET_SENTENCE  # noqa: E402
 
 use_app_threads()  # at import: every trace of this server, whichever session asks
 

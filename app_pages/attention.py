@@ -18,7 +18,7 @@ from disan.app.common import (
     side_by_side,
     token_window,
 )
-from disan.explore import markup, views
+from disan.render import markup, views
 
 st.header("Token2token attention")
 st.caption("Rows: the query token j. Columns: the attended token i. Grey cells are masked "

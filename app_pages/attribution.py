@@ -3,7 +3,7 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, draw, open_input
-from disan.explore.analyses import attribution
+from disan.analyses import attribution
 
 st.header("Attribution")
 st.caption("Integrated gradients (50 steps from zero word vectors) and gradient × input of the predicted class, "

@@ -3,8 +3,8 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, current_checkpoint, draw
-from disan.explore import views
-from disan.explore.analyses import casestudy, corpus
+from disan.render import views
+from disan.analyses import casestudy, corpus
 
 st.header("Case study")
 st.caption("The paper reads two sentences: stop words get little attention, a few words get large attention from "

@@ -10,8 +10,8 @@ from disan.app.common import (
     run_trace,
     token_window,
 )
-from disan.explore import views
-from disan.explore.analyses import compare
+from disan.render import views
+from disan.analyses import compare
 
 st.header("Compare models")
 st.caption("Model A is the sidebar's; model B takes the same input. For example DiSAN against DiSAN without "

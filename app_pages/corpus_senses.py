@@ -3,7 +3,7 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, current_checkpoint, draw, open_in_attention
-from disan.explore.analyses import corpus, stats
+from disan.analyses import corpus, stats
 from disan.inspect import senses
 
 CLUSTERS = 3  # the chosen k's default, and the clusters of a stage's first occurrences when k is by silhouette

@@ -2,8 +2,8 @@
 import streamlit as st
 
 from disan.app.common import draw, open_input, token_window
-from disan.explore import views
-from disan.explore.analyses import counterfactual as cf
+from disan.render import views
+from disan.analyses import counterfactual as cf
 
 st.header("Counterfactuals")
 st.caption("What the prediction and the attention do when a token is deleted, replaced or masked (the unknown "

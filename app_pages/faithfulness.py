@@ -4,9 +4,9 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app.common import checkpoint_args, current_checkpoint, draw, persistent, reads_pairs
-from disan.explore import diskcache
-from disan.explore.analyses import faithfulness
-from disan.explore.kinds import look_of
+from disan.store import diskcache
+from disan.analyses import faithfulness
+from disan.render.kinds import look_of
 from disan.inspect.pipeline import load
 
 st.header("Faithfulness")

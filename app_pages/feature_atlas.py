@@ -4,8 +4,8 @@ import streamlit as st
 from disan.app import analyses as glue
 from disan.app import links
 from disan.app.common import checkpoint_args, current_checkpoint, draw, entry_pipeline
-from disan.explore import atlas
-from disan.explore.analyses import corpus
+from disan.analyses import atlas
+from disan.analyses import corpus
 
 TYPES = 4  # the chosen k's default, and the types of a stage's sample when k is by silhouette
 

@@ -3,7 +3,8 @@ import streamlit as st
 
 from disan.app import progress
 from disan.app.common import chart, entries
-from disan.explore import catalog, figures
+from disan.inspect import catalog
+from disan.render import figures
 
 st.header("Models")
 items = entries()

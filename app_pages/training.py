@@ -6,7 +6,8 @@ import streamlit as st
 from disan.app import progress
 from disan.app import training as glue
 from disan.app.common import benchmark_label, chart, entries, kept, stamp
-from disan.explore import catalog, figures
+from disan.inspect import catalog
+from disan.render import figures
 
 SOURCES = ("a benchmark", "a file of your own")
 

@@ -9,7 +9,7 @@ from disan.app.common import (
     kept,
     persistent,
 )
-from disan.explore import markup, views
+from disan.render import markup, views
 from disan.inspect import senses
 
 OWN = "(your own sentences)"

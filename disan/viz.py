@@ -23,7 +23,7 @@ A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="h
 hypothesis; the premise is the default) or one of its sentences. Each function returns exactly the figure
 the app's page draws with the page's defaults (lift over uniform, the middle query token), building only
 that figure. Functions that draw several panels
-return a :class:`disan.explore.views.Drawing`, a mapping of figures (and tables) by key:
+return a :class:`disan.render.views.Drawing`, a mapping of figures (and tables) by key:
 ``for fig in drawing.figures.values(): fig.show()``.
 """
 from __future__ import annotations
@@ -34,16 +34,16 @@ from pathlib import Path
 import plotly.graph_objects as go
 
 from disan.data.text import check_text
-from disan.explore import atlas as _atlas
-from disan.explore import figures, notebook, views
-from disan.explore.analyses import attribution as _attribution
-from disan.explore.analyses import casestudy as _casestudy
-from disan.explore.analyses import compare as _compare
-from disan.explore.analyses import counterfactual as _counterfactual
-from disan.explore.analyses import faithfulness as _faithfulness
-from disan.explore.analyses import stats as _stats
-from disan.explore.analyses.report import report_html
-from disan.explore.views import AttentionOptions
+from disan.analyses import atlas as _atlas
+from disan.render import figures, notebook, views
+from disan.analyses import attribution as _attribution
+from disan.analyses import casestudy as _casestudy
+from disan.analyses import compare as _compare
+from disan.analyses import counterfactual as _counterfactual
+from disan.analyses import faithfulness as _faithfulness
+from disan.analyses import stats as _stats
+from disan.render.report import report_html
+from disan.render.views import AttentionOptions
 from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, SentenceTrace, TraceResult
 
 
@@ -156,7 +156,7 @@ def knockout(pipe, text, keys, queries=(), blocks=None, sentence: str = "premise
 
 def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
     """Two checkpoints on one input: predictions, attention on one scale, the differences, gates and
-    source2token; :func:`disan.explore.analyses.compare.statement` says what each encoder lacks."""
+    source2token; :func:`disan.analyses.compare.statement` says what each encoder lacks."""
     sides = []
     for pipe in (pipe_a, pipe_b):
         result = pipe.trace(text)
@@ -168,7 +168,7 @@ def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
 def case_study(pipe, texts, resamples: int = _stats.RESAMPLES):
     """The paper's case-study claims measured on the texts: a pandas table paper claim | measured | null |
     holds? | n, each claim judged against its null model. Fewer than
-    :data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` texts give the measures and no verdict."""
+    :data:`~disan.analyses.casestudy.MIN_SENTENCES` texts give the measures and no verdict."""
     study = _casestudy.measure(pipe, [check_text(t) for t in texts])
     return _casestudy.claims(study, resamples)
 
@@ -177,7 +177,7 @@ def feature_atlas(pipe, texts, k: int | None = None) -> _atlas.FeatureAtlas:
     """Every attention feature of every DiSA block profiled over the texts (a list of sentences), typed
     (``k`` types, or None: k by silhouette) and mapped: ``.table`` is the pandas table (one row per block
     and feature, columns named after the measures), ``.figures`` the map, ``.atlas`` the rest
-    (see :mod:`disan.explore.atlas`: search, one feature explained)."""
+    (see :mod:`disan.analyses.atlas`: search, one feature explained)."""
     result = _atlas.profile(pipe, [check_text(t) for t in texts], "the texts", k)
     return _atlas.FeatureAtlas(result.table, _atlas.drawing(result).figures, result)
 
@@ -202,7 +202,7 @@ def faithfulness(pipe, sentences, cascade: bool = False, settings=None) -> Faith
     """Is the attention an explanation of the predictions on these inputs (texts, or (premise, hypothesis)
     pairs)? Erasure curves of every explanation and attention interventions, each against its null, with
     the cascading model randomisation too when ``cascade`` (see
-    :mod:`disan.explore.analyses.faithfulness`); ``settings``: a ``Settings`` of that module."""
+    :mod:`disan.analyses.faithfulness`); ``settings``: a ``Settings`` of that module."""
     settings = settings or _faithfulness.Settings()
     sentences = list(sentences)
     erasure = _faithfulness.erasure_summary(_faithfulness.erasure_records(pipe, sentences, settings), settings)

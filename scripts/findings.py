@@ -19,9 +19,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import shipped_checkpoints
-from disan.explore import atlas, views
-from disan.explore.analyses import attribution, casestudy, compare, corpus, faithfulness
-from disan.explore.analyses import counterfactual as cf
+from disan.analyses import atlas
+from disan.render import views
+from disan.analyses import attribution, casestudy, compare, corpus, faithfulness
+from disan.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
 from disan.nn.checkpoint import WEIGHTS

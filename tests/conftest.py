@@ -5,7 +5,8 @@ import torch
 
 from disan.data import download, glove100, loaders, paths
 from disan.data.text import Vocab
-from disan.explore import diskcache, progressive
+from disan.store import diskcache
+from disan.analyses import progressive
 from disan.nn import checkpoint
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig

@@ -11,15 +11,9 @@ import torch
 from disan.data import batching
 from disan.data.files import DataError
 from disan.data.text import UNK
-from disan.explore import views
-from disan.explore.analyses import (
-    attribution,
-    casestudy,
-    compare,
-    corpus,
-    stats,
-)
-from disan.explore.analyses import counterfactual as cf
+from disan.render import views
+from disan.analyses import attribution, casestudy, compare, corpus, stats
+from disan.analyses import counterfactual as cf
 from disan.inspect import batched, senses
 from disan.inspect.measures import received, received_lift, word_class
 from disan.inspect.pipeline import Pipeline
@@ -680,8 +674,8 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
 
 @pytest.mark.quick
 def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
-    from disan.explore import figures
-    from disan.explore.analyses import charts
+    from disan.render import figures
+    from disan.render import charts
     fig = charts.prediction_change({"neg": 0.2, "pos": 0.8}, {"neg": 0.7, "pos": 0.3})
     assert [list(bar.y) for bar in fig.data] == [["neg", "pos"], ["neg", "pos"]]
     assert [list(bar.x) for bar in fig.data] == [[0.2, 0.8], [0.7, 0.3]]
@@ -695,7 +689,7 @@ def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
 
 @pytest.mark.quick
 def test_the_context_of_an_occurrence_is_escaped_and_cut_to_its_window():
-    from disan.explore.analyses import charts
+    from disan.render import charts
     tokens = ["a", "<b>", "c", "word", "d", "e", "f"]
     assert charts.marked_context(tokens, 3, width=2) == "… &lt;b&gt; c <b>word</b> d e …"
     assert charts.marked_context(tokens, 0, width=1) == "<b>a</b> &lt;b&gt; …"

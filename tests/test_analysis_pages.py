@@ -3,8 +3,8 @@ import pytest
 
 import disan
 from disan.data import files
-from disan.explore import views
-from disan.explore.analyses import corpus
+from disan.render import views
+from disan.analyses import corpus
 from disan.nn import checkpoint
 
 from .conftest import LABELS, make_model

@@ -18,7 +18,8 @@ import disan
 from disan.app import common
 from disan.app.common import TABLE_PX, column_widths
 from disan.data.text import MAX_TOKENS, check_text
-from disan.explore import diskcache, views
+from disan.store import diskcache
+from disan.render import views
 from disan.inspect import senses
 from disan.nn import checkpoint
 
@@ -508,7 +509,7 @@ def test_the_training_forms_name_and_recipe_items_make_the_run(tmp_path, monkeyp
 @pytest.mark.quick
 def test_the_atlas_pages_know_which_encoders_have_blocks(make_checkpoint):
     from disan.app.analyses import encoder_parts
-    from disan.explore.catalog import list_checkpoints
+    from disan.inspect.catalog import list_checkpoints
     make_checkpoint(name="disan")
     root = make_checkpoint(name="lstm", encoder="bilstm").parent
     blocks = {e.name: encoder_parts(e)["blocks"] for e in list_checkpoints(root)}

@@ -1,4 +1,4 @@
-"""The feature atlas (disan.explore.atlas): profiles against a per-sentence reference, and the labels of
+"""The feature atlas (disan.analyses.atlas): profiles against a per-sentence reference, and the labels of
 features whose weights are set to attend to the adjacent token, to a sentence end, or uniformly."""
 import io
 import json
@@ -17,9 +17,9 @@ from streamlit.testing.v1 import AppTest
 import disan
 from disan import viz
 from disan.data.text import Vocab
-from disan.explore import atlas
-from disan.explore.analyses import corpus
-from disan.explore.views import Drawing
+from disan.analyses import atlas
+from disan.analyses import corpus
+from disan.render.views import Drawing
 from disan.inspect.pipeline import Pipeline
 from disan.nn.heads import ModelConfig, TextModel
 from disan.nn.model import DiSANConfig

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
-from disan.explore import figures, views
+from disan.render import figures, views
 from disan.nn import checkpoint
 from disan.tools.latency import (
     CHROMIUM,

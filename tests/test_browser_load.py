@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from disan.app.cache import budget
+from disan.store.memory import budget
 from disan.nn.kernels import cpp
 from disan.tools.latency import (ANALYSIS_PAGES, CHROMIUM, VIEWPORT, chromium, free_port, server, soak, wait_drawn,
                                  wait_final)
@@ -73,7 +73,7 @@ def slowly():
 
 
 sys.meta_path[:0] = [Patched("numpy", before=slowly),
-                     Patched("disan.explore.diskcache", after=log_stores)]
+                     Patched("disan.store.diskcache", after=log_stores)]
 """
 
 # Counts the script runs that start in the page from now on.

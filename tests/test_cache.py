@@ -1,4 +1,4 @@
-"""The byte-bounded trace cache (disan.app.cache)."""
+"""The byte-bounded trace cache (disan.store.memory)."""
 from dataclasses import dataclass
 
 import numpy as np

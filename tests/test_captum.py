@@ -4,7 +4,7 @@ import torch
 from captum.attr import InputXGradient, IntegratedGradients
 
 from disan.data.text import PAD_ID
-from disan.explore.analyses.attribution import attribute
+from disan.analyses.attribution import attribute
 from disan.inspect.pipeline import Pipeline
 
 from .conftest import LABELS, make_model

@@ -11,7 +11,7 @@ import safetensors.torch
 import torch
 
 import disan
-from disan.explore import catalog
+from disan.inspect import catalog
 from disan.nn import checkpoint, device
 from disan.nn.baselines import ENCODERS
 from disan.nn.checkpoint import CheckpointError

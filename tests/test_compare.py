@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from disan.__main__ import main
-from disan.explore.analyses.stats import mcnemar_exact
+from disan.analyses.stats import mcnemar_exact
 from disan.tools.compare import compare, markdown
 from disan.training.evaluate import Evaluation
 from disan.training.train import train

@@ -1,4 +1,4 @@
-"""The on-disk result cache (disan.explore.diskcache): exact round trips of every analysis's result, keys
+"""The on-disk result cache (disan.store.diskcache): exact round trips of every analysis's result, keys
 that change with whatever the result depends on, the size bound (also while other processes delete and
 write entries), one computation of a key for threads asking at once, and corrupt entries computed again."""
 import dataclasses
@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 
 import disan
-from disan.explore import atlas, diskcache
+from disan.analyses import atlas
+from disan.store import diskcache
 from disan.data.paths import shipped_checkpoints
-from disan.explore.analyses import attribution, casestudy, corpus
+from disan.analyses import attribution, casestudy, corpus
 from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
 

@@ -2,7 +2,7 @@
 browser per thread, and the other browser modules hold theirs open for the whole module."""
 import pytest
 
-from disan.explore import views
+from disan.render import views
 from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
 from disan.tools import latency

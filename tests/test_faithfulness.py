@@ -10,8 +10,8 @@ from torch import nn
 
 from disan.data.kinds import KINDS
 from disan.data.text import PAD_ID, Vocab
-from disan.explore import progressive
-from disan.explore.analyses import faithfulness as F
+from disan.analyses import progressive
+from disan.analyses import faithfulness as F
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import Pipeline
 from disan.nn.masks import attention_mask
@@ -184,7 +184,7 @@ def test_the_summarys_random_row_is_the_hand_computed_expectation():
 
 @pytest.mark.parametrize("kind", ["classify", "pair"])
 def test_integrated_gradients_in_batches_reusing_points_equal_one_input_at_a_time(kind):
-    from disan.explore.analyses.attribution import attribute
+    from disan.analyses.attribution import attribute
 
     model, vocab = make_model(kind)
     pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
@@ -292,7 +292,7 @@ def test_the_cascade_leaves_the_groups_not_yet_randomised_bit_identical():
 
 @pytest.mark.quick
 def test_verdicts_need_twenty_sentences_and_read_the_interval_in_the_measures_direction():
-    from disan.explore.analyses.stats import Estimate
+    from disan.analyses.stats import Estimate
     above, straddles = Estimate(0.1, 0.05, 0.2), Estimate(0.1, -0.05, 0.2)
     assert F.verdict(above, 19, True) == F.TOO_FEW
     assert F.verdict(above, 20, True) == "better than random"
@@ -419,7 +419,7 @@ def test_data_randomisation_against_a_tiny_model_trained_on_shuffled_labels(tmp_
 def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, monkeypatch):
     import pandas as pd
 
-    from disan.explore import diskcache
+    from disan.store import diskcache
 
     monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
     model, vocab = make_model("pair")
@@ -454,8 +454,9 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
 
     from disan.app import analyses as glue
     from disan.app import common
-    from disan.explore import diskcache, progressive
-    from disan.explore.analyses import corpus
+    from disan.store import diskcache
+    from disan.analyses import progressive
+    from disan.analyses import corpus
     from disan.inspect.pipeline import load
 
     from .test_app import app, assert_same_json, charts, decoded, visit

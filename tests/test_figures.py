@@ -10,7 +10,7 @@ import plotly.io as pio
 import pytest
 
 from disan.data.files import Summary
-from disan.explore import figures, tables
+from disan.render import figures, tables
 from disan.inspect import measures
 
 pytestmark = pytest.mark.quick
@@ -647,7 +647,7 @@ def test_the_uniform_mark_of_source2token_importance_stands_above_the_bars():
 def test_long_sentences_are_windowed_on_every_page_that_draws_tokens_by_tokens(make_checkpoint):
     import disan
     from disan import viz
-    from disan.explore import views
+    from disan.render import views
     pipe = disan.load(make_checkpoint("classify"))
     n = 126
     text = " ".join(f"w{k}" for k in range(n))

@@ -9,7 +9,8 @@ import pytest
 import disan
 from disan.__main__ import run
 from disan.data import glove100, paths
-from disan.explore import catalog, diskcache
+from disan.inspect import catalog
+from disan.store import diskcache
 from disan.nn import checkpoint
 from disan.training import board
 

@@ -226,7 +226,7 @@ def test_threads_sharing_one_model_each_get_their_own_trace_and_intervention():
     lengths then mixed their shapes into each other's traces)."""
     import threading
 
-    from disan.explore.analyses.faithfulness import intervened_encoding, uniform_like
+    from disan.analyses.faithfulness import intervened_encoding, uniform_like
     model, vocab = make_model()
     ids = {n: torch.tensor([vocab.encode((["the", "glass", "bottle", "is", "big"] * 8)[:n])]) for n in (3, 7, 12)}
     alone = {n: model.encoder(model.embed(i), i != 0, trace=True)[1] for n, i in ids.items()}

@@ -4,16 +4,21 @@ Floors, lowest first (a subpackage may use the floors below it, never its neighb
 
     1  disan.data
     2  disan.nn
-    3  disan.inspect (load, predict, trace, batched traces, token vectors, word senses, measures)
-    4  disan.explore, disan.training
+    3  disan.inspect (load, predict, trace, batched traces, token vectors, word senses, measures, the catalog),
+       disan.store (the disk and memory caches)
+    4  disan.analyses (what is computed), disan.render (what is drawn), disan.training
     5  disan.app (the Streamlit glue)
     6  disan.tools (benchmarks and commands, which may start the app)
     7  disan (the public API in __init__, viz) and disan.__main__ (the command line)
 
-The Streamlit app (app.py and app_pages/) stands on disan.app, disan.explore and disan.inspect only.
+The Streamlit app (app.py and app_pages/) stands on disan.app, disan.analyses, disan.render and disan.inspect only.
+Beyond the floors, the rooms keep their jobs: render never imports torch, analyses never draw (no plotly,
+no Streamlit), store never stores drawings.
 """
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +27,8 @@ pytestmark = pytest.mark.quick
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "disan"
-FLOORS = {"data": 1, "nn": 2, "inspect": 3, "explore": 4, "training": 4, "app": 5, "tools": 6}
+FLOORS = {"data": 1, "nn": 2, "inspect": 3, "store": 3, "analyses": 4, "render": 4, "training": 4, "app": 5,
+          "tools": 6}
 TOP = 7
 
 
@@ -170,7 +176,7 @@ def test_the_private_name_scan_finds_each_form(tmp_path):
 
 # What app.py and the pages may import of the project: they wire widgets to the app's glue and to what
 # is drawn and inspected; the rules (benchmarks, model kinds, training configs) live below, behind disan.app.
-APP_READS = ("app", "explore", "inspect")
+APP_READS = ("app", "analyses", "render", "inspect")
 
 
 def app_imports_below(path: Path, root: Path = ROOT) -> list[str]:
@@ -194,7 +200,7 @@ def app_imports_below(path: Path, root: Path = ROOT) -> list[str]:
     return found
 
 
-def test_the_app_and_its_pages_import_only_the_app_explore_and_inspect():
+def test_the_app_and_its_pages_import_only_the_app_analyses_render_and_inspect():
     problems = [line for path in app_sources() for line in app_imports_below(path)]
     assert not problems, "\n".join(problems)
 
@@ -203,8 +209,51 @@ def test_the_app_import_scan_finds_each_form(tmp_path):
     # the scan must see plain imports, from-imports of modules and of subpackages, and imports in functions
     (tmp_path / "page.py").write_text(
         "import streamlit as st\nimport disan.nn.heads\nfrom disan.data.text import MAX_TOKENS\n"
-        "from disan import training, app\nfrom disan.app import links\nfrom disan.explore.views import VIEWS\n"
+        "from disan import training, app\nfrom disan.app import links\nfrom disan.render.views import VIEWS\n"
         "import disan.inspect.senses\ndef f():\n    from disan.tools import latency\n    import disan\n")
     assert sorted(app_imports_below(tmp_path / "page.py", tmp_path)) == [
         "page.py: disan", "page.py: disan.data.text", "page.py: disan.nn.heads", "page.py: disan.tools",
         "page.py: disan.training"]
+
+
+def third_party(path: Path) -> set[str]:
+    """The top-level names of every package outside this project that ``path`` imports, at module level or
+    inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+    return found - {"disan"}
+
+
+# The rooms of floors 3 and 4, by what they must never import: a drawing needs no torch, a computation no
+# figure, a cache no drawing.
+ROOM_RULES = {
+    "render": {"torch"},
+    "analyses": {"plotly", "streamlit"},
+    "store": {"plotly", "streamlit", "torch"},
+}
+
+
+@pytest.mark.parametrize("room", sorted(ROOM_RULES))
+def test_each_room_keeps_to_its_job(room):
+    problems = [f"{path.relative_to(ROOT)} imports {name}" for path in sorted((PACKAGE / room).rglob("*.py"))
+                for name in sorted(third_party(path) & ROOM_RULES[room])]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_room_scan_finds_each_form(tmp_path):
+    (tmp_path / "m.py").write_text("import torch.nn as nn\nfrom plotly import graph_objects\n"
+                                   "def f():\n    import streamlit as st\nfrom . import x\nimport disan.nn\n")
+    assert third_party(tmp_path / "m.py") == {"torch", "plotly", "streamlit"}
+
+
+def test_render_draws_without_loading_torch():
+    # a restarted server draws a kept result before torch has loaded only if rendering never pulls it in
+    code = ("import sys\nimport disan.render.figures, disan.render.views, disan.render.charts, "
+            "disan.render.markup, disan.render.tables, disan.render.notebook, disan.render.kinds\n"
+            "print(sorted(m for m in sys.modules if m == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -22,7 +22,7 @@ import pytest
 
 from disan.__main__ import run
 from disan.data.kinds import kind_of
-from disan.explore.analyses import faithfulness
+from disan.analyses import faithfulness
 from disan.tools.latency import (
     CHROMIUM,
     VIEWPORT,

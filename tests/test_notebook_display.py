@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import pytest
 
 import disan
-from disan.explore import notebook, views
+from disan.render import notebook, views
 from disan.inspect.pipeline import Prediction
 from tests.test_readme import BLOCKS
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from disan.explore.analyses import casestudy, compare, stats
+from disan.analyses import casestudy, compare, stats
 from disan.inspect import measures
 from disan.inspect.pipeline import Pipeline
 from disan.nn.model import DirectionTrace, EncoderTrace

@@ -122,7 +122,7 @@ def test_evaluate_says_when_it_cannot_open_the_vocabulary(tmp_path, capsys):
 
 
 def test_the_app_says_which_vocabulary_a_model_predicts_with(tmp_path, vectors_file):
-    from disan.explore import catalog
+    from disan.inspect import catalog
     path = saved(tmp_path, {"source": str(vectors_file), "sha256": fingerprint(str(vectors_file))})
     assert checkpoint.load(path)[2]["vocabulary"].startswith("open: ")
     assert catalog.describe(path).vocabulary == f"open: the stored words and every word of {vectors_file}"
@@ -189,7 +189,7 @@ def test_a_model_whose_vectors_are_not_here_says_so_once_naming_what_gets_them(t
     import warnings
 
     import disan
-    from disan.explore.catalog import list_checkpoints
+    from disan.inspect.catalog import list_checkpoints
     monkeypatch.setenv(glove100.VECTORS_ENV, str(tmp_path / "no-vectors"))
     path = saved(tmp_path, {"source": "glove-100d"})  # a pinned source: trusted without a recorded digest
     with warnings.catch_warnings(record=True) as said:

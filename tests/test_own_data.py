@@ -316,7 +316,7 @@ def file_config(tmp_path, rows=ROWS) -> tuple[Path, dict]:
 
 
 def test_a_file_trained_checkpoint_has_its_recorded_test_split_as_corpus(tmp_path):
-    from disan.explore.analyses import corpus
+    from disan.analyses import corpus
     _, config = file_config(tmp_path)
     test = corpus.trained_corpus(config, "test")
     recorded = config["data"]["rows"]["test"]
@@ -327,7 +327,7 @@ def test_a_file_trained_checkpoint_has_its_recorded_test_split_as_corpus(tmp_pat
 
 
 def test_a_changed_or_missing_file_stops_the_corpus_with_its_reason(tmp_path):
-    from disan.explore.analyses import corpus
+    from disan.analyses import corpus
     data, config = file_config(tmp_path)
     write_csv(data, ROWS[:-1] + [("a new last row", "positive")])
     with pytest.raises(files.DataError, match="has changed since the model was trained"):
@@ -341,7 +341,7 @@ def test_a_changed_or_missing_file_stops_the_corpus_with_its_reason(tmp_path):
 
 def test_a_benchmark_checkpoint_has_the_test_fold_it_was_trained_with(data_root):
     from disan.data.registry import load_task
-    from disan.explore.analyses import corpus
+    from disan.analyses import corpus
     test = corpus.trained_corpus({"task": "subj", "kind": "classify", "train_config": {"fold": 3, "seed": 0}})
     assert test.texts == [e.text for e in load_task("subj", fold=3, phrases=False).test]
     assert test.texts != [e.text for e in load_task("subj", fold=0, phrases=False).test]

@@ -243,7 +243,7 @@ def test_a_checkout_and_the_installed_package_build_the_kernel_once(installed, t
 
 def test_disan_app_serves_the_installed_app_and_its_checkpoints(installed):
     venv, elsewhere, env, _ = installed
-    code = ("from disan.data.paths import site; from disan.explore.catalog import list_checkpoints; print(site()); "
+    code = ("from disan.data.paths import site; from disan.inspect.catalog import list_checkpoints; print(site()); "
             "print(*(e.name for e in list_checkpoints() if e.ok))")
     where, listed = subprocess.run([str(venv / "bin" / "python"), "-c", code], cwd=elsewhere, env=env,
                                    capture_output=True, text=True, check=True).stdout.splitlines()
@@ -273,7 +273,7 @@ import dataclasses, sys
 from pathlib import Path
 from disan.app import training
 from disan.data import paths, uploads
-from disan.explore import diskcache
+from disan.store import diskcache
 from disan.training.train import train
 kept = uploads.save_upload(paths.uploads_dir(), "mine.csv", Path(sys.argv[1]).read_bytes())
 own = training.data_fields(kept, "review", None, "sentiment", "classify", 0.2, 0.2)

@@ -1,4 +1,4 @@
-"""Analyses over growing samples (disan.explore.progressive, disan.app.analyses.refined): the schedule, the
+"""Analyses over growing samples (disan.analyses.progressive, disan.app.analyses.refined): the schedule, the
 nested samples, and pages whose final figures are those of the direct computation over the whole corpus,
 drawn again from disk after a restart without computing anything or loading the model."""
 import json
@@ -10,8 +10,8 @@ import streamlit as st
 
 import disan
 from disan.app import common
-from disan.explore import atlas, progressive
-from disan.explore.analyses import attribution, casestudy, corpus
+from disan.analyses import atlas, progressive
+from disan.analyses import attribution, casestudy, corpus
 
 from .test_analysis_pages import PAGES, models  # noqa: F401 (a fixture: tiny checkpoints named for benchmarks)
 from .test_app import app, assert_page_draws, assert_same_json, charts, decoded, visit

@@ -14,7 +14,7 @@ import streamlit as st
 import disan
 from disan.__main__ import run
 from disan.data import files
-from disan.explore.analyses import corpus
+from disan.analyses import corpus
 from disan.tools import predict
 
 from .test_app import app, texts, visit

@@ -1,4 +1,4 @@
-"""The registries of model kinds (disan.data.kinds, shown by disan.explore.kinds) and of benchmarks
+"""The registries of model kinds (disan.data.kinds, shown by disan.render.kinds) and of benchmarks
 (disan.data.registry): nothing else compares their names, and a new kind or benchmark is one entry that
 loading, training, evaluating and showing then take as they take the others."""
 import ast
@@ -14,8 +14,8 @@ import disan
 from disan.data import download, files
 from disan.data.kinds import KINDS, Kind, relatedness_loss, relatedness_score, single
 from disan.data.registry import BENCHMARKS, Benchmark, folds_task, load_task, trainable
-from disan.explore import catalog
-from disan.explore.kinds import LOOKS, Look, look_of
+from disan.inspect import catalog
+from disan.render.kinds import LOOKS, Look, look_of
 from disan.nn.heads import ModelConfig, TextModel
 from disan.tools.predict import output_columns
 from disan.training.config import TrainConfig
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.quick
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [*(ROOT / "disan").rglob("*.py"), ROOT / "app.py", *(ROOT / "app_pages").glob("*.py"),
            *(ROOT / "scripts").glob("*.py")]
-REGISTRIES = {"disan/data/kinds.py", "disan/data/registry.py", "disan/explore/kinds.py"}
+REGISTRIES = {"disan/data/kinds.py", "disan/data/registry.py", "disan/render/kinds.py"}
 # download.py names the archive of MR's files after it: a download source's name, which --mirror and
 # download(base_urls=...) use, not the benchmark compared
 ALLOWED = {"disan/data/download.py: dict key 'mr'"}

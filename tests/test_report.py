@@ -11,8 +11,8 @@ import pytest
 import disan
 from disan import viz
 from disan.__main__ import run
-from disan.explore import views
-from disan.explore.analyses import casestudy
+from disan.render import views
+from disan.analyses import casestudy
 
 pytestmark = pytest.mark.quick
 
@@ -128,7 +128,7 @@ def test_viz_analyses_return_their_panels(sst5, tmp_path):
 
 
 def test_the_report_html_escapes_every_token_and_names_the_model(make_checkpoint):
-    from disan.explore.analyses.report import report_html
+    from disan.render.report import report_html
     html = report_html(disan.load(make_checkpoint()), HOSTILE, steps=4)
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>big</b>" not in html
     assert "&lt;script&gt;" in html and "tiny-classify" in html

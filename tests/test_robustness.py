@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import disan
 from disan.__main__ import run
 from disan.data.text import MAX_CHARS, MAX_TOKENS
-from disan.explore import tables, views
+from disan.render import tables, views
 from disan.nn import checkpoint
 from disan.training.train import TrainConfig, train
 

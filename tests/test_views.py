@@ -1,4 +1,4 @@
-"""The registry of what the pages draw (disan.explore.views), on tiny untrained models."""
+"""The registry of what the pages draw (disan.render.views), on tiny untrained models."""
 import html
 import json
 import os
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import disan
-from disan.explore import figures, markup, views
-from disan.explore.analyses import attribution, casestudy
+from disan.render import figures, markup, views
+from disan.analyses import attribution, casestudy
 from disan.inspect import senses
 from disan.inspect.pipeline import Pipeline
 from disan.tools import latency

@@ -5,5 +5,5 @@ fields assembled into a TrainConfig) and what it says about a run.
 
 ``app.py`` and ``app_pages/`` import this package, :mod:`disan.explore` and :mod:`disan.inspect` only
 (tests/test_layers.py): what they need of the floors below is read here. Besides them, the latency tool
-reads the trace cache's memory bound (:mod:`disan.app.cache`).
+reads the trace cache's memory bound (:mod:`disan.store.memory`).
 """

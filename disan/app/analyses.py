@@ -2,12 +2,12 @@
 checkpoint offers them (a test split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the
 feature atlas's table as its page lists it.
 
-Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.explore.atlas`).
+Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.analyses.atlas`).
 A corpus analysis is a job, (result key, computation), from a ``*_job`` function: the key is named from the
 checkpoint's directory and the computation alone loads the model, so a kept result is read without loading
-it. :func:`kept` keeps the result on disk (:mod:`disan.explore.diskcache`, keyed by the checkpoint's content,
+it. :func:`kept` keeps the result on disk (:mod:`disan.store.diskcache`, keyed by the checkpoint's content,
 the corpus, the settings and the code) and in memory, and :func:`refined` computes it over growing samples
-(:mod:`disan.explore.progressive`), drawing each, so that a page shows something within seconds and a
+(:mod:`disan.analyses.progressive`), drawing each, so that a page shows something within seconds and a
 restart costs nothing. Arguments with a leading underscore are left out of Streamlit's cache keys.
 :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has changed.
 """
@@ -24,8 +24,10 @@ from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
-from disan.explore import atlas, diskcache, progressive, views
-from disan.explore.analyses import attribution, casestudy, corpus, faithfulness
+from disan.analyses import atlas, progressive
+from disan.store import diskcache
+from disan.render import views
+from disan.analyses import attribution, casestudy, corpus, faithfulness
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
                  "(then set `DISAN_DATA_DIR=DIR`); an uploaded file of sentences works without them.")
@@ -110,7 +112,7 @@ def trained_data(path: str, mtime: float, files: tuple, _config: dict, split: st
 
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
 def trained(path: str, mtime: float, files: tuple, _config: dict, split: str) -> corpus.Corpus:
-    """A split of the data a checkpoint was trained on (:func:`disan.explore.analyses.corpus.trained_corpus`),
+    """A split of the data a checkpoint was trained on (:func:`disan.analyses.corpus.trained_corpus`),
     read once per checkpoint, data files and split; a benchmark's kept on disk, a file of one's own read
     afresh (from :func:`trained_data`)."""
     return read_kept(trained_key(_config, split),
@@ -174,7 +176,7 @@ def corpus_key(c: corpus.Corpus) -> str:
 
 
 def frequent_words(c: corpus.Corpus) -> list[str]:
-    """The corpus's most frequent content words (:func:`disan.explore.analyses.corpus.frequent_words`), kept on
+    """The corpus's most frequent content words (:func:`disan.analyses.corpus.frequent_words`), kept on
     disk by the corpus: telling content words from stop words imports spaCy, seconds a restart need not pay."""
     return diskcache.cached(diskcache.key_of("frequent words", corpus=corpus_key(c)), lambda: corpus.frequent_words(c))
 
@@ -183,7 +185,7 @@ def frequent_words(c: corpus.Corpus) -> list[str]:
 
 @st.cache_data(max_entries=12, show_spinner=False)
 def kept(key: str, _compute):
-    """A corpus analysis's result under its :func:`disan.explore.diskcache.result_key`: computed once per
+    """A corpus analysis's result under its :func:`disan.store.diskcache.result_key`: computed once per
     machine (kept on disk across restarts), read once per server (kept here, copied to each caller)."""
     return diskcache.cached(key, _compute)
 
@@ -212,7 +214,7 @@ def kept_drawing(job, drawing_of, *which) -> views.Drawing:
 
 def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST, grow=None):
     """The result of an analysis over ``total`` items, computed in the stages of
-    :func:`disan.explore.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
+    :func:`disan.analyses.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
     its sample is drawn by ``show(result, stage)`` under a progress bar naming ``what`` is computed, until
     the whole corpus is done; then the partial drawing and the bar go, and the final result is returned for
     the page to draw with its widgets.
@@ -221,7 +223,7 @@ def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST,
     below give them; for ``total`` it must be the direct computation. ``show`` must give its figures keys of
     their own (the stage's number in them): the page draws the final result under the usual ones. ``first``:
     the first sample's size unless ``$DISAN_FIRST_SAMPLE`` says otherwise
-    (:func:`disan.explore.progressive.first_size`). ``grow(size, before)``, where an analysis adds up over
+    (:func:`disan.analyses.progressive.first_size`). ``grow(size, before)``, where an analysis adds up over
     its items: the result on a sample of ``size`` computed from ``before``, the stage before's (its size,
     its result), with only the items it lacks computed; it must equal what ``job_of(size)`` computes.
     """
@@ -254,21 +256,21 @@ def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST,
 
 
 def stage_sample(c: corpus.Corpus, size: int) -> corpus.Corpus:
-    """A stage's sample of a corpus (:func:`disan.explore.progressive.nested`); the corpus itself at its size."""
+    """A stage's sample of a corpus (:func:`disan.analyses.progressive.nested`); the corpus itself at its size."""
     if size == len(c):
         return c
     return corpus.subset(c, progressive.nested(len(c), size), f"{c.name} [{size:,} of {len(c):,}]")
 
 
 def stage_items(items: list, size: int) -> list:
-    """A stage's sample of a list of inputs (:func:`disan.explore.progressive.nested`), in their order."""
+    """A stage's sample of a list of inputs (:func:`disan.analyses.progressive.nested`), in their order."""
     return [items[i] for i in progressive.nested(len(items), size)]
 
 
 def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: str, k: int | None,
                limit: int = corpus.MAX_OCCURRENCES):
     """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word (a
-    stage's sample: the first occurrences in corpus order, nested as :mod:`disan.explore.progressive` needs)."""
+    stage's sample: the first occurrences in corpus order, nested as :mod:`disan.analyses.progressive` needs)."""
     key = diskcache.result_key("corpus senses", path, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
                                limit=limit)
     return key, lambda: corpus.analyse(load_pipeline(path, mtime), chosen, word, kind, k, limit)
@@ -283,7 +285,7 @@ def case_job(path: str, mtime: float, sampled: corpus.Corpus):
 def case_grown(path: str, mtime: float, sampled: corpus.Corpus, size: int, before) -> casestudy.CaseStudy:
     """The case study of a stage's sample of ``sampled`` (:func:`stage_sample`) from the stage before's
     (``before``: its size and study): only the sentences the stage adds are traced and measured, and the
-    two studies combined (:func:`disan.explore.analyses.casestudy.combine`, equal to measuring them all)."""
+    two studies combined (:func:`disan.analyses.casestudy.combine`, equal to measuring them all)."""
     done, study = before
     new = progressive.added(len(sampled), size, done)
     added = casestudy.measure(load_pipeline(path, mtime), [sampled.tokens[i] for i in new])
@@ -317,9 +319,9 @@ def summed(key: str, _compute) -> atlas.Sums:
 
 def atlas_sums(path: str, mtime: float, sample: corpus.Corpus, whole: corpus.Corpus | None = None,
                before: int | None = None) -> atlas.Sums:
-    """The atlas measures of a sample summed over its sentences (:func:`disan.explore.atlas.sums`); for a
+    """The atlas measures of a sample summed over its sentences (:func:`disan.analyses.atlas.sums`); for a
     stage's sample of ``whole``, only the sentences it adds to the sample of ``before`` are traced, and
-    their sums joined to that sample's (:func:`disan.explore.atlas.joined_sums`)."""
+    their sums joined to that sample's (:func:`disan.analyses.atlas.joined_sums`)."""
     def compute():
         pipe = load_pipeline(path, mtime)
         if whole is None or before is None:
@@ -367,7 +369,7 @@ def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribut
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
 def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> list:
     """A seeded sample of n test inputs of the data a checkpoint was trained on
-    (:func:`disan.explore.analyses.corpus.trained_items`), keyed by the checkpoint and its data files
+    (:func:`disan.analyses.corpus.trained_items`), keyed by the checkpoint and its data files
     (:func:`data_stamp`); a benchmark's kept on disk, a file of one's own drawn afresh (from
     :func:`trained_data`)."""
     return read_kept(trained_key(_config, "test", items=n),
@@ -389,7 +391,7 @@ def agreement_job(path: str, mtime: float, items: list):
 def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> pd.DataFrame:
     """The agreement over a stage's sample of ``items`` (:func:`stage_items`) from the stage before's
     (``before``: its size and frame): each input is traced and attributed alone, so only the inputs the stage
-    adds are, and the rows joined (:func:`disan.explore.progressive.joined`) are those of the direct call."""
+    adds are, and the rows joined (:func:`disan.analyses.progressive.joined`) are those of the direct call."""
     done, frame = before
     new = progressive.added(len(items), size, done)
     added = attribution.corpus_agreement(load_pipeline(path, mtime), [items[i] for i in new])
@@ -398,7 +400,7 @@ def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> 
 
 def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:
     """The on-disk key of a faithfulness check over inputs with its settings; ``model``: a checkpoint directory
-    or a loaded pipeline (:func:`disan.explore.diskcache.result_key`)."""
+    or a loaded pipeline (:func:`disan.store.diskcache.result_key`)."""
     return diskcache.result_key(f"faithfulness {analysis}", model, corpus=diskcache.corpus_digest(items),
                                 settings=dataclasses.asdict(settings), **more)
 
@@ -422,7 +424,7 @@ def erasure_records(path: str, mtime: float, items: list, size: int, settings: f
                     before: int | None = None) -> list:
     """The erasure records of a stage's sample of ``size`` of the inputs, seeded by their places among
     ``items``; with ``before``, only the inputs it adds to the sample of ``before`` are computed and their
-    records put in order with that sample's (:func:`disan.explore.progressive.in_order`)."""
+    records put in order with that sample's (:func:`disan.analyses.progressive.in_order`)."""
     def compute():
         pipe = load_pipeline(path, mtime)
         if before is None:

@@ -14,15 +14,17 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from disan.app.cache import ByteCache, budget, cache_bytes
+from disan.store.memory import ByteCache, budget, cache_bytes
 from disan.app.links import input_state
 from disan.data import uploads
 from disan.data.kinds import kind_of
 from disan.data.registry import BENCHMARKS
 from disan.data.text import MAX_TOKENS, check_text, tokenizer_version
-from disan.explore import catalog, diskcache, markup, views
-from disan.explore.kinds import look_of
-from disan.explore.tables import trace_csv, trace_npz
+from disan.inspect import catalog
+from disan.store import diskcache
+from disan.render import markup, views
+from disan.render.kinds import look_of
+from disan.render.tables import trace_csv, trace_npz
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult, load
 from disan.nn.checkpoint import CONFIG
 
@@ -155,8 +157,8 @@ def setting(widget, label: str, key: str, options, default=None, **kwargs):
 
 def token_window(where, tokens: Sequence[str], centre: int, key: str) -> tuple[int, int] | None:
     """The tokens a page's token x token figures show: None where the sentence fits
-    :data:`~disan.explore.views.WINDOW`, else the [start, stop) of a slider over the sentence that starts at
-    :func:`~disan.explore.views.default_window` around ``centre`` (the query token, a token knocked out) and
+    :data:`~disan.render.views.WINDOW`, else the [start, stop) of a slider over the sentence that starts at
+    :func:`~disan.render.views.default_window` around ``centre`` (the query token, a token knocked out) and
     starts there again when the sentence or the centre changes. One control for every page that windows."""
     n = len(tokens)
     if n <= views.WINDOW:
@@ -174,7 +176,7 @@ def reads_pairs(entry: catalog.Entry) -> bool:
 
 
 def default_checkpoint(good: list[catalog.Entry]) -> str:
-    """The checkpoint a session starts on, among the working ones: :func:`disan.explore.catalog.default_entry`,
+    """The checkpoint a session starts on, among the working ones: :func:`disan.inspect.catalog.default_entry`,
     else the first."""
     return (catalog.default_entry(good) or good[0]).name
 
@@ -364,7 +366,7 @@ def side_by_side(sentences: list[tuple[str, SentenceTrace]]) -> list[tuple[str, 
 
 
 def view_page(name: str, key: str) -> None:
-    """A page that draws one registered view (:data:`disan.explore.views.VIEWS`) of the input with its
+    """A page that draws one registered view (:data:`disan.render.views.VIEWS`) of the input with its
     defaults, both sentences of a pair side by side, each with its trace downloads under ``key``."""
     view = views.VIEWS[name]
     sentences = page_sentences(view)

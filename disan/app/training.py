@@ -27,7 +27,7 @@ from disan.data.registry import trainable
 from disan.data.text import split_pair
 from disan.data.uploads import table_files
 from disan.nn.checkpoint import names
-from disan.explore.kinds import look_of
+from disan.render.kinds import look_of
 from disan.nn.baselines import ENCODERS  # noqa: F401  (for the page)
 from disan.training.config import OPTIMIZERS, RECIPE_ITEMS, RECIPES, TrainConfig  # noqa: F401  (for the page)
 from disan.training.board import logdir_root

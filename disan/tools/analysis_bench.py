@@ -3,15 +3,15 @@
     python -m disan analysis-bench [--checkpoint DIR] [--occurrences 1000] [--sentences 2000]
                                    [--only senses|case|atlas|faithfulness|startup]
 
-* Corpus senses: :func:`disan.explore.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
+* Corpus senses: :func:`disan.analyses.corpus.analyse` on ``--occurrences`` occurrences of a
   word (default: "film" in the SST train sentences), for each vector kind, with k picked by silhouette
   (k = 2..8) and with k chosen: vectors on the fast path, PCA, k-means. Target: 1,000 in 5 s or less.
-* Case study: :func:`disan.explore.analyses.casestudy.measure` on ``--sentences`` sentences of the test
+* Case study: :func:`disan.analyses.casestudy.measure` on ``--sentences`` sentences of the test
   split (a seeded sample), then the claims and the page's figures. Target: 2,000 in 60 s or less.
-* Feature atlas: :func:`disan.explore.atlas.profile` on the same sentences (every feature of every
+* Feature atlas: :func:`disan.analyses.atlas.profile` on the same sentences (every feature of every
   block measured, typed with k by silhouette, mapped), then the page's other steps. Target: 2,000 in
   30 s or less.
-* Faithfulness: :mod:`disan.explore.analyses.faithfulness` on ``--faith-sentences`` test inputs (default
+* Faithfulness: :mod:`disan.analyses.faithfulness` on ``--faith-sentences`` test inputs (default
   500): the page's first stage (erasure over its first sample's inputs), erasure with every explanation, the
   interventions and their sum; then the cascade on ``--cascade-sentences`` (default 100). Targets: the
   first numbers within 5 s, erasure and interventions on 500 SST-5 sentences in 180 s, the cascade in
@@ -35,9 +35,9 @@ import torch
 
 from disan.data.choices import SPLITS
 from disan.data.registry import load_task
-from disan.explore import atlas, progressive
-from disan.explore.analyses import casestudy, corpus, faithfulness, stats
-from disan.explore.catalog import default_checkpoint
+from disan.analyses import atlas, progressive
+from disan.analyses import casestudy, corpus, faithfulness, stats
+from disan.inspect.catalog import default_checkpoint
 from disan.inspect.pipeline import load
 from disan.nn import kernels
 from disan.tools.parsers.analysis_bench import ANALYSES, parser

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from disan.data.kinds import kind_of
-from disan.explore.analyses.stats import Estimate, cluster_bootstrap, mcnemar_exact
-from disan.explore.choices import RESAMPLES
+from disan.analyses.stats import Estimate, cluster_bootstrap, mcnemar_exact
+from disan.analyses.choices import RESAMPLES
 from disan.tools.parsers.compare import parser
 from disan.training.evaluate import Evaluation, examples_table
 

@@ -4,7 +4,7 @@
 
 Each record holds the input's tokens, the explanation, its ranking (indices into ``places``, the (sentence,
 position) pairs ranked, most important first), f(x) and, for each k, f after removing the top-k tokens
-and f keeping only them (:mod:`disan.explore.analyses.faithfulness`), so that every figure can be
+and f keeping only them (:mod:`disan.analyses.faithfulness`), so that every figure can be
 recomputed without the tool. A random ranking is one record per draw ("random 1", ...). The corpus
 summary goes to standard error.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from disan.data.choices import SPLITS
 from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.choices import BOTH, REMOVALS
+from disan.analyses.choices import BOTH, REMOVALS
 from disan.tools import invoked
 
 # The analyses (torch, pandas, plotly) are imported by the functions that run them: ``disan faithfulness
@@ -43,8 +43,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def lines(records, ks) -> list[dict]:
-    """The JSON records of :func:`~disan.explore.analyses.faithfulness.erasure_records`' results."""
-    from disan.explore.analyses import faithfulness as F
+    """The JSON records of :func:`~disan.analyses.faithfulness.erasure_records`' results."""
+    from disan.analyses import faithfulness as F
     out = []
     for r in records:
         named = [(name, r.rankings[name], r.removed[name], r.only[name]) for name in r.rankings]
@@ -62,8 +62,8 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     import torch
 
-    from disan.explore.analyses import faithfulness as F
-    from disan.explore.analyses.corpus import trained_items
+    from disan.analyses import faithfulness as F
+    from disan.analyses.corpus import trained_items
     from disan.inspect.pipeline import load
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -9,7 +9,7 @@
     python -m disan latency --soak [MINUTES] [--sessions 3] [--disk-mb 32] [--cache-mb MB]
 
 The first form times the trace plus every figure of a page for one sentence, in this process, once
-the model is loaded. A page's figures are its view in :data:`disan.explore.views.VIEWS` with the
+the model is loaded. A page's figures are its view in :data:`disan.render.views.VIEWS` with the
 page's default options, the very function the page calls; they are also serialised to JSON as
 Streamlit does (``plotly.io.to_json(figure, validate=False)``) before sending them to the browser.
 
@@ -87,13 +87,14 @@ import plotly.offline
 import torch
 
 from disan.app import early
-from disan.app.cache import CACHE_ENV, budget
+from disan.store.memory import CACHE_ENV, budget
 from disan.data.kinds import kind_of
 from disan.data.paths import site
-from disan.explore import atlas, diskcache
-from disan.explore.analyses import corpus
-from disan.explore.catalog import default_checkpoint, list_checkpoints
-from disan.explore.views import VIEWS
+from disan.analyses import atlas
+from disan.store import diskcache
+from disan.analyses import corpus
+from disan.inspect.catalog import default_checkpoint, list_checkpoints
+from disan.render.views import VIEWS
 from disan.inspect.pipeline import load
 from disan.tools.parsers.latency import ANALYSIS_MODELS, parser
 

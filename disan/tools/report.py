@@ -3,7 +3,7 @@
     python -m disan report CHECKPOINT "text" [--hypothesis "..."] --out report.html
 
 The prediction, the forward and backward attention, the fusion gates, source2token and the attribution
-(:mod:`disan.explore.analyses.report`), with plotly.js embedded so that the file opens offline.
+(:mod:`disan.render.report`), with plotly.js embedded so that the file opens offline.
 A checkpoint that cannot be loaded or a text that cannot be traced ends with a one-line error and exit 1.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.choices import STEPS
+from disan.analyses.choices import STEPS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     # imported here, not at the top: ``disan report --help`` imports this module and needs no torch or plotly
-    from disan.explore.analyses.report import report_html
+    from disan.render.report import report_html
     from disan.inspect.pipeline import load
     try:
         page = report_html(load(args.checkpoint), args.text, args.hypothesis, args.steps)

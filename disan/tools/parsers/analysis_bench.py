@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from disan.explore.choices import CASCADE_SENTENCES, SAMPLE_SENTENCES
+from disan.analyses.choices import CASCADE_SENTENCES, SAMPLE_SENTENCES
 
 ANALYSES = ("senses", "case", "atlas", "faithfulness", "startup")
 

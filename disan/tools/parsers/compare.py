@@ -8,7 +8,7 @@ import argparse
 
 from disan.data.choices import SPLITS
 from disan.data.paths import CHECKPOINT_HELP
-from disan.explore.choices import RESAMPLES
+from disan.analyses.choices import RESAMPLES
 
 
 def parser() -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from disan.app.cache import CACHE_ENV
+from disan.store.memory import CACHE_ENV
 
 ANALYSIS_MODELS = ("sst5", "sick-e")
 

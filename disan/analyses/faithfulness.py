@@ -3,7 +3,7 @@
 * **Explanations** (a score per token; the ranking is the scores, highest first, NaN last):
   source2token importance; per DiSA block the attention received as lift over uniform and the
   gate-weighted attention received (:mod:`disan.inspect.measures`); gradient × input and integrated
-  gradients (:func:`disan.explore.analyses.attribution.attribute`, with the fewest of :data:`IG_STEPS`
+  gradients (:func:`disan.analyses.attribution.attribute`, with the fewest of :data:`IG_STEPS`
   whose completeness gap stays under :data:`COMPLETENESS`), signed: evidence for the followed output
   first; leave-one-out, f(x) − f(x without token i); and :data:`RANDOM_DRAWS` random rankings per
   sentence, the null.
@@ -25,8 +25,8 @@
   randomisation gives the same correlation against a model trained on shuffled labels.
 
 Corpus means come with 95% cluster-bootstrap intervals over sentences
-(:func:`disan.explore.analyses.stats.sentence_mean`); a verdict against random is given from
-:data:`~disan.explore.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
+(:func:`disan.analyses.stats.sentence_mean`); a verdict against random is given from
+:data:`~disan.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
 
 Every computation is a pure function ``(pipe, items, settings) -> result``, which the page computes over
 growing samples from :data:`FIRST` inputs (:func:`disan.app.analyses.refined`) and keeps on disk.
@@ -47,12 +47,13 @@ from torch import nn
 from disan.data.batching import BUDGET, length_batches, pad
 from disan.data.text import PAD_ID, UNK_ID, check_text
 from disan.data.vectors import OOV_RANGE
-from disan.explore.analyses import charts, stats
-from disan.explore.analyses.attribution import from_points, path_points
-from disan.explore.analyses.casestudy import MIN_SENTENCES, TOO_FEW
-from disan.explore.choices import BOTH, CASCADE_SENTENCES, REMOVALS  # noqa: F401  (CASCADE_SENTENCES, for the page)
-from disan.explore.kinds import look_of
-from disan.explore.views import Drawing, Row
+from disan.render import charts
+from disan.analyses import stats
+from disan.analyses.attribution import from_points, path_points
+from disan.analyses.casestudy import MIN_SENTENCES, TOO_FEW
+from disan.analyses.choices import BOTH, CASCADE_SENTENCES, REMOVALS  # noqa: F401  (CASCADE_SENTENCES, for the page)
+from disan.render.kinds import look_of
+from disan.render.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.batched import traces
 from disan.inspect.pipeline import SentenceTrace
@@ -219,10 +220,10 @@ def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
 
 
 def integrated_gradients(pipe, inputs: Sequence[Sequence[SentenceTrace]]) -> list:
-    """:func:`disan.explore.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
+    """:func:`disan.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
     whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is). Each step count
     doubles the one before, so its path's points are the last one's and the midpoints between them: only
-    the midpoints are computed (:func:`~disan.explore.analyses.attribution.path_points`), for the inputs
+    the midpoints are computed (:func:`~disan.analyses.attribution.path_points`), for the inputs
     still searching together, in batches of similar length of at most :data:`IG_POINTS` points."""
     outputs: list = [np.zeros(0)] * len(inputs)          # per input (S,), and per sentence (S, n_k)
     points: list = [[np.zeros((0, 0))] * len(x) for x in inputs]
@@ -477,7 +478,7 @@ def uniform_like(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
     """Each query row's attention permuted among its valid keys (one permutation per row, for every feature:
-    :func:`disan.explore.analyses.stats.row_shuffle_index`); masked cells stay 0."""
+    :func:`disan.analyses.stats.row_shuffle_index`); masked cells stay 0."""
     index = torch.as_tensor(stats.row_shuffle_index(mask.numpy(), rng))                # (B, m, n)
     # whole feature rows gathered by a flat row index: the same values as take_along_dim with the index
     # expanded over the features, at a fraction of its cost (tests/test_faithfulness.py compares them)

@@ -22,9 +22,10 @@ from disan.data.kinds import kind_of
 from disan.data.loaders import TaskData
 from disan.data.registry import BENCHMARKS, load_task
 from disan.data.text import check_text, normalize
-from disan.explore.analyses import charts, stats
-from disan.explore.choices import SAMPLE_SENTENCES  # noqa: F401  (corpus.SAMPLE_SENTENCES, for the pages)
-from disan.explore.views import Drawing, Note, Row
+from disan.render import charts
+from disan.analyses import stats
+from disan.analyses.choices import SAMPLE_SENTENCES  # noqa: F401  (corpus.SAMPLE_SENTENCES, for the pages)
+from disan.render.views import Drawing, Note, Row
 from disan.inspect import senses
 from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class

@@ -13,7 +13,7 @@ never changes the final result, only what is shown before it. Computed afresh, t
 1 / (GROWTH - 1) more than the final one alone (a third with the default; half when the last step is
 short); an analysis that adds up over its items computes only those a stage adds (:func:`added`) and joins
 its rows or results to the stage before's (:func:`joined`, :func:`in_order`), so its stages together cost
-what the final one alone does. The final result is kept on disk (:mod:`disan.explore.diskcache`), so it is
+what the final one alone does. The final result is kept on disk (:mod:`disan.store.diskcache`), so it is
 paid once per machine.
 
 :func:`plan` lists the stages, for a page to compute and draw one after the other

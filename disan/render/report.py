@@ -14,9 +14,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from disan.explore import views
-from disan.explore.analyses import attribution
-from disan.explore.kinds import look_of
+from disan.render import views
+from disan.analyses import attribution
+from disan.render.kinds import look_of
 from disan.inspect.pipeline import Pipeline
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;color:#222}

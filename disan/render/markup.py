@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from plotly.colors import sample_colorscale
 
-from disan.explore.figures import (
+from disan.render.figures import (
     DIVERGING,  # as the figures: blue below the centre, white at it, red above
     MASKED_BG,  # a token without a value is outlined in the grey of a masked cell
 )

@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from disan.explore import figures, markup, notebook
-from disan.explore.tables import differing_features, file_name
+from disan.render import figures, markup, notebook
+from disan.render.tables import differing_features, file_name
 from disan.inspect import measures, senses
 from disan.inspect.pipeline import SentenceTrace, TraceResult
 
@@ -51,7 +51,7 @@ class Note:
 
 @dataclass(frozen=True)
 class Html:
-    """A panel of HTML built from escaped text only (:mod:`disan.explore.markup`)."""
+    """A panel of HTML built from escaped text only (:mod:`disan.render.markup`)."""
     body: str
 
 
@@ -98,7 +98,7 @@ class Drawing(Mapping):
 
 
 def panel_html(panel: Panel) -> str:
-    """One panel as notebook HTML: a figure (:func:`disan.explore.notebook.figure_html`), a table (pandas'
+    """One panel as notebook HTML: a figure (:func:`disan.render.notebook.figure_html`), a table (pandas'
     own HTML, cut to its display.max_rows), markup (escaped text already) or a note (escaped here)."""
     if isinstance(panel, go.Figure):
         return notebook.figure_html(panel)
@@ -123,7 +123,7 @@ FULL, HALF = figures.FULL_WIDTH, figures.HALF_WIDTH  # the width a view is drawn
 
 def panel_width(width: float, count: int) -> float:
     """The pixels each of ``count`` panels of a row gets in ``width``: a share where that is at least
-    :data:`~disan.explore.figures.HALF_WIDTH` (side by side), else the whole width (one above the other, see :func:`rows_of`)."""
+    :data:`~disan.render.figures.HALF_WIDTH` (side by side), else the whole width (one above the other, see :func:`rows_of`)."""
     return width / count if width / count >= HALF else width
 
 
@@ -490,7 +490,7 @@ def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOpti
     features" mode in their place the ranking block's :data:`TOP_RANKED` sharpest features as small multiples,
     each titled by its rank, k and mean entropy (:func:`ranked_grid`); what one query token attends to, feature by
     feature, sharpest first; the two blocks compared. A sentence in which no token may attend another
-    (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`~disan.explore.figures.HALF_WIDTH` for each
+    (one token) gets a note instead. ``width``: the pixels the page gives the drawing (:data:`~disan.render.figures.HALF_WIDTH` for each
     sentence of a pair)."""
     tr, tokens = sentence.trace, sentence.tokens
     n = len(tokens)

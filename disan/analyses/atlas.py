@@ -34,9 +34,10 @@ import torch
 
 # the traces, statistics and word classes this module reads; one place, so that they move together
 from disan.data.text import normalize
-from disan.explore import figures, notebook
-from disan.explore.analyses import charts, stats
-from disan.explore.views import Drawing, Row
+from disan.render import figures, notebook
+from disan.render import charts
+from disan.analyses import stats
+from disan.render.views import Drawing, Row
 from disan.data.batching import BUDGET
 from disan.inspect.batched import traces
 from disan.inspect.measures import (

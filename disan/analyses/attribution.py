@@ -23,14 +23,15 @@ import pandas as pd
 import torch
 
 from disan.data.text import PAD_ID
-from disan.explore.analyses import charts, stats
-from disan.explore.choices import STEPS
-from disan.explore.kinds import look_of
-from disan.explore.views import Drawing, Row
+from disan.render import charts
+from disan.analyses import stats
+from disan.analyses.choices import STEPS
+from disan.render.kinds import look_of
+from disan.render.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.pipeline import SentenceTrace
 
-# STEPS integrated-gradients steps for one input (disan.explore.choices) ... and for each input of a corpus, where they are most of the cost: on 60 sst5 test sentences, 16 steps
+# STEPS integrated-gradients steps for one input (disan.analyses.choices) ... and for each input of a corpus, where they are most of the cost: on 60 sst5 test sentences, 16 steps
 # took 2.4 s of CPU against 5.9 s for 50, their completeness gap 0.14% (median; 90th percentile 0.23%,
 # largest 1.5%) against 0.014%; Kendall's tau ranks |attribution|, which so small an error rarely reorders.
 # Every input's gap is kept with its taus, and the corpus summary shows it.

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from disan.explore import figures, markup, views
-from disan.explore.analyses import stats
-from disan.explore.tables import file_name
-from disan.explore.views import Drawing, Row
+from disan.render import figures, markup, views
+from disan.analyses import stats
+from disan.render.tables import file_name
+from disan.render.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.pipeline import Prediction, SentenceTrace
 

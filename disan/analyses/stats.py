@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from disan.explore.choices import RESAMPLES
+from disan.analyses.choices import RESAMPLES
 
 
 # ---------------------------------------------------------------- projection and clustering

@@ -29,7 +29,7 @@ from plotly.colors import get_colorscale, make_colorscale, sample_colorscale, se
 
 from disan.data.files import Summary
 from disan.data.kinds import kind_of
-from disan.explore.tables import LENGTH_BINS, accuracy_by_length_table
+from disan.render.tables import LENGTH_BINS, accuracy_by_length_table
 from disan.inspect.measures import lift, mean_gate
 
 # Starts at pure white so that a probability near 0 is still distinguishable from
@@ -717,7 +717,7 @@ def confusion_heatmap(matrix: np.ndarray, labels: Sequence[str]) -> go.Figure:
 
 
 def accuracy_by_length(lengths: np.ndarray, correct: np.ndarray, bins: Sequence[int] = LENGTH_BINS) -> go.Figure:
-    """Accuracy per sentence-length bin (:func:`disan.explore.tables.accuracy_by_length_table`), n on each bar."""
+    """Accuracy per sentence-length bin (:func:`disan.render.tables.accuracy_by_length_table`), n on each bar."""
     table = accuracy_by_length_table(lengths, correct, bins)
     bar = dict(type="bar", x=table["bin"].tolist(), y=table["accuracy"].to_numpy(dtype=float),
                text=[f"n={n}" for n in table["n"]], hovertemplate="length %{x}: accuracy %{y:.4f} (%{text})<extra></extra>")

@@ -1,4 +1,4 @@
-"""Plotly figures of the analyses, in the style and with the escaping of :mod:`disan.explore.figures`.
+"""Plotly figures of the analyses, in the style and with the escaping of :mod:`disan.render.figures`.
 
 Every string from the user or a corpus (tokens, contexts, labels, checkpoint names) goes through
 ``figures.esc`` before it reaches a figure; markup is only ever added around escaped text.
@@ -11,8 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from disan.explore.analyses.stats import Estimate
-from disan.explore.figures import (
+from disan.analyses.stats import Estimate
+from disan.render.figures import (
     CHOSEN,
     DIVERGING,
     MASKED_BG,

@@ -17,11 +17,11 @@ import pandas as pd
 import torch
 
 from disan.data.text import UNK
-from disan.explore import figures, views
-from disan.explore.analyses import charts
-from disan.explore.kinds import look_of
-from disan.explore.tables import file_name
-from disan.explore.views import Drawing, Row
+from disan.render import figures, views
+from disan.render import charts
+from disan.render.kinds import look_of
+from disan.render.tables import file_name
+from disan.render.views import Drawing, Row
 from disan.inspect.measures import reduce_features
 from disan.inspect.pipeline import Prediction, SentenceTrace
 

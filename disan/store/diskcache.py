@@ -52,7 +52,7 @@ from disan.data import environment
 from disan.data.paths import cache_folder
 from disan.data.checksums import sha256_file
 from disan.data.vectors import source_files
-from disan.explore.views import Drawing
+from disan.render.views import Drawing
 from disan.nn.checkpoint import CONFIG, VOCAB, VOCABULARIES, WEIGHTS, loaded_vocabulary, read_config, vectors_source
 
 DIR_ENV, BOUND_ENV = "DISAN_CACHE_DIR", "DISAN_CACHE_MB"

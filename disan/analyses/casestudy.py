@@ -24,7 +24,7 @@ part beyond it counts.
   blocks, so that only the masks and the spread of each query's attention relate them; the claim fails
   when the directions rank words alike beyond that.
 
-A verdict comes from the 95% cluster-bootstrap interval (:data:`~disan.explore.choices.RESAMPLES`
+A verdict comes from the 95% cluster-bootstrap interval (:data:`~disan.analyses.choices.RESAMPLES`
 resamples of whole sentences) of the measure minus its null, per sentence (the mean of the shuffles for
 word classes): the claim holds when that interval lies above 0 (for the directions: fails when it does).
 A claim that holds with an effect under 5% of the level it is compared with (the stop words' mean, the
@@ -43,10 +43,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from disan.explore import progressive
-from disan.explore.analyses import charts, stats
-from disan.explore.figures import STOP_CAPTION, token_bars
-from disan.explore.views import Drawing, Row
+from disan.analyses import progressive
+from disan.render import charts
+from disan.analyses import stats
+from disan.render.figures import STOP_CAPTION, token_bars
+from disan.render.views import Drawing, Row
 from disan.inspect.batched import traces
 from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
 
@@ -155,7 +156,7 @@ def sentence_rng(tokens: Sequence[str], seed: int = 0) -> np.random.Generator:
 
 def _null_moves(mask: np.ndarray, lengths, rngs: Sequence[np.random.Generator]) -> np.ndarray:
     """(B, n, n) the key each cell of a batch's attention moves to under the null (the inverse of
-    :func:`~disan.explore.analyses.stats.row_shuffle_index`), drawn per sentence from its own generator over
+    :func:`~disan.analyses.stats.row_shuffle_index`), drawn per sentence from its own generator over
     its real tokens only, so that the padding of the batch it is in changes nothing; padding stays in place."""
     moves = np.broadcast_to(np.arange(mask.shape[-1]), mask.shape).copy()
     for b, rng in enumerate(rngs):

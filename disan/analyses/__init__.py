@@ -1,0 +1,21 @@
+"""Floor 4, analyses: what is computed over sentences, edits, models and corpora, behind the analysis pages,
+``viz`` and the commands. Results are dataclasses of numpy arrays and pandas tables; drawing them is
+:mod:`disan.render`'s, keeping them :mod:`disan.store`'s.
+
+* :mod:`~disan.analyses.corpus`: corpora, and one word's vectors over a corpus, projected and clustered
+  ("Corpus senses");
+* :mod:`~disan.analyses.counterfactual`: edits, occlusion and attention knockout ("Counterfactuals");
+* :mod:`~disan.analyses.attribution`: gradient x input and integrated gradients against attention ("Attribution");
+* :mod:`~disan.analyses.compare`: two checkpoints on one sentence ("Compare models");
+* :mod:`~disan.analyses.casestudy`: the paper's case-study claims measured over a corpus ("Case study");
+* :mod:`~disan.analyses.atlas`: what each feature of a DiSA block does over a corpus ("Feature atlas");
+* :mod:`~disan.analyses.faithfulness`: erasure, interventions and randomisation against their nulls
+  ("Faithfulness");
+* :mod:`~disan.analyses.stats`: the statistics they share (PCA, k-means, silhouette, Kendall's tau, Gini, the
+  cluster bootstrap, the row shuffles of null models);
+* :mod:`~disan.analyses.progressive`: computing over a corpus in growing samples;
+* :mod:`~disan.analyses.choices`: the settings the command line shows, as plain values.
+
+Traces models through :mod:`disan.inspect`; never imports plotly, Streamlit, :mod:`disan.render` or
+:mod:`disan.store`.
+"""
