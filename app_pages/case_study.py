@@ -2,6 +2,7 @@
 import streamlit as st
 
 from disan.app import analyses as glue
+from disan.app import runner
 from disan.app.common import checkpoint_args, current_checkpoint, draw
 from disan.render import views
 from disan.analyses import casestudy, corpus
@@ -28,11 +29,9 @@ if chosen is None:
 n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, corpus.SAMPLE_SENTENCES,
                         min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100, key="case-n"))
 sampled = corpus.sample(chosen, n)
-study = glue.refined(f"Tracing and measuring sentences of {chosen.name}", len(sampled),
-                     lambda size: glue.case_job(*args, glue.stage_sample(sampled, size)),
-                     lambda part, stage: draw(casestudy.drawing(part), prefix=f"stage-{stage.number}-"),
-                     grow=lambda size, before: glue.case_grown(*args, sampled, size, before))
+analysis = casestudy.Study(sampled)
+study = runner.run(analysis, args, f"Tracing and measuring sentences of {chosen.name}", casestudy.drawing)
 st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint, corpus and version of the code, "
            "then kept on disk).")
 # the claims' bootstrap intervals and null shuffles take seconds: the drawing is kept with the measures
-draw(glue.kept_drawing(glue.case_job(*args, sampled), lambda: casestudy.drawing(study, paper)))
+draw(glue.kept_drawing(runner.key(analysis, args[0]), lambda: casestudy.drawing(study, paper)))

@@ -77,7 +77,7 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
 
     st.subheader(f"One feature: {block}, k = {feature}")
     # its sharpest sentences are traced by the model, loaded for them only when the drawing is not kept
-    draw(glue.kept_drawing(glue.atlas_job(*args, sample), lambda: atlas.explain(entry_pipeline(entry), result,
+    draw(glue.kept_drawing(glue.atlas_job(*args, sample)[0], lambda: atlas.explain(entry_pipeline(entry), result,
                                                                                 sample.texts, block, feature),
                            "explain", k, block, feature))
     top = atlas.top_sentences(result, block, feature)

@@ -16,6 +16,7 @@ import pytest
 import disan
 from disan.analyses import atlas
 from disan.store import diskcache
+from disan.data.checksums import corpus_digest
 from disan.data.paths import shipped_checkpoints
 from disan.analyses import attribution, casestudy, corpus
 from disan.inspect.pipeline import Pipeline
@@ -108,7 +109,7 @@ def test_nothing_but_data_is_stored(cache):
 
 def case_key(model, sentences=SENTENCES, seed=0, analysis="case study"):
     """The key of a case study's result by ``model`` (a pipeline or a checkpoint directory)."""
-    return diskcache.result_key(analysis, model, corpus=diskcache.corpus_digest(sentences), seed=seed)
+    return diskcache.result_key(analysis, model, corpus=corpus_digest(sentences), seed=seed)
 
 
 def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(cache, make_checkpoint, tmp_path):

@@ -37,13 +37,17 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 import torch
 
 from disan.analyses import progressive
+from disan.analyses.corpus import Corpus
+from disan.analyses.protocol import Analysis
 from disan.render import charts
 from disan.analyses import stats
 from disan.render.figures import STOP_CAPTION, token_bars
@@ -72,6 +76,31 @@ class CaseStudy:
                                # "{b} gini features null"; "tau" (blocks 1 and 2) and its null "tau null"
                                # (the same shuffles in both blocks)
     seconds: float             # how long the measurement took
+
+
+@dataclass(frozen=True)
+class Study(Analysis):
+    """The case study of a corpus (:func:`measure`), additive over its sentences: a sentence's measures do not
+    depend on the others (:func:`combine`)."""
+    corpus: Corpus
+    name: ClassVar[str] = "case study"
+    additive: ClassVar[bool] = True
+
+    def total(self) -> int:
+        return len(self.corpus)
+
+    def settings(self) -> dict:
+        return {"corpus": self.corpus.key}
+
+    def part(self, pipe, places: np.ndarray) -> CaseStudy:
+        return measure(pipe, [self.corpus.tokens[i] for i in places])
+
+    def join(self, parts: list[tuple[CaseStudy, np.ndarray]]) -> CaseStudy:
+        return combine(parts)
+
+    def finish(self, part: CaseStudy, size: int) -> CaseStudy:
+        name = self.corpus.name if size == self.total() else f"{self.corpus.name} [{size:,} of {self.total():,}]"
+        return dataclasses.replace(part, corpus=name)
 
 
 def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", seed: int = 0) -> CaseStudy:

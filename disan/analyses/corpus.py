@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from disan.data import files
+from disan.data.checksums import corpus_digest
 from disan.data.files import LABEL_COLUMNS, TEXT_COLUMNS, trained_task
 from disan.data.kinds import kind_of
 from disan.data.loaders import TaskData
@@ -48,6 +49,12 @@ class Corpus:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    @property
+    def key(self) -> str:
+        """What names the corpus in a result's key: its name and a digest of its sentences, labels, pairs and
+        ordinal scale."""
+        return f"{self.name}:{corpus_digest(self.texts, self.labels, self.pairs, self.scale or [])}"
 
 
 def make_corpus(name: str, texts, labels=None, pairs=None) -> Corpus:

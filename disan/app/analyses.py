@@ -19,7 +19,9 @@ import os
 import pandas as pd
 import streamlit as st
 
+from disan.app import runner
 from disan.app.common import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline, upload
+from disan.data.checksums import corpus_digest
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
@@ -169,16 +171,10 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
         return None
 
 
-def corpus_key(c: corpus.Corpus) -> str:
-    """What names a corpus in the cache keys, in memory and on disk: its name and a digest of its sentences,
-    labels, pairs and ordinal scale."""
-    return f"{c.name}:{diskcache.corpus_digest(c.texts, c.labels, c.pairs, c.scale or [])}"
-
-
 def frequent_words(c: corpus.Corpus) -> list[str]:
     """The corpus's most frequent content words (:func:`disan.analyses.corpus.frequent_words`), kept on
     disk by the corpus: telling content words from stop words imports spaCy, seconds a restart need not pay."""
-    return diskcache.cached(diskcache.key_of("frequent words", corpus=corpus_key(c)), lambda: corpus.frequent_words(c))
+    return diskcache.cached(diskcache.key_of("frequent words", corpus=c.key), lambda: corpus.frequent_words(c))
 
 
 # ---------------------------------------------------------------- results kept, and computed in stages
@@ -205,11 +201,11 @@ def kept_figures(key: str, _drawing_of) -> views.Drawing:
     return diskcache.cached(key, _drawing_of)
 
 
-def kept_drawing(job, drawing_of, *which) -> views.Drawing:
-    """``drawing_of()``, a drawing of a job's result, kept on disk beside the result itself
+def kept_drawing(result_key: str, drawing_of, *which) -> views.Drawing:
+    """``drawing_of()``, a drawing of the result under ``result_key``, kept on disk beside the result itself
     (:func:`kept_figures`); ``which`` (JSON values) tells apart the drawings of one result that a page's
     widgets choose among."""
-    return kept_figures(diskcache.key_of("drawing", result=job[0], which=list(which)), drawing_of)
+    return kept_figures(diskcache.key_of("drawing", result=result_key, which=list(which)), drawing_of)
 
 
 def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST, grow=None):
@@ -271,26 +267,9 @@ def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: 
                limit: int = corpus.MAX_OCCURRENCES):
     """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word (a
     stage's sample: the first occurrences in corpus order, nested as :mod:`disan.analyses.progressive` needs)."""
-    key = diskcache.result_key("corpus senses", path, corpus=corpus_key(chosen), word=word, kind=kind, k=k,
+    key = diskcache.result_key("corpus senses", path, corpus=chosen.key, word=word, kind=kind, k=k,
                                limit=limit)
     return key, lambda: corpus.analyse(load_pipeline(path, mtime), chosen, word, kind, k, limit)
-
-
-def case_job(path: str, mtime: float, sampled: corpus.Corpus):
-    """(key, computation) of the case-study measures over a corpus."""
-    key = diskcache.result_key("case study", path, corpus=corpus_key(sampled))
-    return key, lambda: casestudy.measure(load_pipeline(path, mtime), sampled.tokens, sampled.name)
-
-
-def case_grown(path: str, mtime: float, sampled: corpus.Corpus, size: int, before) -> casestudy.CaseStudy:
-    """The case study of a stage's sample of ``sampled`` (:func:`stage_sample`) from the stage before's
-    (``before``: its size and study): only the sentences the stage adds are traced and measured, and the
-    two studies combined (:func:`disan.analyses.casestudy.combine`, equal to measuring them all)."""
-    done, study = before
-    new = progressive.added(len(sampled), size, done)
-    added = casestudy.measure(load_pipeline(path, mtime), [sampled.tokens[i] for i in new])
-    return casestudy.combine([(study, progressive.nested(len(sampled), done)), (added, new)],
-                             stage_sample(sampled, size).name)
 
 
 def encoder_parts(entry) -> dict:
@@ -307,7 +286,7 @@ def encoder_parts(entry) -> dict:
 def atlas_job(path: str, mtime: float, sample: corpus.Corpus, k: int | None = None):
     """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette); its
     summed measures are kept in memory (:func:`atlas_sums`) for a larger sample to add to."""
-    key = diskcache.result_key("feature atlas", path, corpus=corpus_key(sample), k=k)
+    key = diskcache.result_key("feature atlas", path, corpus=sample.key, k=k)
     return key, lambda: atlas.atlas_of(atlas_sums(path, mtime, sample), sample.name, k)
 
 
@@ -330,7 +309,7 @@ def atlas_sums(path: str, mtime: float, sample: corpus.Corpus, whole: corpus.Cor
         return atlas.joined_sums([(atlas_sums(path, mtime, stage_sample(whole, before)),
                                    progressive.nested(len(whole), before)),
                                   (atlas.sums(pipe, [whole.tokens[i] for i in new]), new)])
-    return summed(diskcache.result_key("feature atlas sums", path, corpus=corpus_key(sample)), compute)
+    return summed(diskcache.result_key("feature atlas sums", path, corpus=sample.key), compute)
 
 
 def atlas_grown(path: str, mtime: float, whole: corpus.Corpus, size: int, before: int,
@@ -356,7 +335,8 @@ def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
     too, since tokenising them imports spaCy."""
     paper = read_kept(diskcache.key_of("corpus", texts=list(casestudy.PAPER_SENTENCES)),
                       lambda: corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES))
-    return kept(*case_job(path, mtime, paper))
+    return runner.kept(runner.key(casestudy.Study(paper), path), lambda: casestudy.Study(paper).compute(
+        load_pipeline(path, mtime), len(paper)))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -384,7 +364,7 @@ AGREEMENT_FIRST = 20
 
 def agreement_job(path: str, mtime: float, items: list):
     """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
-    key = diskcache.result_key("attribution agreement", path, corpus=diskcache.corpus_digest(items))
+    key = diskcache.result_key("attribution agreement", path, corpus=corpus_digest(items))
     return key, lambda: attribution.corpus_agreement(load_pipeline(path, mtime), items)
 
 
@@ -401,7 +381,7 @@ def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> 
 def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:
     """The on-disk key of a faithfulness check over inputs with its settings; ``model``: a checkpoint directory
     or a loaded pipeline (:func:`disan.store.diskcache.result_key`)."""
-    return diskcache.result_key(f"faithfulness {analysis}", model, corpus=diskcache.corpus_digest(items),
+    return diskcache.result_key(f"faithfulness {analysis}", model, corpus=corpus_digest(items),
                                 settings=dataclasses.asdict(settings), **more)
 
 

@@ -5,6 +5,8 @@ Standard library only: the ``download`` command imports it, and its ``--help`` i
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Iterable
 from pathlib import Path
 
 CHECKSUM_FILE = "SHA256SUMS"
@@ -24,3 +26,12 @@ def parse_checksums(text: str) -> dict[str, str]:
             digest, name = line.split(maxsplit=1)
             table[name.removeprefix("*")] = digest.lower()
     return table
+
+
+def corpus_digest(*columns: Iterable) -> str:
+    """A digest of a corpus given as columns of one JSON value per sentence (texts, labels, pairs, ...): what
+    names it in a result's key."""
+    digest = hashlib.sha256()
+    for column in columns:
+        digest.update(json.dumps(list(column), ensure_ascii=False).encode("utf-8") + b"\0")
+    return digest.hexdigest()

@@ -15,7 +15,7 @@ An analysis stores its result under :func:`result_key`, a digest of everything t
   All of it is read from the checkpoint's directory, so a kept result is found without loading the model
   (:func:`checkpoint_digest`);
 * a digest of the ``disan`` package's source files (its version never changes when its code does);
-* the analysis's name and its settings, the corpus among them (:func:`corpus_digest`).
+* the analysis's name and its settings, the corpus among them (:func:`disan.data.checksums.corpus_digest`).
 
 A changed checkpoint, corpus, setting or code (this module's layout of the entries among it) names another
 entry, so an old result is never read; it stays until the bound needs its room.
@@ -28,7 +28,7 @@ entry that cannot be read (truncated, corrupt, of another layout) is deleted and
 
 Usage, as the app's analysis pages and any later corpus page use it::
 
-    key = diskcache.result_key("case study", directory, corpus=diskcache.corpus_digest(texts), seed=0)
+    key = diskcache.result_key("case study", directory, corpus=corpus_digest(texts), seed=0)
     study = diskcache.cached(key, lambda: casestudy.measure(disan.load(directory), tokens))
 """
 from __future__ import annotations
@@ -144,14 +144,6 @@ def model_digest(pipe) -> dict:
     if pipe.path is None:
         raise ValueError("a pipeline without a checkpoint directory has no content to key a cached result by")
     return checkpoint_digest(pipe.path, loaded_vocabulary(pipe.config))
-
-
-def corpus_digest(*columns: Iterable) -> str:
-    """A digest of a corpus given as columns of one value per sentence (texts, labels, pairs, ...)."""
-    digest = hashlib.sha256()
-    for column in columns:
-        digest.update(json.dumps(list(column), ensure_ascii=False).encode("utf-8") + b"\0")
-    return digest.hexdigest()
 
 
 def key_of(what: str, **parts) -> str:
