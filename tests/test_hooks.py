@@ -5,7 +5,7 @@ import torch
 from disan.inspect.pipeline import Pipeline
 from disan.nn import attention, kernels
 from disan.nn.attention import uniform_probs
-from disan.nn.baselines import build_encoder
+from disan.nn.baselines import build_encoder, sinusoidal_positions
 from disan.nn.hooks import hook_points
 from disan.nn.model import DiSANConfig, DiSANEncoder
 
@@ -47,8 +47,10 @@ def test_every_encoder_names_its_hook_points_alike():
     disan = list(hook_points(build_encoder("disan", cfg)))
     assert disan == [f"{b}.{p}" for b in ("fw", "bw") for p in BLOCK_POINTS] + ["s2t.hook_attention", "hook_encoding"]
     assert list(hook_points(build_encoder("disan-nodir", cfg)))[0] == "diag1.hook_h"
-    for name in ("bilstm", "multihead", "s2t"):
+    for name in ("bilstm", "s2t"):
         assert list(hook_points(build_encoder(name, cfg))) == ["hook_encoding", "s2t.hook_attention"], name
+    assert list(hook_points(build_encoder("multihead", cfg))) == ["hook_encoding", "hook_attention",
+                                                                   "s2t.hook_attention"]
     assert list(hook_points(build_encoder("additive", cfg))) == ["hook_attention", "hook_encoding"]
 
 
@@ -257,3 +259,37 @@ def test_threads_sharing_one_model_each_get_their_own_trace_and_intervention():
     for thread in threads:
         thread.join()
     assert not failures
+
+
+def test_the_multihead_attention_is_read_and_replaced_at_its_hook_point():
+    torch.manual_seed(0)
+    enc = build_encoder("multihead", DiSANConfig(d_e=4, d_h=8, dropout=0.0)).double().eval()
+    x, pad = batch()
+    with torch.no_grad():
+        plain = enc(x, pad)
+        seen, handles = hooked(enc, ["hook_attention"])
+        read = enc(x, pad)
+        for h in handles:
+            h.remove()
+    torch.testing.assert_close(read, plain, rtol=0, atol=0)  # reading changes nothing
+    probs = seen["hook_attention"]
+    assert probs.shape == (3, 6, 6, enc.heads)
+    # rows are queries j: each real query's attention over real keys i sums to 1 in every head; padding gets none
+    torch.testing.assert_close(probs[1, :4, :4].sum(dim=1), torch.ones(4, enc.heads, dtype=torch.float64))
+    assert (probs[1, :, 4:] == 0).all()
+    # the same attention recomputed in the test, head by head, from the encoder's own projections
+    q, k, v = enc.qkv(x + sinusoidal_positions(6, 4, x.device).to(x.dtype)).view(3, 6, 3, enc.heads, -1).unbind(2)
+    logits = torch.einsum("bjhd,bihd->bjih", q, k) / q.shape[-1] ** 0.5
+    logits = logits.masked_fill(~(pad[:, :, None] & pad[:, None, :])[..., None], float("-inf"))
+    expected = torch.nan_to_num(torch.softmax(logits, dim=2))
+    torch.testing.assert_close(probs[:2], expected[:2].detach())
+    # a uniform replacement over each query's keys changes the encoding, and the model goes on from it
+    def uniform(name, p):
+        real = (p.sum(dim=2, keepdim=True) > 0).to(p.dtype) * (pad[:, None, :, None]).to(p.dtype)
+        return real / real.sum(dim=2, keepdim=True).clamp(min=1)
+    with torch.no_grad():
+        _, handles = hooked(enc, ["hook_attention"], uniform)
+        changed = enc(x, pad)
+        for h in handles:
+            h.remove()
+    assert not torch.allclose(changed, plain)

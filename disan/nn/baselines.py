@@ -1,7 +1,8 @@
 """The other sentence encoders of the paper's Table 1, behind DiSANEncoder's interface:
 ``encoder(x (B, n, d_e), pad_mask (B, n) bool, trace=False) -> (B, out_dim)``, with DiSANEncoder's hook
-points where they have the part: ``s2t.hook_attention`` (``hook_attention`` for the additive attention)
-and ``hook_encoding``.
+points where they have the part: ``s2t.hook_attention`` (``hook_attention`` for the additive attention, and
+the multi-head self-attention's (B, n, n, heads) [j, i, h], its heads where DiSA has features) and
+``hook_encoding``.
 """
 from __future__ import annotations
 
@@ -95,6 +96,7 @@ class MultiHeadEncoder(_SentenceEncoder):
             raise ValueError(f"2 * d_h = {width} is not divisible by {self.heads} heads")
         self.drop = Dropout(cfg.dropout)
         self.qkv = nn.Linear(cfg.d_e, 3 * width, bias=False)
+        self.hook_attention = HookPoint()
         self.s2t = Source2Token(width, cfg.activation, cfg.dropout)
         self.out_dim = width
 
@@ -106,7 +108,10 @@ class MultiHeadEncoder(_SentenceEncoder):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))                               # (B, H, n, dk)
         logits = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])                      # (B, H, n_query, n_key)
         mask = (pad_mask[:, None, :, None] & pad_mask[:, None, None, :])
-        y = (masked_softmax(logits, mask, dim=-1) @ v).transpose(1, 2).reshape(B, n, -1)  # (B, n, 2 d_h)
+        probs = masked_softmax(logits, mask, dim=-1)                                   # (B, H, n_query, n_key)
+        if self.hook_attention.hooked:  # the project's axes, heads last as DiSA's features: (B, n, n, H) [j, i, h]
+            probs = self.hook_attention(probs.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        y = (probs @ v).transpose(1, 2).reshape(B, n, -1)                              # (B, n, 2 d_h)
         return self.pool(y, pad_mask, trace)
 
 
