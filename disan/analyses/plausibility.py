@@ -6,8 +6,9 @@ marked are those not neutral, and an explanation is scored by the average precis
 (DeYoung et al. 2020, ERASER's AUPRC for soft scores): the mean, over the marked tokens, of the precision of
 the tokens scored at least as high as each, tied scores counting as one threshold, as scikit-learn's
 ``average_precision_score`` does. A signed explanation (gradient × input, integrated gradients, leave-one-out)
-is ranked by the absolute value of its scores: a word that pushes against the prediction ("not", "but") is as
-much a reason humans mark as one that pushes for it, and the treebank marks both. A token without a score
+is ranked by the absolute value of its scores: a word that pushes against the prediction ("dull" in a review
+rated positive, "not") is as much a reason a human marks as one that pushes for it, and the treebank marks the
+words of either polarity (SST labels "not" negative). A token without a score
 (NaN) ranks below every scored one.
 
 A sentence where humans marked no token, or every token, ranks nothing against anything: it is left out of the
