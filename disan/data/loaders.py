@@ -153,6 +153,22 @@ class Tree:
         """The words of the span [start, end) joined by spaces."""
         return " ".join(self.words[start:end])
 
+    def offsets(self) -> list[tuple[int, int]]:
+        """(start, end) of each word in :meth:`text`, in characters."""
+        out, start = [], 0
+        for word in self.words:
+            out.append((start, start + len(word)))
+            start += len(word) + 1  # the joining space
+        return out
+
+    def label_of(self, start: int, end: int) -> int:
+        """The label of the innermost node whose span holds the words [start, end): a word's own leaf for one
+        word, else the smallest phrase that holds them all."""
+        holding = [(e - s, -node) for node, (_, s, e) in enumerate(self.spans) if s <= start and end <= e]
+        if start >= end or not holding:
+            raise ValueError(f"no node of the tree holds the words [{start}, {end})")
+        return self.spans[-min(holding)[1]][0]  # the narrowest; of equal ones (a unary chain) the inner, later in pre-order
+
 
 def parse_tree(line: str) -> Tree:
     """Parse one binarised PTB line such as ``(3 (2 The) (4 (3 good) (2 film)))``."""
