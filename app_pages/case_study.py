@@ -4,6 +4,7 @@ import streamlit as st
 from disan.app import analyses as glue
 from disan.app import runner
 from disan.app.common import checkpoint_args, current_checkpoint, draw
+from disan.render import casestudy as case_render
 from disan.render import views
 from disan.analyses import casestudy, corpus
 
@@ -18,20 +19,21 @@ st.caption("The paper reads two sentences: stop words get little attention, a fe
 entry = current_checkpoint()
 args = checkpoint_args(entry)
 try:
-    paper = glue.paper_sentences(*args)
+    paper, paper_found = glue.paper_sentences(*args)
 except ValueError as e:  # an encoder without DiSA blocks
     st.info(f"The {entry.encoder} encoder cannot be studied: {e}.")
     st.stop()
 chosen = glue.pick_corpus(entry, "case")
 if chosen is None:
-    draw(views.Drawing(casestudy.paper_rows(paper)))
+    draw(views.Drawing(case_render.paper_rows(paper, paper_found)))
     st.stop()
 n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, corpus.SAMPLE_SENTENCES,
                         min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100, key="case-n"))
 sampled = corpus.sample(chosen, n)
 analysis = casestudy.Study(sampled)
-study = runner.run(analysis, args, f"Tracing and measuring sentences of {chosen.name}", casestudy.drawing)
+study = runner.run(analysis, args, f"Tracing and measuring sentences of {chosen.name}",
+                   lambda part: case_render.drawing(casestudy.findings(part)))
 st.caption(f"Measured in {study.seconds:.1f} s (computed once per checkpoint, corpus and version of the code, "
            "then kept on disk).")
-# the claims' bootstrap intervals and null shuffles take seconds: the drawing is kept with the measures
-draw(glue.kept_drawing(runner.key(analysis, args[0]), lambda: casestudy.drawing(study, paper)))
+# the claims' bootstrap intervals and null shuffles take seconds: they are kept with the measures
+draw(case_render.drawing(glue.findings(analysis, args[0], study), paper, paper_found))

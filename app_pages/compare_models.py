@@ -10,6 +10,7 @@ from disan.app.common import (
     run_trace,
     token_window,
 )
+from disan.render import compare as compare_render
 from disan.render import views
 from disan.analyses import compare
 
@@ -35,8 +36,9 @@ if pipe.is_pair:
     which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key="compare-sentence")
 sides = [compare.Side(e.name, e.encoder, r.prediction, getattr(r, which))
          for e, r in ((entry, result_a), (other, result_b))]
-for label, side in zip("AB", sides):
-    st.text(f"{label}: {compare.statement(side)}")
+comparison = compare.comparison(*sides)
+for label, said in zip("AB", compare_render.statements(comparison)):
+    st.text(f"{label}: {said}")
 tokens = sides[0].sentence.tokens
 window = token_window(st, tokens, views.default_query(len(tokens)), "compare-window")
-draw(compare.drawing(*sides, window=window))
+draw(compare_render.drawing(comparison, window=window))

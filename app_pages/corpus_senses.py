@@ -2,11 +2,11 @@
 import streamlit as st
 
 from disan.app import analyses as glue
+from disan.app import runner
 from disan.app.common import checkpoint_args, current_checkpoint, draw, open_in_attention
 from disan.analyses import corpus, stats
 from disan.inspect import senses
-
-CLUSTERS = 3  # the chosen k's default, and the clusters of a stage's first occurrences when k is by silhouette
+from disan.render import corpus as corpus_render
 
 st.header("Corpus senses")
 st.caption("Does DiSAN separate a word's senses across a corpus, beyond the paper's two sentences (Fig. 6)? "
@@ -29,17 +29,13 @@ word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
 kind = c2.radio("Vector", kinds, format_func=senses.VECTORS.get, key="corpus-kind")
 c1, c2 = st.columns(2)
 picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
-k = int(c2.number_input("k", 2, 10, CLUSTERS, key="corpus-k")) if picked == "chosen k" else None
+k = int(c2.number_input("k", 2, 10, corpus.CLUSTERS, key="corpus-k")) if picked == "chosen k" else None
 if not word:
     st.stop()
-args = checkpoint_args(entry)
-found = len(corpus.occurrences(chosen, word))
 # a stage takes the word's first occurrences in corpus order; the search for k by silhouette waits for all
 try:
-    result = glue.refined(f"Collecting “{word}” in {chosen.name}", found,
-                          lambda size: glue.senses_job(*args, chosen, word, kind,
-                                                       k if size == found else k or CLUSTERS, size),
-                          lambda part, stage: draw(corpus.drawing(part), prefix=f"stage-{stage.number}-"))
+    result = runner.run(corpus.SensesAnalysis(chosen, word, kind, k), checkpoint_args(entry),
+                        f"Collecting “{word}” in {chosen.name}", corpus_render.drawing)
 except ValueError as e:
     st.info(str(e))
     st.stop()
@@ -57,7 +53,8 @@ def points(result: corpus.Senses, chosen: corpus.Corpus) -> None:
     colour = st.radio("Colour by", ["cluster", "label"], horizontal=True, key="corpus-colour", disabled=not labelled)
     selected = st.selectbox("Occurrence", range(len(table)), key="corpus-selected",
                             format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
-    draw(corpus.drawing(result, colour if labelled else "cluster", selected))
+    draw(corpus_render.drawing(result, colour if labelled else "cluster", selected,
+                               corpus.neighbours(result, selected)))
     c1, c2 = st.columns(2)
     if c1.button("Open in the Attention page", key="corpus-open"):
         s = int(table.sentence[selected])

@@ -2,6 +2,7 @@
 import streamlit as st
 
 from disan.app.common import draw, open_input, token_window
+from disan.render import counterfactual as cf_render
 from disan.render import views
 from disan.analyses import counterfactual as cf
 
@@ -38,7 +39,7 @@ def edit_part() -> None:
         return
     st.text("After: " + " ".join(edited))
     window = token_window(st, tokens, position, "cf-edit-window")  # around the edited token
-    draw(cf.edit_drawing(pipe, cf.compare_edit(pipe, sentences, which, edited), window))
+    draw(cf_render.edit_drawing(pipe.kind, cf.compare_edit(pipe, sentences, which, edited), window))
 
 
 @st.fragment
@@ -60,7 +61,7 @@ def knockout_part() -> None:
         st.info(str(e))
         return
     window = token_window(st, tokens, min(keys), "cf-knockout-window")  # around the first key knocked out
-    draw(cf.knockout_drawing(pipe, knocked, blocks, window))
+    draw(cf_render.knockout_drawing(pipe.kind, knocked, blocks, window))
 
 
 edit_tab, occlusion_tab, knockout_tab = st.tabs(["Edit a token", "Occlusion", "Attention knockout"])
@@ -68,7 +69,7 @@ with edit_tab:
     edit_part()
 with occlusion_tab:
     if len(occluded):
-        draw(cf.occlusion_drawing(pipe, sentence, occluded))
+        draw(cf_render.occlusion_drawing(pipe.kind, tokens, occluded))
     else:
         st.info("A one-token sentence has no token to drop.")
 with knockout_tab:

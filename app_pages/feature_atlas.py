@@ -2,12 +2,11 @@
 import streamlit as st
 
 from disan.app import analyses as glue
-from disan.app import links
+from disan.app import links, runner
 from disan.app.common import checkpoint_args, current_checkpoint, draw, entry_pipeline
 from disan.analyses import atlas
 from disan.analyses import corpus
-
-TYPES = 4  # the chosen k's default, and the types of a stage's sample when k is by silhouette
+from disan.render import atlas as atlas_render
 
 st.header("Feature atlas")
 st.caption("Every feature k of a DiSA block has its own attention distribution. Do different features capture "
@@ -25,24 +24,28 @@ c1, c2, c3 = st.columns(3)
 size = int(c1.number_input("Sentences", 10, corpus.MAX_UPLOAD, corpus.SAMPLE_SENTENCES, step=100, key="atlas-n",
                            help="a seeded random sample of the corpus when it is larger"))
 picked = c2.radio("Types", ["k by silhouette", "chosen k"], horizontal=True, key="atlas-k-mode")
-k = int(c3.number_input("k", 2, 12, TYPES, key="atlas-k")) if picked == "chosen k" else None
+k = int(c3.number_input("k", 2, 12, atlas.TYPES, key="atlas-k")) if picked == "chosen k" else None
 sample = corpus.sample(chosen, size)
 if not len(sample):
     st.info(f"{chosen.name} has no sentence to measure.")
     st.stop()
 args = checkpoint_args(entry)
-
-def stage_k(stage_size: int) -> int | None:
-    """The types of a stage's sample: a chosen k (the search for k by silhouette waits for the whole corpus)."""
-    return None if stage_size == len(sample) else k or TYPES
+analysis = atlas.AtlasAnalysis(sample)
 
 
-result = glue.refined(f"Measuring every feature over {sample.name}", len(sample),
-                      lambda n: glue.atlas_job(*args, glue.stage_sample(sample, n), stage_k(n)),
-                      lambda part, stage: draw(atlas.drawing(part), prefix=f"stage-{stage.number}-"),
-                      grow=lambda n, before: glue.atlas_grown(*args, sample, n, before[0], stage_k(n)))
-if k is not None:
-    result = atlas.assign_types(result, k)
+def typed(found: atlas.Atlas) -> atlas.Atlas:
+    """An atlas with the chosen k's types (k by silhouette, or a stage's :data:`~disan.analyses.atlas.TYPES`,
+    where none is chosen): typing again traces nothing."""
+    return found if k is None else atlas.assign_types(found, k)
+
+
+def drawing(found: atlas.Atlas, colour: str = "type", selected: int | None = None):
+    """The map and the tallies of an atlas's types (``selected``: a table row to ring)."""
+    return atlas_render.drawing(found, atlas.overview(found), colour, selected)
+
+
+result = typed(runner.run(analysis, args, f"Measuring every feature over {sample.name}",
+                          lambda part: drawing(typed(part))))
 st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(result.table)} features "
            f"({len(result.blocks)} blocks × {result.d}); measured in {result.seconds:.1f} s. {result.k} types; "
            f"PC 1 and PC 2 explain {result.explained[0]:.1%} and {result.explained[1]:.1%} of the variance.")
@@ -51,7 +54,7 @@ st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(r
 @st.fragment
 def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     """Colouring, searching and picking a feature redraw this part only; the profiles are not measured again."""
-    colour = st.radio("Colour the map by", atlas.COLOURS, horizontal=True, key="atlas-colour")
+    colour = st.radio("Colour the map by", atlas_render.COLOURS, horizontal=True, key="atlas-colour")
     c1, c2, c3 = st.columns([1, 2, 3])
     block = c1.selectbox("Block", result.blocks, key="atlas-block")
     measures = glue.atlas_measures(result)
@@ -60,7 +63,7 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     rows = glue.block_features(result, block, order_by)
     feature = int(c3.selectbox("Feature", rows["feature"], key="atlas-feature",
                                format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
-    draw(atlas.drawing(result, colour, result.position(block, feature)))
+    draw(drawing(result, colour, result.position(block, feature)))
     st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{entry.name}.csv", "text/csv",
                        key="atlas-csv")
     with st.expander("The table: one row per block and feature"):
@@ -76,13 +79,13 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
             st.info(str(e))
 
     st.subheader(f"One feature: {block}, k = {feature}")
-    # its sharpest sentences are traced by the model, loaded for them only when the drawing is not kept
-    draw(glue.kept_drawing(glue.atlas_job(*args, sample)[0], lambda: atlas.explain(entry_pipeline(entry), result,
-                                                                                sample.texts, block, feature),
-                           "explain", k, block, feature))
-    top = atlas.top_sentences(result, block, feature)
-    if top:
-        s = top[0]
+    # its sharpest sentences are traced by the model, loaded for them only when the explanation is not kept
+    explained = runner.kept(runner.derived_key(runner.key(analysis, args[0]), "feature explained", k=k, block=block,
+                                               feature=feature),
+                            lambda: atlas.explanation(entry_pipeline(entry), result, sample.texts, block, feature))
+    draw(atlas_render.explained(explained))
+    if explained.sentences:
+        s = explained.sentences[0]
         st.link_button("Open the sharpest sentence in the Attention page, one feature = k",
                        links.attention_url(entry.name, entry.kind, sample.texts[s], sample.pairs[s], feature))
 

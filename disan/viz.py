@@ -36,6 +36,10 @@ import plotly.graph_objects as go
 from disan.data.text import check_text
 from disan.analyses import atlas as _atlas
 from disan.render import figures, notebook, views
+from disan.render import atlas as _atlas_render
+from disan.render import casestudy as _casestudy_render
+from disan.render import compare as _compare_render
+from disan.render import counterfactual as _counterfactual_render
 from disan.analyses import attribution as _attribution
 from disan.analyses import casestudy as _casestudy
 from disan.analyses import compare as _compare
@@ -151,18 +155,19 @@ def knockout(pipe, text, keys, queries=(), blocks=None, sentence: str = "premise
     _needs_blocks(s)
     names = list(blocks) if blocks is not None else views.block_names(s.trace)
     cf = _counterfactual.knockout(pipe, result.sentences, which, names, list(keys), list(queries))
-    return _counterfactual.knockout_drawing(pipe, cf, names)
+    return _counterfactual_render.knockout_drawing(pipe.kind, cf, names)
 
 
 def compare(pipe_a, pipe_b, text, sentence: str = "premise") -> views.Drawing:
     """Two checkpoints on one input: predictions, attention on one scale, the differences, gates and
-    source2token; :func:`disan.analyses.compare.statement` says what each encoder lacks."""
+    source2token; :func:`disan.render.compare.statements` of :func:`disan.analyses.compare.comparison` say
+    what each encoder lacks."""
     sides = []
     for pipe in (pipe_a, pipe_b):
         result = pipe.trace(text)
         name = pipe.path.name if pipe.path is not None else "model"
         sides.append(_compare.Side(name, pipe.model.cfg.encoder, result.prediction, _sentence(result, sentence)))
-    return _compare.drawing(*sides)
+    return _compare_render.drawing(_compare.comparison(*sides))
 
 
 def case_study(pipe, texts, resamples: int = _stats.RESAMPLES):
@@ -170,16 +175,17 @@ def case_study(pipe, texts, resamples: int = _stats.RESAMPLES):
     holds? | n, each claim judged against its null model. Fewer than
     :data:`~disan.analyses.casestudy.MIN_SENTENCES` texts give the measures and no verdict."""
     study = _casestudy.measure(pipe, [check_text(t) for t in texts])
-    return _casestudy.claims(study, resamples)
+    return _casestudy_render.claims_table(_casestudy.findings(study, resamples))
 
 
-def feature_atlas(pipe, texts, k: int | None = None) -> _atlas.FeatureAtlas:
+def feature_atlas(pipe, texts, k: int | None = None) -> _atlas_render.FeatureAtlas:
     """Every attention feature of every DiSA block profiled over the texts (a list of sentences), typed
     (``k`` types, or None: k by silhouette) and mapped: ``.table`` is the pandas table (one row per block
     and feature, columns named after the measures), ``.figures`` the map, ``.atlas`` the rest
     (see :mod:`disan.analyses.atlas`: search, one feature explained)."""
     result = _atlas.profile(pipe, [check_text(t) for t in texts], "the texts", k)
-    return _atlas.FeatureAtlas(result.table, _atlas.drawing(result).figures, result)
+    return _atlas_render.FeatureAtlas(result.table, _atlas_render.drawing(result, _atlas.overview(result)).figures,
+                                      result)
 
 
 class Faithfulness:

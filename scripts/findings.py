@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import shipped_checkpoints
 from disan.analyses import atlas
 from disan.render import views
+from disan.render.casestudy import claims_table
 from disan.analyses import attribution, casestudy, compare, corpus, faithfulness
 from disan.analyses import counterfactual as cf
 from disan.inspect import measures
@@ -149,12 +150,12 @@ def case_study() -> None:
     for name, pipe, sampled in shipped_samples():
         study = casestudy.measure(pipe, sampled.tokens, sampled.name)
         print(f"### {name}: {len(study.sentences)} sentences of {sampled.name}, measured in {study.seconds:.1f} s\n")
-        print(markdown(casestudy.claims(study)) + "\n")
+        print(markdown(claims_table(casestudy.findings(study))) + "\n")
     pipe = pipeline("sst5")
     paper = casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
                               "the paper's sentences")
     print("### sst5 on the paper's two sentences (measures; too few sentences for verdicts)\n")
-    print(markdown(casestudy.claims(paper)) + "\n")
+    print(markdown(claims_table(casestudy.findings(paper))) + "\n")
     for s, tau, null in zip(casestudy.PAPER_SENTENCES, paper.sentences["tau"], paper.sentences["tau null"]):
         print(f"- τ (forward vs backward) {tau:.3f}, unrelated directions {null:.3f}: {s}")
     print()

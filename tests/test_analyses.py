@@ -1,5 +1,5 @@
-"""The analyses library (disan.explore.analyses): statistics, measures, corpus senses, counterfactuals,
-attribution, model comparison and the case study, on tiny models and hand-made inputs."""
+"""The analyses library (disan.analyses) and their drawings (disan.render): statistics, measures, corpus senses,
+counterfactuals, attribution, model comparison and the case study, on tiny models and hand-made inputs."""
 import io
 import warnings
 
@@ -11,6 +11,9 @@ import torch
 from disan.data import batching
 from disan.data.files import DataError
 from disan.data.text import UNK
+from disan.render import casestudy as case_render
+from disan.render import compare as compare_render
+from disan.render import corpus as corpus_render
 from disan.render import views
 from disan.analyses import attribution, casestudy, compare, corpus, stats
 from disan.analyses import counterfactual as cf
@@ -146,7 +149,7 @@ def test_the_clustering_and_projection_do_not_import_scikit_learn():
     import sys
     from pathlib import Path
 
-    code = ("import sys\nimport numpy as np\nfrom disan.explore.analyses import stats\n"
+    code = ("import sys\nimport numpy as np\nfrom disan.analyses import stats\n"
             "x = np.random.default_rng(0).normal(size=(30, 4))\n"
             "stats.best_k(x); stats.kmeans(x, 3); stats.pca_2d(x)\n"
             "print('sklearn' in sys.modules, 'scipy' in sys.modules)\n")
@@ -306,6 +309,18 @@ def test_corpus_senses_project_cluster_and_find_neighbours():
         corpus.analyse(pipe, c, "fountain", "output")
 
 
+def test_a_stage_of_corpus_senses_takes_the_first_occurrences():
+    texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man", "restaurant")] * 3
+    c = corpus.make_corpus("t", texts)
+    analysis = corpus.SensesAnalysis(c, "glass", "output", None)
+    assert analysis.total() == 12 and list(analysis.places(5)) == [0, 1, 2, 3, 4]
+    stage = analysis.compute(pipeline(), 5)
+    assert list(stage.table.sentence) == [0, 1, 2, 3, 4] and stage.k == corpus.CLUSTERS and not stage.silhouettes
+    whole = analysis.compute(pipeline(), 12)
+    assert whole.silhouettes and len(whole.table) == 12  # the whole: k by silhouette
+    assert corpus.SensesAnalysis(c, "glass", "output", 2).compute(pipeline(), 5).k == 2
+
+
 def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagged():
     scale = ["very negative", "negative", "neutral", "positive", "very positive"]
     texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man")] * 2
@@ -313,7 +328,7 @@ def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagge
     c = corpus.make_corpus("t", texts, labels=labels)
     c.scale = scale
     result = corpus.analyse(pipeline(), corpus.sample(c, 6), "glass", "output", k=3)  # 6 occurrences, 3 clusters
-    by_label = corpus.drawing(result, "label")
+    by_label = corpus_render.drawing(result, "label")
     scatter = by_label["corpus-scatter"]
     # SVG markers, not WebGL: a browser without a GPU draws them in a tenth of the time
     assert {t.type for t in scatter.data} == {"scatter"}
@@ -323,12 +338,12 @@ def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagge
     blue = [int(x) for x in scatter.data[-1].marker.color[4:-1].split(",")]
     assert red[0] > red[2] and blue[2] > blue[0]
     note = by_label["corpus-small-clusters"].text
-    assert "6 occurrences in 3 clusters" in note and f"fewer than {corpus.SMALLEST_CLUSTER}" in note
+    assert "6 occurrences in 3 clusters" in note and f"fewer than {corpus_render.SMALLEST_CLUSTER}" in note
     c.scale = None  # labels without an order keep the categorical palette, sorted
-    plain = corpus.drawing(corpus.analyse(pipeline(), c, "glass", "output", k=2), "label")["corpus-scatter"]
+    plain = corpus_render.drawing(corpus.analyse(pipeline(), c, "glass", "output", k=2), "label")["corpus-scatter"]
     assert [t.name.split(" (")[0] for t in plain.data] == sorted(set(labels))
     big = corpus.make_corpus("t", texts * 4)
-    assert "corpus-small-clusters" not in corpus.drawing(corpus.analyse(pipeline(), big, "glass", "output", k=2))
+    assert "corpus-small-clusters" not in corpus_render.drawing(corpus.analyse(pipeline(), big, "glass", "output", k=2))
 
 
 def test_a_corpus_sample_is_seeded_and_in_order():
@@ -369,9 +384,8 @@ def test_an_edit_predicts_as_the_edited_sentence_does():
     expected = pipe.predict([" ".join(edited)])[0].probs
     assert result.prediction_after.probs == pytest.approx(expected, abs=1e-6)
     assert result.prediction_before.probs == pytest.approx(pipe.predict([TEXT])[0].probs, abs=1e-6)
-    shared, attention = cf.aligned_attention(result.before, result.after)
-    assert shared == ["the", "glass", "is", "big"]
-    before, after = attention["forward"]
+    assert result.aligned.tokens == ["the", "glass", "is", "big"] and result.aligned.positions == [0, 1, 3, 4]
+    before, after = result.aligned.attention["forward"]
     # forward attention of the queries before the edit cannot change: they never see the edited token
     np.testing.assert_array_equal(before[:2], after[:2])
 
@@ -509,34 +523,35 @@ def side(encoder, text=TEXT, name=None):
 
 def test_what_an_encoder_lacks():
     assert compare.lacks(side("disan")) == []
-    assert "directional masks" in compare.statement(side("disan-nodir"))
-    text = compare.statement(side("bilstm"))
-    assert "no token2token attention" in text and "no fusion gates" in text and "source2token" not in text
-    assert "has every part" in compare.statement(side("disan")) and "has every part" not in text
+    nodir, bilstm = compare_render.statements(compare.comparison(side("disan-nodir"), side("bilstm")))
+    assert "directional masks" in nodir
+    assert "no token2token attention" in bilstm and "no fusion gates" in bilstm and "source2token" not in bilstm
+    disan, _ = compare_render.statements(compare.comparison(side("disan"), side("bilstm")))
+    assert "has every part" in disan and "has every part" not in bilstm
 
 
 def test_differences_only_where_both_models_have_the_view():
     a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
-    both = compare.drawing(a, b)
+    both = compare_render.drawing(compare.comparison(a, b))
     assert {"compare-diff-forward", "compare-diff-backward", "compare-s2t-diff"} <= set(both)
     for name in ("forward", "backward"):
         pair = both[f"compare-attention-{name}"].data
         assert len(pair) == 2 and pair[0].zmax == pair[1].zmax  # A beside B on one colour scale
     assert list(both["compare-agreement"].view) == ["forward attention (lift)", "backward attention (lift)",
                                                     "source2token importance"]
-    nodir = compare.drawing(a, side("disan-nodir"))
+    nodir = compare_render.drawing(compare.comparison(a, side("disan-nodir")))
     assert not any(k.startswith("compare-diff-") for k in nodir)
     assert {"compare-attention-a-forward", "compare-attention-b-diag_1"} <= set(nodir)
     assert list(nodir["compare-agreement"].view) == ["source2token importance"]
-    baseline = compare.drawing(a, side("bilstm"))
+    baseline = compare_render.drawing(compare.comparison(a, side("bilstm")))
     assert "compare-s2t-diff" in baseline and not any(k.startswith("compare-attention-b") for k in baseline)
     with pytest.raises(ValueError):
-        compare.drawing(a, side("disan", text="the glass"))
+        compare.comparison(a, side("disan", text="the glass"))
 
 
 def test_compare_draws_gates_as_the_fusion_gates_page_does():
     a, b = side("disan", name="a"), compare.Side("b", "disan", *_other_trace())
-    gates = compare.drawing(a, b)["compare-gates"]
+    gates = compare_render.drawing(compare.comparison(a, b))["compare-gates"]
     page = views.mean_gates(a.sentence)
     # bars from 0.5 on an axis centred at 0.5 that fits the deviations, not a 0-1 axis
     assert all(bar.base == 0.5 for bar in gates.data)
@@ -598,6 +613,11 @@ def test_a_case_study_of_sentences_measured_apart_is_the_study_of_them_all():
         casestudy.combine([parts[0], parts[0]])
 
 
+def claims(study: casestudy.CaseStudy, resamples: int) -> pd.DataFrame:
+    """The claims table as the page shows it: the study's findings, formatted."""
+    return case_render.claims_table(casestudy.findings(study, resamples))
+
+
 def synthetic_study(stop_relative: float, content_relative: float, tau: float,
                     sentences_n: int = 40) -> casestudy.CaseStudy:
     """Two blocks, sentences of two stop and two content words with the given measures (plus noise); the
@@ -619,15 +639,15 @@ def synthetic_study(stop_relative: float, content_relative: float, tau: float,
 
 
 def test_the_claims_table_says_whether_each_claim_holds():
-    holds = casestudy.claims(synthetic_study(0.5, 1.5, 0.1), resamples=200)
+    holds = claims(synthetic_study(0.5, 1.5, 0.1), resamples=200)
     assert list(holds.columns) == ["paper claim", "measured", "null", "holds?", "n"]
     assert list(holds["holds?"]) == ["yes"] * (len(holds) - 1) + ["yes: within the null"]
-    fails = casestudy.claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
+    fails = claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
     verdicts = dict(zip(fails["paper claim"], fails["holds?"]))
     assert verdicts["forward: stop words get little attention"] == "no: not beyond the null"
     assert verdicts["backward: the fusion gate F is smaller for stop words"] == "no: not beyond the null"
     assert verdicts["forward and backward attend to different words"] == "no: alike beyond the null"
-    small = casestudy.claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
+    small = claims(synthetic_study(1.0, 1.02, 0.1), resamples=200)
     assert small["holds?"][0].startswith("yes, small")
     assert list(holds.n) == [40] * len(holds)  # sentences: the unit the bootstrap resamples
 
@@ -636,7 +656,7 @@ def test_the_case_study_drawing_shows_the_paper_sentences():
     pipe = pipeline()
     study = casestudy.measure(pipe, [TEXT.split(), "a man is pouring tea".split()])
     paper = casestudy.measure(pipe, [s.split() for s in casestudy.PAPER_SENTENCES])
-    drawing = casestudy.drawing(study, paper, resamples=50)
+    drawing = case_render.drawing(casestudy.findings(study, resamples=50), paper, casestudy.findings(paper, 50))
     assert {"case-claims", "case-received", "case-gates", "case-gini", "case-tau"} <= set(drawing)
     assert {"case-paper-0-received", "case-paper-1-gates", "case-paper-claims"} <= set(drawing)
     # stop words marked as on every page (grey italic labels, hatched bars), their labels whole
@@ -691,8 +711,9 @@ def test_a_two_class_prediction_change_names_both_classes_with_room_for_them():
 def test_the_context_of_an_occurrence_is_escaped_and_cut_to_its_window():
     from disan.render import charts
     tokens = ["a", "<b>", "c", "word", "d", "e", "f"]
-    assert charts.marked_context(tokens, 3, width=2) == "… &lt;b&gt; c <b>word</b> d e …"
-    assert charts.marked_context(tokens, 0, width=1) == "<b>a</b> &lt;b&gt; …"
+    assert corpus.context_parts(tokens, 3, width=2) == ("… <b> c", "word", "d e …")
+    assert charts.marked_context(*corpus.context_parts(tokens, 3, width=2)) == "… &lt;b&gt; c <b>word</b> d e …"
+    assert charts.marked_context(*corpus.context_parts(tokens, 0, width=1)) == "<b>a</b> &lt;b&gt; …"
 
 
 @pytest.mark.quick

@@ -3,6 +3,7 @@ import pytest
 
 import disan
 from disan.data import files
+from disan.render import corpus as corpus_render
 from disan.render import views
 from disan.analyses import corpus
 from disan.nn import checkpoint
@@ -60,7 +61,7 @@ def test_the_corpus_page_draws_the_library_view_and_opens_a_sentence(models, tmp
     assert word == corpus.frequent_words(trec)[0]
     pipe = disan.load(tmp_path / "a-trec")
     result = corpus.analyse(pipe, trec, word, "source2token")
-    assert_page_draws(at, corpus.drawing(result, "cluster", 0))
+    assert_page_draws(at, corpus_render.drawing(result, "cluster", 0, corpus.neighbours(result, 0)))
     at.selectbox(key="corpus-selected").set_value(2).run()
     at.button(key="corpus-open").click().run()
     assert at.session_state["text"] == trec.texts[int(result.table.sentence[2])]

@@ -1,5 +1,6 @@
-"""The feature atlas (disan.analyses.atlas): profiles against a per-sentence reference, and the labels of
-features whose weights are set to attend to the adjacent token, to a sentence end, or uniformly."""
+"""The feature atlas (disan.analyses.atlas, drawn by disan.render.atlas): profiles against a per-sentence
+reference, and the labels of features whose weights are set to attend to the adjacent token, to a sentence end,
+or uniformly."""
 import io
 import json
 import math
@@ -19,6 +20,7 @@ from disan import viz
 from disan.data.text import Vocab
 from disan.analyses import atlas
 from disan.analyses import corpus
+from disan.render import atlas as atlas_render
 from disan.render.views import Drawing
 from disan.inspect.pipeline import Pipeline
 from disan.nn.heads import ModelConfig, TextModel
@@ -111,6 +113,23 @@ def test_sums_of_sentences_traced_apart_give_the_atlas_of_them_all():
         atlas.joined_sums([(whole, range(40)), (whole, range(40))])
     with pytest.raises(ValueError, match="corpus order"):
         atlas.joined_sums([(whole, range(39, -1, -1))])
+
+
+def test_the_atlas_analysis_adds_up_over_stages_and_types_a_stage_with_its_own_k():
+    pipe = positional_pipeline()
+    c = corpus.Corpus("positional", [" ".join(t) for t in positional_sentences()], positional_sentences(),
+                      [""] * 9, [None] * 9)
+    analysis = atlas.AtlasAnalysis(c)
+    assert analysis.additive and analysis.total() == 9 and analysis.settings() == {"corpus": c.key}
+    small, large = analysis.places(4), analysis.places(9)
+    new = np.setdiff1d(large, small)
+    grown = analysis.finish(analysis.join([(analysis.part(pipe, small), small), (analysis.part(pipe, new), new)]), 9)
+    direct = atlas.profile(pipe, c.tokens, "positional")
+    numeric = direct.table.select_dtypes("number").columns
+    pd.testing.assert_frame_equal(grown.table[numeric], direct.table[numeric], rtol=1e-5, atol=1e-7)
+    assert grown.corpus == "positional" and grown.silhouettes  # the whole corpus: k by silhouette
+    stage = analysis.compute(pipe, 4)
+    assert stage.corpus == "positional [4 of 9]" and stage.k == atlas.TYPES and not stage.silhouettes
 
 
 def test_padded_batches_give_the_profiles_of_single_sentences(positional):
@@ -252,7 +271,7 @@ def test_the_table_downloads_as_csv_and_viz_returns_it_with_the_map():
                    "negations ÷ uniform", "first token ÷ uniform", "mean gate", "top words by lift"):
         assert column in back.columns, column
     np.testing.assert_allclose(back["entropy (nats)"], shown.table["entropy (nats)"], rtol=1e-9)
-    by_block = atlas.drawing(shown.atlas, "block").figures["atlas-map"]
+    by_block = atlas_render.drawing(shown.atlas, atlas.overview(shown.atlas), "block").figures["atlas-map"]
     assert [t.name for t in by_block.data] == ["forward (5)", "backward (5)"]
 
 
@@ -264,7 +283,9 @@ def test_one_feature_is_explained_on_its_sharpest_sentences(positional):
     lengths = np.array([len(s) for s in positional_sentences()])
     assert all(lengths[chosen] >= atlas.MIN_TOP_LENGTH)
     assert list(gain[chosen]) == sorted(gain[lengths >= atlas.MIN_TOP_LENGTH], reverse=True)[:len(chosen)]
-    shown = atlas.explain(pipe, result, texts, "backward", 0)
+    explained = atlas.explanation(pipe, result, texts, "backward", 0)
+    assert explained.sentences == chosen
+    shown = atlas_render.explained(explained)
     profile = shown["atlas-profile"].set_index("measure")
     assert profile.loc["share at distance 1", "this feature"] > 0.9
     heatmap = shown["atlas-sentence-0"].data[0]
@@ -275,7 +296,7 @@ def test_one_feature_is_explained_on_its_sharpest_sentences(positional):
     np.testing.assert_allclose(np.asarray(heatmap.customdata, dtype=float), lift, rtol=1e-5)
     assert n == len(lift)
     with pytest.raises(ValueError, match="out of range"):
-        atlas.explain(pipe, result, texts, "backward", 3)
+        atlas.explanation(pipe, result, texts, "backward", 3)
 
 
 # ---------------------------------------------------------------- the page (AppTest)
@@ -298,7 +319,8 @@ def test_the_page_draws_the_library_view_and_links_to_the_feature(models, tmp_pa
         at.selectbox(key="atlas-block").set_value(block).run()
         at.selectbox(key="atlas-feature").set_value(feature).run()
         selected = result.blocks.index(block) * result.d + feature
-        shown = atlas.drawing(result, "type", selected).rows + atlas.explain(pipe, result, trec.texts, block, feature).rows
+        shown = (atlas_render.drawing(result, atlas.overview(result), "type", selected).rows
+                 + atlas_render.explained(atlas.explanation(pipe, result, trec.texts, block, feature)).rows)
         assert_page_draws(at, Drawing(shown))
     link = at.get("link_button")[0].proto.url
     assert link.startswith("./?")
@@ -347,7 +369,7 @@ def test_the_page_renders_with_its_defaults_on_every_shipped_checkpoint(name, mo
 
 def test_the_map_rings_the_selected_feature_and_names_it(positional):
     _, result = positional
-    fig = atlas.feature_map(result, "kind", selected=result.d + 1)
+    fig = atlas_render.feature_map(result, atlas.overview(result), "kind", selected=result.d + 1)
     ring = fig.data[-1]
     assert ring.name == "selected: backward k = 1"
     assert (ring.x[0], ring.y[0]) == tuple(result.table[["pc1", "pc2"]].iloc[result.d + 1])
@@ -378,4 +400,4 @@ def test_a_feature_is_titled_by_its_own_profile_and_its_type_is_context():
     shown = SimpleNamespace(table=table)
     assert atlas.type_context(shown, "3 · negation detector (x)") == "type 3: 2 of 3 are negation detectors"
     assert atlas.type_context(shown, "1 · local") == "type 1: 1 of 1 follow no rule"
-    assert atlas.kind_words("global") == "global" and atlas.kind_words("other") == "follows no rule"
+    assert atlas_render.kind_words("global") == "global" and atlas_render.kind_words("other") == "follows no rule"

@@ -19,6 +19,7 @@ from disan.store import diskcache
 from disan.data.checksums import corpus_digest
 from disan.data.paths import shipped_checkpoints
 from disan.analyses import attribution, casestudy, corpus
+from disan.render import casestudy as case_render
 from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
 
@@ -63,9 +64,11 @@ def assert_same(a, b, where="value"):
 def results(pipe):
     """One result of each corpus analysis, on a tiny corpus."""
     chosen = corpus.make_corpus("tiny", SENTENCES, ["a", "b", "a", "b", "a", "b"])
+    case = casestudy.measure(pipe, chosen.tokens, "tiny")
+    mapped = atlas.profile(pipe, chosen.tokens, "tiny", min_count=1)
     return {"senses": corpus.analyse(pipe, chosen, "the", "source2token"),
-            "case": casestudy.measure(pipe, chosen.tokens, "tiny"),
-            "atlas": atlas.profile(pipe, chosen.tokens, "tiny", min_count=1),
+            "case": case, "findings": casestudy.findings(case, resamples=50),
+            "atlas": mapped, "explanation": atlas.explanation(pipe, mapped, chosen.texts, "forward", 0),
             "agreement": attribution.corpus_agreement(pipe, SENTENCES[:3], steps=4)}
 
 
@@ -78,7 +81,7 @@ def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
         diskcache.store(key, value)
         assert_same(value, diskcache.fetch(key), name)
     # a drawing: its tables as they were, its figures as the same plotly JSON
-    drawing = casestudy.drawing(results(pipe)["case"])
+    drawing = case_render.drawing(results(pipe)["findings"])
     diskcache.store("drawing", drawing)
     again = diskcache.fetch("drawing")
     assert [(r.title, r.caption, list(r.panels)) for r in again.rows] == [(r.title, r.caption, list(r.panels))

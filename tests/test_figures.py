@@ -499,15 +499,6 @@ def test_accuracy_by_length_table_counts():
     np.testing.assert_allclose(df["accuracy"], [0.5, 1.0, 0.0, np.nan, np.nan, np.nan, 0.5, np.nan])
 
 
-def test_attention_table_unique_labels_and_mask():
-    m = np.arange(N * N, dtype=float).reshape(N, N)
-    df = tables.attention_table(m, TOKENS, FW_MASK)
-    assert df.shape == (N, N) and df.index.is_unique and df.columns.is_unique
-    assert df.index[3] == "3·the" and df.columns[0] == "0·the"
-    assert df.loc["2·saw", "1·cat"] == m[2, 1]
-    assert np.isnan(df.loc["1·cat", "2·saw"])
-
-
 def test_trace_frames_one_row_per_attended_cell_and_per_token():
     trace = make_trace()
     forward, backward = trace.blocks

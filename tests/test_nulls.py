@@ -12,7 +12,7 @@ from disan.inspect.pipeline import Pipeline
 from disan.nn.model import DirectionTrace, EncoderTrace
 
 from .conftest import LABELS, make_model
-from .test_analyses import synthetic_study
+from .test_analyses import claims, synthetic_study
 
 pytestmark = pytest.mark.quick
 
@@ -161,7 +161,7 @@ def synthetic_batch(rng: np.random.Generator, sentences: int = 40, n: int = 20, 
 
 
 def verdicts(study: casestudy.CaseStudy) -> dict[str, str]:
-    table = casestudy.claims(study, resamples=300)
+    table = claims(study, resamples=300)
     return dict(zip(table["paper claim"], table["holds?"]))
 
 
@@ -214,7 +214,7 @@ def test_a_stop_word_effect_made_by_sentence_composition_does_not_beat_the_shuff
     study = casestudy.CaseStudy("composition", ["forward", "backward"], pd.DataFrame(rows), sentences, 0.0)
     null = casestudy.shuffled_classes(study, ["forward relative"], draws=50)["forward relative"]
     np.testing.assert_allclose(null, 0.2, atol=1e-12)
-    table = casestudy.claims(study, resamples=200)
+    table = claims(study, resamples=200)
     row = table.set_index("paper claim").loc["forward: stop words get little attention"]
     assert "Δ +0.200" in row["measured"] and row["holds?"] == "no: not beyond the null"
 
@@ -223,13 +223,13 @@ def test_a_stop_word_effect_made_by_sentence_composition_does_not_beat_the_shuff
 def test_one_or_two_sentences_give_measures_and_no_verdict(sentences):
     pipe = Pipeline(*make_model("classify", "disan", 0), {"labels": LABELS["classify"]}, {})
     texts = ["the glass bottle is big", "a man is pouring tea of the restaurant"][:sentences]
-    table = casestudy.claims(casestudy.measure(pipe, [t.split() for t in texts]), resamples=100)
+    table = claims(casestudy.measure(pipe, [t.split() for t in texts]), resamples=100)
     assert set(table["holds?"]) == {casestudy.TOO_FEW}
     assert table["measured"].str.contains("Δ|τ").all() and (table["n"] <= sentences).all()
 
 
 def test_the_minimum_number_of_sentences_is_where_verdicts_start():
-    below = casestudy.claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES - 1), resamples=100)
-    at = casestudy.claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES), resamples=100)
+    below = claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES - 1), resamples=100)
+    at = claims(synthetic_study(0.5, 1.5, 0.1, casestudy.MIN_SENTENCES), resamples=100)
     assert set(below["holds?"]) == {casestudy.TOO_FEW} and at["holds?"].str.startswith("yes").all()
     assert casestudy.MIN_SENTENCES >= 20

@@ -1,4 +1,4 @@
-"""Analyses over growing samples (disan.analyses.progressive, disan.app.analyses.refined): the schedule, the
+"""Analyses over growing samples (disan.analyses.progressive, disan.app.runner): the schedule, the
 nested samples, and pages whose final figures are those of the direct computation over the whole corpus,
 drawn again from disk after a restart without computing anything or loading the model."""
 import json
@@ -12,6 +12,9 @@ import disan
 from disan.app import common
 from disan.analyses import atlas, progressive
 from disan.analyses import attribution, casestudy, corpus
+from disan.render import atlas as atlas_render
+from disan.render import casestudy as case_render
+from disan.render import corpus as corpus_render
 
 from .test_analysis_pages import PAGES, models  # noqa: F401 (a fixture: tiny checkpoints named for benchmarks)
 from .test_app import app, assert_page_draws, assert_same_json, charts, decoded, visit
@@ -91,20 +94,22 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     sampled = corpus.sample(trec, corpus.SAMPLE_SENTENCES)
     paper = casestudy.measure(pipe, [pipe.trace_sentence(s).tokens for s in casestudy.PAPER_SENTENCES],
                               "the paper's sentences")
-    assert_page_draws(at, casestudy.drawing(casestudy.measure(pipe, sampled.tokens, sampled.name), paper))
+    study = casestudy.measure(pipe, sampled.tokens, sampled.name)
+    assert_page_draws(at, case_render.drawing(casestudy.findings(study), paper, casestudy.findings(paper)))
     assert not at.get("progress")  # the bar and the stages' figures are gone
     computed = {PAGES["case"]: figures_of(at, set(charts(at)))}
 
     visit(at, PAGES["corpus"])
     words = at.selectbox(key="corpus-word").options
     assert words == corpus.frequent_words(trec)
-    assert_page_draws(at, corpus.drawing(corpus.analyse(pipe, trec, words[0], "source2token"), "cluster", 0))
+    senses = corpus.analyse(pipe, trec, words[0], "source2token")
+    assert_page_draws(at, corpus_render.drawing(senses, "cluster", 0, corpus.neighbours(senses, 0)))
     computed[PAGES["corpus"]] = figures_of(at, set(charts(at)))
 
     visit(at, "app_pages/feature_atlas.py")
     direct = atlas.profile(pipe, sampled.tokens, sampled.name)
     selected = direct.position(at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value)
-    for key, fig in atlas.drawing(direct, "type", selected).figures.items():
+    for key, fig in atlas_render.drawing(direct, atlas.overview(direct), "type", selected).figures.items():
         assert_same_json(figures_of(at, {key})[key], decoded(json.loads(fig.to_json())), key)
     computed["app_pages/feature_atlas.py"] = figures_of(at, set(charts(at)))
 
@@ -121,8 +126,8 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     # only kept results; every page draws what it drew, from disk
     st.cache_data.clear()
     st.cache_resource.clear()
-    for name in ("measure", "analyse", "profile", "explain", "corpus_agreement", "split_corpus", "sample_items",
-                 "frequent_words", "make_corpus"):
+    for name in ("measure", "findings", "analyse", "sums", "profile", "explanation", "corpus_agreement",
+                 "split_corpus", "sample_items", "frequent_words", "make_corpus"):
         for module in (casestudy, corpus, atlas, attribution):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))

@@ -76,7 +76,7 @@ def view_options(sentence):
     out = [(view, view.options()) for view in views.VIEWS.values() if view.available(sentence.trace)]
     names = views.block_names(sentence.trace)
     if names:
-        last_feature = views.feature_count(sentence.trace) - 1
+        last_feature = sentence.trace.blocks[0].probs.shape[-1] - 1
         out += [(views.VIEWS["attention"],
                  views.AttentionOptions(mode, last_feature if mode == "one feature" else None, names[-1], query=0))
                 for mode in views.MODES]

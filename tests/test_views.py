@@ -187,7 +187,7 @@ def test_default_options_pick_what_the_widgets_start_with():
         assert default[key].to_json() == explicit[key].to_json()
     assert default["attention-sentence"] == explicit["attention-sentence"]
     sharpest = views.sharpest_features(s.trace, "backward")
-    assert len(sharpest) == min(views.TOP_RANKED, views.feature_count(s.trace))
+    assert len(sharpest) == min(views.TOP_RANKED, s.trace.blocks[0].probs.shape[-1])
     # both feature modes start at the sharpest feature: the sentence's shading and the blocks' comparison agree
     by_rank = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))
     by_k = views.attention(s, views.AttentionOptions("one feature", sharpest[0], rank_by="backward"))
@@ -389,7 +389,7 @@ def test_gates_sort_features_mark_stop_words_and_start_bars_at_one_half():
 def test_source2token_marks_where_the_backward_features_start():
     s = sentence()
     fig = views.source2token(s)["s2t-heatmap"]
-    d = views.feature_count(s.trace)
+    d = s.trace.blocks[0].probs.shape[-1]
     assert [shape.x0 for shape in fig.layout.shapes] == [d - 0.5]
     assert [a.text for a in fig.layout.annotations] == [f"forward: features 0–{d - 1}",
                                                         f"backward: features {d}–{2 * d - 1}"]
@@ -405,7 +405,7 @@ def test_every_figure_says_which_model_sentence_mode_and_feature(make_checkpoint
     assert pair.layout.title.text.startswith("feature k = 3, probability")
     ranked = views.attention(s, views.AttentionOptions("sharpest features", rank_by="backward"))
     k = views.sharpest_features(s.trace, "backward")[0]
-    shown = min(views.TOP_RANKED, views.feature_count(s.trace))
+    shown = min(views.TOP_RANKED, s.trace.blocks[0].probs.shape[-1])
     assert ranked["attention-ranked"].layout.title.text.startswith(
         f"backward: its {shown} sharpest features, #1 first (H: mean entropy, nats), lift over uniform")
     assert f"feature k = {k} (the sharpest in backward)" in ranked["attention-blocks"].layout.title.text

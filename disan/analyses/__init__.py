@@ -1,6 +1,7 @@
 """Floor 4, analyses: what is computed over sentences, edits, models and corpora, behind the analysis pages,
 ``viz`` and the commands. Results are dataclasses of numpy arrays and pandas tables; drawing them is
-:mod:`disan.render`'s, keeping them :mod:`disan.store`'s.
+:mod:`disan.render`'s (a module of the same name), keeping them :mod:`disan.store`'s. An analysis over many
+items is an :class:`~disan.analyses.protocol.Analysis` (the case study, the feature atlas, corpus senses).
 
 * :mod:`~disan.analyses.corpus`: corpora, and one word's vectors over a corpus, projected and clustered
   ("Corpus senses");
@@ -14,6 +15,7 @@
 * :mod:`~disan.analyses.stats`: the statistics they share (PCA, k-means, silhouette, Kendall's tau, Gini, the
   cluster bootstrap, the row shuffles of null models);
 * :mod:`~disan.analyses.progressive`: computing over a corpus in growing samples;
+* :mod:`~disan.analyses.protocol`: the shape of an analysis over many items, which the app runs in stages;
 * :mod:`~disan.analyses.choices`: the settings the command line shows, as plain values.
 
 Traces models through :mod:`disan.inspect`; never imports plotly, Streamlit, :mod:`disan.render` or

@@ -18,26 +18,26 @@ and compares each measure with what uniform attention under the same mask would 
 * the mean fusion gate F of the feature over the corpus's tokens.
 
 Means are over queries that have at least one key (the first token of the forward block has none).
-The profiles are clustered into feature *types* with k-means on standardised measures, drawn on a 2-D
-PCA map, and every feature is summarised in words ("local: 62% on the previous token; negations x4.1").
+The profiles are clustered into feature *types* with k-means on standardised measures, placed on a 2-D
+PCA map (which :mod:`disan.render.atlas` draws), and every feature is summarised in words ("local: 62% on
+the previous token; negations x4.1").
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import torch
 
 # the traces, statistics and word classes this module reads; one place, so that they move together
 from disan.data.text import normalize
-from disan.render import figures, notebook
-from disan.render import charts
 from disan.analyses import stats
-from disan.render.views import Drawing, Row
+from disan.analyses.corpus import Corpus
+from disan.analyses.protocol import Analysis
 from disan.data.batching import BUDGET
 from disan.inspect.batched import traces
 from disan.inspect.measures import (
@@ -73,6 +73,7 @@ CLUSTERED = ("log distance ÷ uniform", "log share at distance 1 ÷ uniform", "e
              "log stop words ÷ uniform", "log punctuation ÷ uniform", "log negations ÷ uniform",
              "log content words ÷ uniform", "log sentence ends ÷ uniform")
 ADJACENT = {"forward": "previous", "backward": "next"}  # what distance 1 is for each mask
+TYPES = 4             # the types of a stage's sample (the search for k by silhouette waits for the whole corpus)
 
 
 # ---------------------------------------------------------------- word classes
@@ -299,6 +300,32 @@ def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int
     return atlas_of(sums(pipe, token_lists, budget), corpus, k, min_count, seed)
 
 
+@dataclass(frozen=True)
+class AtlasAnalysis(Analysis):
+    """The feature atlas of a corpus, additive over its sentences: their measures are summed (:func:`sums`,
+    :func:`joined_sums`) and the atlas made of the sums (:func:`atlas_of`), with k by silhouette; a stage's
+    sample is typed with :data:`TYPES` types. A chosen k types the result again (:func:`assign_types`), which
+    costs no tracing."""
+    corpus: Corpus
+    name: ClassVar[str] = "feature atlas"
+    additive: ClassVar[bool] = True
+
+    def total(self) -> int:
+        return len(self.corpus)
+
+    def settings(self) -> dict:
+        return {"corpus": self.corpus.key}
+
+    def part(self, pipe, places: np.ndarray) -> Sums:
+        return sums(pipe, [self.corpus.tokens[i] for i in places])
+
+    def join(self, parts: list[tuple[Sums, np.ndarray]]) -> Sums:
+        return joined_sums(parts)
+
+    def finish(self, part: Sums, size: int) -> Atlas:
+        return atlas_of(part, self.sample_name(self.corpus.name, size), None if size == self.total() else TYPES)
+
+
 def _tables(names, directions, d, totals, tokens) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
     """The profile table (one row per block and feature), what uniform attention gives per block, and
     each block's number of queries, from the measures summed over the corpus (``tokens`` in all)."""
@@ -447,11 +474,6 @@ def type_name(members: pd.DataFrame, x: np.ndarray, primary: pd.Series, c: int) 
     return f"{c + 1} · {kind} ({trait} ×{members[measure].median():.2f})"
 
 
-def kind_words(kind: str) -> str:
-    """A rule of :data:`KINDS` as said of one feature: "negation detector", "local", "follows no rule"."""
-    return "follows no rule" if kind == "other" else kind
-
-
 def type_context(atlas: Atlas, name: str) -> str:
     """What a type's name says of its members, counted: "type 3: 41 of 56 are negation detectors"."""
     kinds_of = atlas.table.loc[atlas.table["type"] == name, "kind"]
@@ -550,90 +572,63 @@ def feature_profile(atlas: Atlas, block: str, k: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["measure", "this feature", "uniform attention", "÷ uniform"])
 
 
-def explain(pipe, atlas: Atlas, texts: Sequence[str], block: str, k: int) -> Drawing:
-    """One feature explained: its profile, its top words, and its heatmap (lift over uniform) in the
-    sentences where it is sharpest; ``texts`` are the corpus's sentences, in the atlas's order."""
-    row = atlas.row(block, k)
-    # titled by its own profile; its type, named after what most of its members do, is context
-    rows = [Row({"atlas-profile": feature_profile(atlas, block, k)},
-                f"{block} feature {k}: {kind_words(row['kind'])}",
-                f"{row['summary']}. {type_context(atlas, row['type'])}")]
-    words = atlas.top_words[atlas.position(block, k)]
-    if words:
-        rows[0].panels["atlas-top-words"] = pd.DataFrame(words, columns=["word", "lift"])
-    for rank, s in enumerate(top_sentences(atlas, block, k)):
+@dataclass
+class Explanation:
+    """One feature explained (:func:`explanation`): its profile, its top words, and its attention in the
+    sentences where it is sharpest."""
+    block: str
+    feature: int
+    kind: str                   # the first rule it follows (:data:`KINDS`)
+    summary: str                # what it does, in words (:func:`summary`)
+    context: str                # its type, counted (:func:`type_context`)
+    profile: pd.DataFrame       # :func:`feature_profile`
+    top_words: list[tuple[str, float]]  # (word, lift), highest first
+    sentences: list[int]        # its sharpest sentences of the corpus (:func:`top_sentences`), sharpest first
+    gains: np.ndarray           # (sentences,) nats below uniform per query in each
+    tokens: list[list[str]]     # each sentence's tokens
+    probs: list[np.ndarray]     # each sentence's (n, n) attention of the feature [j, i]
+    masks: list[np.ndarray]     # and the block's (n, n) mask
+
+
+def explanation(pipe, atlas: Atlas, texts: Sequence[str], block: str, k: int) -> Explanation:
+    """Feature k of a block explained: its profile and top words, and its attention in the sentences where it
+    is sharpest, traced again; ``texts`` are the corpus's sentences, in the atlas's order."""
+    row, position = atlas.row(block, k), atlas.position(block, k)
+    chosen = top_sentences(atlas, block, k)
+    tokens, probs, masks = [], [], []
+    for s in chosen:
         sentence = pipe.trace_sentence(texts[s])
         b = next(t for t in sentence.trace.blocks if t.name == block)
-        gain = atlas.sharpness[s, atlas.position(block, k)]
-        title = f"{block}, feature {k}: {gain:.2f} nats below uniform per query"
-        fig = figures.attention_heatmap(b.probs[..., k].numpy(), sentence.tokens, b.mask.numpy(), title, scale="lift")
-        rows.append(Row({f"atlas-sentence-{rank}": fig}, f"Sharpest sentence {rank + 1}: sentence {s} of the corpus"))
-    return Drawing(rows)
+        tokens.append(sentence.tokens)
+        probs.append(b.probs[..., k].numpy())
+        masks.append(b.mask.numpy())
+    return Explanation(block, k, row["kind"], row["summary"], type_context(atlas, row["type"]),
+                       feature_profile(atlas, block, k), atlas.top_words[position], chosen,
+                       atlas.sharpness[chosen, position], tokens, probs, masks)
 
 
-# ---------------------------------------------------------------- the map, the numbers, the table
+# ---------------------------------------------------------------- what the page shows of the types
 
-COLOURS = ("type", "block", "kind")  # what the map can be coloured by
-
-
-def feature_map(atlas: Atlas, colour: str = "type", selected: int | None = None) -> go.Figure:
-    """Every feature as a dot on the first two principal components of the standardised profiles,
-    coloured by type, block or kind, the summary in words on hover; ``selected`` (a table row) ringed."""
-    if colour not in COLOURS:
-        raise ValueError(f"colour by one of {COLOURS}, not {colour!r}")
-    table = atlas.table
-    hover = [figures.esc(f"{b} k={f} · type {t} · {s}") for b, f, t, s in
-             zip(table["block"], table["feature"], table["type"], table["summary"])]
-    order = {"type": type_names(atlas), "block": atlas.blocks, "kind": [k for k in KINDS if k in set(table["kind"])]}
-    title = (f"{len(table)} attention features of {len(atlas.blocks)} blocks over {atlas.corpus}: "
-             f"{atlas.k} types")
-    fig = charts.occurrence_scatter(table[["pc1", "pc2"]].to_numpy(), table[colour], hover, atlas.explained,
-                                    title, selected, order[colour])
-    fig.update_traces(hovertemplate="%{hovertext}<extra></extra>")
-    if selected is not None:  # the ring's legend names the feature, not its table row
-        fig.data[-1].name = figures.esc(f"selected: {table['block'].iloc[selected]} k = {table['feature'].iloc[selected]}")
-    return fig
+@dataclass
+class Overview:
+    """The types and rules of an atlas, tallied (:func:`overview`)."""
+    types: list[str]            # the types, as numbered (:func:`type_names`)
+    kinds: list[str]            # the rules of :data:`KINDS` that are some feature's first, in that order
+    counts: pd.DataFrame        # per block, the features that follow each rule (:func:`kind_counts`)
+    mirror: pd.DataFrame        # types per block (:func:`mirroring`)
+    alike: float                # how alike the first two blocks' type mixes are (NaN with one block)
+    rules: dict[str, float]     # the rules' thresholds: "local" (:data:`LOCAL`), "global", "detector"
 
 
-def drawing(atlas: Atlas, colour: str = "type", selected: int | None = None) -> Drawing:
-    """The page's panels: the map; per block, how many features follow each rule; the types per block
-    (are the directions mirrored?); the silhouette of each k when k was picked by it."""
-    counts = kind_counts(atlas)
+def overview(atlas: Atlas) -> Overview:
+    """The atlas's types and rules, tallied."""
     mirror, alike = mirroring(atlas)
-    caption = (f"Rules: local = at least {LOCAL:.0%} of the attention at distance 1; global = mean distance at "
-               f"least ×{GLOBAL:g} uniform attention's; a detector of a class gives it at least ×{DETECTOR:g} what "
-               f"uniform attention gives, or halfway to the most it can (1 ÷ the uniform share) where that is less.")
-    rows = [Row({"atlas-map": feature_map(atlas, colour, selected)}),
-            Row({"atlas-kinds": counts}, "Features per block that follow each rule", caption)]
-    if np.isfinite(alike):
-        a, b = atlas.blocks[:2]
-        rows.append(Row({"atlas-mirroring": mirror}, "Types per block",
-                        f"{a} and {b} share {alike:.0%} of their type mix (1 − total variation distance)."))
-    else:
-        rows.append(Row({"atlas-mirroring": mirror}, "Types per block"))
-    if atlas.silhouettes:
-        rows[-1].panels["atlas-silhouette"] = pd.DataFrame({"k": list(atlas.silhouettes),
-                                                            "silhouette": list(atlas.silhouettes.values())})
-    return Drawing(rows)
+    present = set(atlas.table["kind"])
+    return Overview(type_names(atlas), [k for k in KINDS if k in present], kind_counts(atlas), mirror, alike,
+                    {"local": LOCAL, "global": GLOBAL, "detector": DETECTOR})
 
 
 def export_csv(atlas: Atlas) -> bytes:
     """The table (one row per block and feature, columns named after the measures) as UTF-8 CSV, with the
     corpus as its first column."""
     return atlas.table.assign(corpus=atlas.corpus)[["corpus", *atlas.table.columns]].to_csv(index=False).encode()
-
-
-@dataclass
-class FeatureAtlas:
-    """What ``viz.feature_atlas`` returns: the table, the figures, and the atlas behind them."""
-    table: pd.DataFrame
-    figures: dict[str, go.Figure]
-    atlas: Atlas
-
-    def __repr__(self) -> str:  # the dataclass's own would print every profile
-        return f"FeatureAtlas({len(self.table)} features of {self.atlas.corpus}; .table, .figures, .atlas)"
-
-    def _repr_html_(self) -> str:
-        """In Jupyter: the table (pandas' own HTML, cut to its display.max_rows), then the map."""
-        maps = "".join(notebook.figure_html(fig) for fig in self.figures.values())
-        return f"<div>{self.table._repr_html_()}{maps}</div>"

@@ -45,13 +45,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from disan.analyses import progressive
+from disan.analyses import progressive, stats
 from disan.analyses.corpus import Corpus
 from disan.analyses.protocol import Analysis
-from disan.render import charts
-from disan.analyses import stats
-from disan.render.figures import STOP_CAPTION, token_bars
-from disan.render.views import Drawing, Row
 from disan.inspect.batched import traces
 from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
 
@@ -61,7 +57,6 @@ MIN_SENTENCES = 20   # below this many sentences a claim gets its measures and n
 NULL_DRAWS = 200     # shuffles of the word classes in the stop-word nulls
 SMALL = 0.05         # an effect below this share of the level it is compared with is reported as small
 TOO_FEW = f"too few sentences for a verdict (fewer than {MIN_SENTENCES})"
-COLUMNS = ["paper claim", "measured", "null", "holds?", "n"]
 
 
 @dataclass
@@ -99,8 +94,7 @@ class Study(Analysis):
         return combine(parts)
 
     def finish(self, part: CaseStudy, size: int) -> CaseStudy:
-        name = self.corpus.name if size == self.total() else f"{self.corpus.name} [{size:,} of {self.total():,}]"
-        return dataclasses.replace(part, corpus=name)
+        return dataclasses.replace(part, corpus=self.sample_name(self.corpus.name, size))
 
 
 def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", seed: int = 0) -> CaseStudy:
@@ -287,123 +281,130 @@ def _verdict(effect: stats.Estimate, n: int, level: float | None = None, claim_i
     return "yes"
 
 
-def _interval(e: stats.Estimate) -> str:
-    return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
-
-
-def _undefined(e: stats.Estimate, resamples: int) -> str:
-    """A note on the resamples left out of an interval, or nothing."""
-    return f" ({e.undefined} of {resamples} resamples lacked a word class)" if e.undefined else ""
-
-
 def _shifted(e: stats.Estimate, by: float) -> stats.Estimate:
     return stats.Estimate(e.value - by, e.low - by, e.high - by, e.undefined)
 
 
+@dataclass
+class ClassClaim:
+    """A stop-word claim on one block: the content minus stop-word mean of a per-token measure (relative
+    attention received, or the gate), against the word classes shuffled within sentences."""
+    block: str
+    difference: stats.Estimate  # content − stop, with its interval
+    content: float              # the content words' mean
+    stop: float                 # the stop words'
+    null: stats.NullRange       # the difference over the shuffles (:func:`shuffled_classes`)
+    verdict: str                # :func:`_verdict` of the difference beyond the null's mean
+    n: int                      # sentences resampled (those with a word of either class)
+
+
+@dataclass
+class ConcentrationClaim:
+    """"A few words receive large attention from all others" on one block: the Gini of the attention
+    received, against each query's attention shuffled among its keys."""
+    block: str
+    per_feature: bool           # each feature's Gini (their mean), or the Gini of the mean over features
+    model: float                # the mean Gini per sentence
+    uniform: float              # of uniform attention under the same mask
+    null: float                 # of the null
+    beyond_uniform: stats.Estimate       # model − uniform, per sentence, with its interval
+    null_beyond_uniform: stats.Estimate  # null − uniform
+    verdict: str                # :func:`_verdict` of model − null
+    n: int                      # sentences where all three are defined
+
+
+@dataclass
+class DirectionsClaim:
+    """"The directions attend to different words": Kendall's τ between the first two blocks' relative
+    attention received, against unrelated directions."""
+    blocks: list[str]           # the two blocks
+    tau: stats.Estimate         # the mean τ per sentence, with its interval
+    null: stats.Estimate        # of the null
+    verdict: str                # fails when τ − null lies above 0
+    n: int
+
+
+@dataclass
+class Findings:
+    """What a case study finds (:func:`findings`): each claim measured, against its null and judged, and what
+    the word classes receive and gate, with 95% cluster-bootstrap intervals."""
+    corpus: str
+    blocks: list[str]
+    sentences: int                       # sentences measured
+    resamples: int                       # the bootstrap's
+    min_sentences: int                   # :data:`MIN_SENTENCES`
+    caveat: str                          # :data:`TOO_FEW` below it, else ""
+    received: list[ClassClaim]           # per block: stop words get little attention
+    concentration: list[ConcentrationClaim]  # per block, on the mean over features then per feature
+    gates: list[ClassClaim]              # per block: the fusion gate is smaller for stop words
+    directions: DirectionsClaim | None   # with two blocks or more
+    received_by: dict[str, dict[str, stats.Estimate]]  # per block and word class: mean relative attention received
+    gate_by: dict[str, dict[str, stats.Estimate]]      # and mean gate
+    per_sentence: pd.DataFrame           # per sentence: "{b} gini" and "{b} gini features" beyond their nulls
+                                         # (model − null); "tau" and "tau null" with two blocks or more
+
+
 def _class_claim(study: CaseStudy, name: str, column: str, null_draws: np.ndarray, resamples: int,
-                 seed: int) -> dict:
-    """The claims row of a stop-word claim: on the block's relative attention received or its gate,
-    against the draws of its null (:func:`shuffled_classes`)."""
-    claim, what = {"relative": ("stop words get little attention", "received ÷ uniform"),
-                   "gate": ("the fusion gate F is smaller for stop words", "gate")}[column]
+                 seed: int) -> ClassClaim:
+    """A stop-word claim on the block's relative attention received or its gate, against the draws of its
+    null (:func:`shuffled_classes`)."""
     diff, content, stop, n = _content_minus_stop(study, f"{name} {column}", resamples, seed)
     null = stats.null_range(null_draws)
-    return {"paper claim": f"{name}: {claim}",  # the block first: a cut column still tells the rows apart
-            "measured": f"{what}: content {content:.3f}, stop {stop:.3f}; Δ {_interval(diff)}"
-                        + _undefined(diff, resamples),
-            "null": f"word classes shuffled within sentences: Δ {null}",
-            "holds?": _verdict(_shifted(diff, null.mean), n, level=stop), "n": n}
+    return ClassClaim(name, diff, float(content), float(stop), null, _verdict(_shifted(diff, null.mean), n, level=stop),
+                      n)
 
 
-def claims(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) -> pd.DataFrame:
-    """The table: paper claim | measured | null | holds? | n, one row per claim and DiSA block. Δ is
-    content minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; the
-    null column gives what the claim's null model gives (the 5-95% range of the shuffles for word
-    classes; a 95% interval for the other nulls); "holds?" judges the measure against the null; n counts
-    the sentences measured (the unit the bootstrap resamples). Below :data:`MIN_SENTENCES` sentences
-    "holds?" says that there are too few for a verdict."""
+def _concentration_claim(study: CaseStudy, name: str, per_feature: bool, resamples: int,
+                         seed: int) -> ConcentrationClaim:
+    suffix = " features" if per_feature else ""
+    uniform = study.sentences[f"{name} gini uniform"].to_numpy(dtype=float)
+    model = study.sentences[f"{name} gini{suffix}"].to_numpy(dtype=float)
+    null = study.sentences[f"{name} gini{suffix} null"].to_numpy(dtype=float)
+    kept = np.isfinite(model) & np.isfinite(null) & np.isfinite(uniform)
+    model, null, uniform = model[kept], null[kept], uniform[kept]
+    return ConcentrationClaim(name, per_feature, float(np.mean(model)), float(np.mean(uniform)), float(np.mean(null)),
+                              stats.sentence_mean(model - uniform, resamples, seed),
+                              stats.sentence_mean(null - uniform, resamples, seed),
+                              _verdict(stats.sentence_mean(model - null, resamples, seed), int(kept.sum()),
+                                       level=np.mean(uniform)),
+                              int(kept.sum()))
+
+
+def _directions_claim(study: CaseStudy, resamples: int, seed: int) -> DirectionsClaim:
+    tau = study.sentences["tau"].to_numpy(dtype=float)
+    null = study.sentences["tau null"].to_numpy(dtype=float)
+    kept = np.isfinite(tau) & np.isfinite(null)
+    tau, null = tau[kept], null[kept]
+    # the claim is that the directions differ: it fails when they agree beyond unrelated ones
+    return DirectionsClaim(study.blocks[:2], stats.sentence_mean(tau, resamples, seed),
+                           stats.sentence_mean(null, resamples, seed),
+                           _verdict(stats.sentence_mean(tau - null, resamples, seed), len(tau), claim_is_beyond=False),
+                           len(tau))
+
+
+def findings(study: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) -> Findings:
+    """The claims of the module measured on a study, each against its null and judged (per DiSA block; the
+    directions on the first two), and the word classes' mean attention received and gate: intervals from
+    ``resamples`` resamples of whole sentences. Below :data:`MIN_SENTENCES` sentences the verdicts say that
+    there are too few."""
     nulls = shuffled_classes(study, [f"{name} {column}" for name in study.blocks for column in ("relative", "gate")],
                              seed=seed)
-    rows = [_class_claim(study, name, "relative", nulls[f"{name} relative"], resamples, seed) for name in study.blocks]
-    for name in study.blocks:
-        uniform = study.sentences[f"{name} gini uniform"].to_numpy(dtype=float)
-        for suffix, how in (("", "mean over features"), (" features", "each feature")):
-            model = study.sentences[f"{name} gini{suffix}"].to_numpy(dtype=float)
-            null = study.sentences[f"{name} gini{suffix} null"].to_numpy(dtype=float)
-            kept = np.isfinite(model) & np.isfinite(null) & np.isfinite(uniform)
-            model, null, uniform_kept = model[kept], null[kept], uniform[kept]
-            rows.append({"paper claim": f"{name}, {how}: a few words receive large attention from all others",
-                         "measured": f"Gini {np.mean(model):.3f}, uniform {np.mean(uniform_kept):.3f}; "
-                                     f"Δ {_interval(stats.sentence_mean(model - uniform_kept, resamples, seed))}",
-                         "null": f"each query's attention shuffled among its keys: Gini {np.mean(null):.3f}; "
-                                 f"Δ {_interval(stats.sentence_mean(null - uniform_kept, resamples, seed))}",
-                         "holds?": _verdict(stats.sentence_mean(model - null, resamples, seed), int(kept.sum()),
-                                            level=np.mean(uniform_kept)),
-                         "n": int(kept.sum())})
-    rows += [_class_claim(study, name, "gate", nulls[f"{name} gate"], resamples, seed) for name in study.blocks]
-    if len(study.blocks) >= 2:
-        tau = study.sentences["tau"].to_numpy(dtype=float)
-        null = study.sentences["tau null"].to_numpy(dtype=float)
-        kept = np.isfinite(tau) & np.isfinite(null)
-        tau, null = tau[kept], null[kept]
-        rows.append({"paper claim": f"{study.blocks[0]} and {study.blocks[1]} attend to different words",
-                     "measured": f"mean τ {_interval(stats.sentence_mean(tau, resamples, seed))}",
-                     "null": f"unrelated directions (queries' attention shuffled among their keys): "
-                             f"τ {_interval(stats.sentence_mean(null, resamples, seed))}",
-                     # the claim is that the directions differ: it fails when they agree beyond unrelated ones
-                     "holds?": _verdict(stats.sentence_mean(tau - null, resamples, seed), len(tau), claim_is_beyond=False),
-                     "n": len(tau)})
-    return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def drawing(study: CaseStudy, paper: CaseStudy | None = None, resamples: int = stats.RESAMPLES,
-            seed: int = 0) -> Drawing:
-    """The claims table, then a plot per claim, then (if given) the paper's sentences with the same measures."""
-    received_by = {name: class_means(study, f"{name} relative", resamples, seed) for name in study.blocks}
-    gate_by = {name: class_means(study, f"{name} gate", resamples, seed) for name in study.blocks}
-    gini = {f"{name}{label}": (study.sentences[f"{name} gini{suffix}"]
-                               - study.sentences[f"{name} gini{suffix} null"]).to_numpy(dtype=float)
-            for name in study.blocks for suffix, label in (("", ""), (" features", ", per feature"))}
-    verdicts = "" if len(study.sentences) >= MIN_SENTENCES else f" ({TOO_FEW})"
-    rows = [
-        Row({"case-claims": claims(study, resamples, seed)},
-            f"Claims over {len(study.sentences)} sentences of {study.corpus}{verdicts}",
-            caption="“holds?” compares each measure with its null, a model without the claimed property under the "
-                    "same masks and sentence lengths."),
-        Row({"case-received": charts.estimate_bars(received_by, "attention received ÷ uniform, by word class",
-                                                   "mean (95% interval)", reference=1.0),
-             "case-gates": charts.estimate_bars(gate_by, "fusion gate F, by word class", "mean gate (95% interval)")},
-            "Stop words: attention received and gates"),
-        Row({"case-gini": charts.histograms(gini, "concentration beyond the null, per sentence",
-                                            "Gini(model) − Gini(queries' attention shuffled among their keys)",
-                                            reference=0.0)},
-            "Globally important words"),
-    ]
-    if len(study.blocks) >= 2:
-        rows[-1].panels["case-tau"] = charts.histograms(
-            {f"{study.blocks[0]} vs {study.blocks[1]}": study.sentences["tau"].to_numpy(dtype=float),
-             "null: unrelated directions": study.sentences["tau null"].to_numpy(dtype=float)},
-            "do the directions rank words alike?", "Kendall's τ per sentence")
-    if paper is not None:
-        rows += paper_rows(paper, resamples, seed)
-    return Drawing(rows)
-
-
-def paper_rows(paper: CaseStudy, resamples: int = stats.RESAMPLES, seed: int = 0) -> list[Row]:
-    """The paper's sentences: the claims' measures (too few sentences for verdicts), then per sentence
-    each token's attention received ÷ uniform and mean gate per block (stop words marked)."""
-    rows = [Row({"case-paper-claims": claims(paper, resamples, seed)},
-                f"The paper's {len(paper.sentences)} sentences: measures, not verdicts",
-                caption=f"A verdict needs at least {MIN_SENTENCES} sentences; the paper reads its claims from these.")]
-    for s, group in paper.tokens.groupby("sentence"):
-        tokens, stop = list(group["token"]), list(group["class"] == "stop")
-        received_bars = {name: group[f"{name} relative"].to_numpy() for name in paper.blocks}
-        gate_bars = {name: group[f"{name} gate"].to_numpy() for name in paper.blocks}
-        rows.append(Row({
-            f"case-paper-{s}-received": token_bars(received_bars, tokens, "attention received ÷ uniform", "ratio",
-                                                   stop=stop),
-            f"case-paper-{s}-gates": token_bars(gate_bars, tokens, "mean fusion gate", "mean gate F", (0.0, 1.0),
-                                                stop=stop),
-        }, f"The paper's sentence {s + 1}: {' '.join(tokens)}",
-            caption=STOP_CAPTION))
-    return rows
+    received = [_class_claim(study, name, "relative", nulls[f"{name} relative"], resamples, seed)
+                for name in study.blocks]
+    concentration = [_concentration_claim(study, name, per_feature, resamples, seed)
+                     for name in study.blocks for per_feature in (False, True)]
+    gates = [_class_claim(study, name, "gate", nulls[f"{name} gate"], resamples, seed) for name in study.blocks]
+    two = len(study.blocks) >= 2
+    sentences = study.sentences
+    per_sentence = pd.DataFrame({f"{name} gini{suffix}": (sentences[f"{name} gini{suffix}"]
+                                                          - sentences[f"{name} gini{suffix} null"]).to_numpy(dtype=float)
+                                 for name in study.blocks for suffix in ("", " features")})
+    if two:
+        per_sentence["tau"] = sentences["tau"].to_numpy(dtype=float)
+        per_sentence["tau null"] = sentences["tau null"].to_numpy(dtype=float)
+    return Findings(study.corpus, list(study.blocks), len(sentences), resamples, MIN_SENTENCES,
+                    "" if len(sentences) >= MIN_SENTENCES else TOO_FEW, received, concentration, gates,
+                    _directions_claim(study, resamples, seed) if two else None,
+                    {name: class_means(study, f"{name} relative", resamples, seed) for name in study.blocks},
+                    {name: class_means(study, f"{name} gate", resamples, seed) for name in study.blocks},
+                    per_sentence)

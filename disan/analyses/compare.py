@@ -1,10 +1,11 @@
 """Two checkpoints on one sentence: DiSAN against DiSAN without directions, against an encoder without
 token2token attention, two tasks, or two snapshots of one training run.
 
-Both predictions; each model's attention, gates and source2token; their difference where both have the
-same view (DiSA blocks of one name have the same mask); how alike the two rank the cells, beside what two
-unrelated models give; and what an encoder lacks. Both checkpoints tokenise with the same tokenizer, so
-their traces of one text share the token axis.
+What is computed here: how alike the two rank the cells of each view both have (DiSA blocks of one name
+have the same mask; source2token importance), beside what two unrelated models give, and what an encoder
+lacks of DiSAN's parts; :mod:`disan.render.compare` draws both models' predictions, attention, gates and
+source2token and their differences. Both checkpoints tokenise with the same tokenizer, so their traces of
+one text share the token axis.
 
 Attention is compared as lift over uniform (:func:`disan.inspect.measures.lift`: P × the number of keys
 the query row may attend, the Attention page's default), never as raw probabilities: forward row j
@@ -20,10 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from disan.render import figures, markup, views
 from disan.analyses import stats
-from disan.render.tables import file_name
-from disan.render.views import Drawing, Row
 from disan.inspect import measures
 from disan.inspect.pipeline import Prediction, SentenceTrace
 
@@ -48,15 +46,6 @@ def lacks(side: Side) -> list[str]:
     if tr.source2token is None:
         missing.append("source2token attention")
     return missing
-
-
-def statement(side: Side) -> str:
-    """One sentence on what the checkpoint's encoder lacks, or that it has every part DiSAN has."""
-    missing = lacks(side)
-    if not missing:
-        return f"{side.name} ({side.encoder}) has every part of DiSAN: directional token2token attention, " \
-               f"fusion gates and source2token attention."
-    return f"{side.name} ({side.encoder}) has no " + "; no ".join(missing) + "."
 
 
 NULL_DRAWS = 200  # shuffles of B's rows that give the τ of unrelated models
@@ -111,69 +100,19 @@ def agreements(a: Side, b: Side, draws: int = NULL_DRAWS, seed: int = 0) -> pd.D
                          "largest |A − B|": [r.largest_difference for _, r in rows]})
 
 
-def drawing(a: Side, b: Side, window: tuple[int, int] | None = None) -> Drawing:
-    """The comparison's rows: predictions; the attention of the blocks both have, A beside B on one lift
-    scale, and their difference; the blocks only one has; how alike the two are against unrelated
-    models; mean gates; source2token importance and its difference. ``window``: the [start, stop) of the
-    tokens the token x token figures and the token bars show (None: the Attention page's first window, around
-    the middle token)."""
+@dataclass
+class Comparison:
+    """Two checkpoints on one sentence (:func:`comparison`)."""
+    a: Side
+    b: Side
+    lacks: list[list[str]]      # what each encoder lacks of DiSAN's parts (:func:`lacks`)
+    agreement: pd.DataFrame     # how alike the two are, against unrelated models (:func:`agreements`)
+    draws: int                  # the shuffles of B's rows behind each null
+
+
+def comparison(a: Side, b: Side, draws: int = NULL_DRAWS, seed: int = 0) -> Comparison:
+    """Two checkpoints' traces of one text compared: what each encoder lacks and how alike the views both
+    have are. ValueError when the traces are of different token sequences."""
     if a.sentence.tokens != b.sentence.tokens:
         raise ValueError("the two traces are of different token sequences")
-    tokens = a.sentence.tokens
-    if window is None:
-        window = views.default_window(len(tokens), views.default_query(len(tokens)))
-    shown = views.window_words(window, len(tokens))
-    sides = (a, b)
-    labels = [f"A: {a.name}", f"B: {b.name}"]
-    rows = [Row({f"compare-prediction-{k}": figures.class_probabilities(
-        s.prediction.probs, None if s.prediction.score is not None else s.prediction.label)
-        for k, s in zip("ab", sides)}, "Predictions of A (left) and B (right)")]
-    blocks = [{block.name: block for block in s.sentence.trace.blocks} for s in sides]
-    same = [name for name in blocks[0] if name in blocks[1]
-            and blocks[0][name].direction == blocks[1][name].direction]
-    if same:
-        rows.append(Row({f"compare-attention-{file_name(name)}": figures.attention_pair(
-            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens,
-            np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask), (f"A · {name}", f"B · {name}"),
-            scale="lift", window=window, title=shown.removeprefix(", "),
-            width=views.panel_width(views.FULL, len(same))) for name in same},
-            "Token2token attention of A (left) and B (right)",
-            caption="Mean over features as lift over uniform: P × the number of keys the query row may attend; ×1 "
-                    "is what attention spread evenly over them gives. A and B share one scale per block."))
-        rows.append(Row({f"compare-diff-{file_name(name)}": figures.difference_heatmap(
-            mean_attention(blocks[0][name]), mean_attention(blocks[1][name]), tokens, f"{name}: A − B{shown}",
-            masks=(np.asarray(blocks[0][name].mask), np.asarray(blocks[1][name].mask)), scale="lift", window=window,
-            width=views.panel_width(views.FULL, len(same))) for name in same},
-            "Difference where both have the block", caption="Lift of A − lift of B (red: A attends more)."))
-    for k, (label, side) in enumerate(zip(labels, blocks)):
-        only = {name: block for name, block in side.items() if name not in same}
-        if only:
-            rows.append(Row({f"compare-attention-{'ab'[k]}-{file_name(name)}": figures.attention_heatmap(
-                mean_attention(block), tokens, np.asarray(block.mask), f"{label} · {name}{shown}", scale="lift",
-                window=window,
-                width=views.panel_width(views.FULL, len(only))) for name, block in only.items()},
-                f"{'AB'[k]}: token2token attention without a counterpart in {'BA'[k]}",
-                caption="Mean over features as lift over uniform."))
-    table = agreements(a, b)
-    if len(table):
-        rows.append(Row({"compare-agreement": table}, "How alike are A and B?",
-                        caption=f"Kendall's τ over the cells, beside the τ of unrelated models: B's rows shuffled "
-                                f"among their own keys, {NULL_DRAWS} times (each row keeps its values; which key gets "
-                                "which is random). A τ inside that range says no more than chance does."))
-    gates = {f"{label[:1]} · {name}": np.asarray(block.gate, dtype=float)
-             for label, side in zip(labels, blocks) for name, block in side.items()}
-    if gates:  # drawn as the Fusion gates page draws them
-        rows.append(Row({"compare-gates": figures.mean_gate_bars(gates, tokens, markup.stop_words(tokens),
-                                                                 window=window, shown=shown)},
-                        "Fusion gates"))
-    importance = {label[:1]: measures.token_importance(np.asarray(s.sentence.trace.source2token.probs))
-                  for label, s in zip(labels, sides) if s.sentence.trace.source2token is not None}
-    if importance:
-        panels = {"compare-s2t": figures.token_bars(importance, tokens, f"source2token importance{shown}",
-                                                     "mean probability", window=window)}
-        if len(importance) == 2:
-            panels["compare-s2t-diff"] = figures.token_bars({"A − B": importance["A"] - importance["B"]}, tokens,
-                                                             f"source2token importance: A − B{shown}", "difference",
-                                                             window=window)
-        rows.append(Row(panels, "Source2token"))
-    return Drawing(rows)
+    return Comparison(a, b, [lacks(a), lacks(b)], agreements(a, b, draws, seed), draws)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 import itertools
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -23,17 +25,16 @@ from disan.data.kinds import kind_of
 from disan.data.loaders import TaskData
 from disan.data.registry import BENCHMARKS, load_task
 from disan.data.text import check_text, normalize
-from disan.render import charts
 from disan.analyses import stats
 from disan.analyses.choices import SAMPLE_SENTENCES  # noqa: F401  (corpus.SAMPLE_SENTENCES, for the pages)
-from disan.render.views import Drawing, Note, Row
-from disan.inspect import senses
+from disan.analyses.protocol import Analysis
 from disan.inspect.batched import token_vectors
 from disan.inspect.measures import word_class
 
 MAX_OCCURRENCES = 2000   # occurrences of the word that are collected, in corpus order
 MAX_UPLOAD = 20_000      # rows of an uploaded file that are read: the most sentences an uploaded corpus has
-SMALLEST_CLUSTER = 5     # clusters with fewer occurrences than this get a warning
+CONTEXT = 8              # tokens each side of an occurrence that its context shows
+CLUSTERS = 3             # the clusters of a stage's first occurrences (the search for k by silhouette waits for all)
 
 
 @dataclass
@@ -196,8 +197,18 @@ class Senses:
     explained: np.ndarray    # (2,) the variance share of PC 1 and PC 2 (of the unit vectors)
     k: int
     silhouettes: dict[int, float] = field(default_factory=dict)  # k -> silhouette (when k was picked by it)
-    hover: list[str] = field(default_factory=list)              # the escaped context of each occurrence
+    contexts: list[tuple[str, str, str]] = field(default_factory=list)  # each occurrence's :func:`context_parts`
     scale: list[str] | None = None                              # the corpus's ordinal labels in order
+
+
+def context_parts(tokens: Sequence[str], position: int, width: int = CONTEXT) -> tuple[str, str, str]:
+    """The context of ``tokens[position]`` as plain text: the ``width`` tokens before it (after "… " where the
+    sentence goes on before them), the token, and the ``width`` tokens after it (then " …" likewise)."""
+    left = " ".join(tokens[max(0, position - width):position])
+    right = " ".join(tokens[position + 1:position + 1 + width])
+    before = "… " if position > width else ""
+    after = " …" if position + 1 + width < len(tokens) else ""
+    return before + left, tokens[position], right + after
 
 
 def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
@@ -223,12 +234,36 @@ def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
         "occurrence": np.arange(len(places)), "sentence": sentence, "position": position,
         "label": [corpus.labels[s] for s in sentence], "cluster": labels,
         "pc1": projection.coords[:, 0], "pc2": projection.coords[:, 1],
-        "context": [" ".join(corpus.tokens[s][max(0, p - 8):p + 9]) for s, p in places],
+        "context": [" ".join(corpus.tokens[s][max(0, p - CONTEXT):p + CONTEXT + 1]) for s, p in places],
         "text": [corpus.texts[s] for s in sentence],
     })
-    hover = [charts.marked_context(corpus.tokens[s], p) for s, p in places]
+    contexts = [context_parts(corpus.tokens[s], p) for s, p in places]
     return Senses(normalize(word), kind, corpus.name, table, vectors, projection.explained, int(labels.max()) + 1,
-                  scores, hover, corpus.scale)
+                  scores, contexts, corpus.scale)
+
+
+@dataclass(frozen=True)
+class SensesAnalysis(Analysis):
+    """One word's senses over a corpus (:func:`analyse`) over its first :data:`MAX_OCCURRENCES` occurrences: a
+    stage takes the first of them in corpus order, clustered into :data:`CLUSTERS` unless ``k`` is chosen."""
+    corpus: Corpus
+    word: str
+    kind: str           # the vector, a key of :data:`disan.inspect.senses.VECTORS`
+    k: int | None       # clusters; None: k by silhouette
+    name: ClassVar[str] = "corpus senses"
+
+    def total(self) -> int:
+        return len(occurrences(self.corpus, self.word))
+
+    def settings(self) -> dict:
+        return {"corpus": self.corpus.key, "word": self.word, "kind": self.kind, "k": self.k}
+
+    def places(self, size: int) -> np.ndarray:
+        return np.arange(size)
+
+    def compute(self, pipe, size: int) -> Senses:
+        k = self.k if size == self.total() else self.k or CLUSTERS
+        return analyse(pipe, self.corpus, self.word, self.kind, k, size)
 
 
 def neighbours(result: Senses, index: int, top: int = 10) -> pd.DataFrame:
@@ -247,37 +282,3 @@ def export_csv(result: Senses) -> bytes:
     table = result.table.assign(word=result.word, vector=result.kind)
     table = table[["word", "vector"] + [c for c in result.table.columns]]
     return table.to_csv(index=False).encode("utf-8")
-
-
-def drawing(result: Senses, colour: str = "cluster", selected: int | None = None) -> Drawing:
-    """The page's panels: the projected occurrences coloured by cluster or gold label, the silhouette of
-    each k (when k was picked by it) and the nearest neighbours of the selected occurrence."""
-    if colour not in ("cluster", "label"):
-        raise ValueError(f"colour by 'cluster' or 'label', not {colour!r}")
-    ordinal = False
-    if colour == "cluster":
-        groups = [f"cluster {c}" for c in result.table["cluster"]]
-        order = [f"cluster {c}" for c in range(result.k)]
-    else:
-        groups, order = list(result.table["label"]), None
-        if result.scale and set(groups) <= set(result.scale):
-            order, ordinal = [label for label in result.scale if label in set(groups)], True
-    title = (f"“{result.word}” in {result.corpus}: {len(result.table)} occurrences, {senses.VECTORS[result.kind]} "
-             f"at unit length (projected and clustered alike)")
-    rows = [Row({"corpus-scatter": charts.occurrence_scatter(
-        result.table[["pc1", "pc2"]].to_numpy(), groups, result.hover, result.explained, title, selected, order,
-        colours=charts.ordered_colours(order, result.scale) if ordinal else None)})]
-    sizes = result.table["cluster"].value_counts()
-    if result.k > 1 and sizes.min() < SMALLEST_CLUSTER:
-        rows.insert(0, Row({"corpus-small-clusters": Note(
-            f"{len(result.table)} occurrences in {result.k} clusters, the smallest of {sizes.min()}: clusters of "
-            f"fewer than {SMALLEST_CLUSTER} occurrences are too small to say anything about the word's senses. "
-            f"Collect more occurrences (a larger corpus or split) or choose fewer clusters.")}))
-    if selected is not None:
-        rows.append(Row({"corpus-neighbours": neighbours(result, selected)},
-                        f"The occurrences nearest to #{selected} (cosine)"))
-    if result.silhouettes:
-        rows.append(Row({"corpus-silhouette": pd.DataFrame({"k": list(result.silhouettes),
-                                                            "silhouette": list(result.silhouettes.values())})},
-                        "Silhouette of each k (the highest picks k)"))
-    return Drawing(rows)

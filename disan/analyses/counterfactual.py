@@ -7,7 +7,6 @@ tokens (never re-tokenised), and masking a token puts the unknown word ``<unk>``
 """
 from __future__ import annotations
 
-import bisect
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,11 +16,6 @@ import pandas as pd
 import torch
 
 from disan.data.text import UNK
-from disan.render import figures, views
-from disan.render import charts
-from disan.render.kinds import look_of
-from disan.render.tables import file_name
-from disan.render.views import Drawing, Row
 from disan.inspect.measures import reduce_features
 from disan.inspect.pipeline import Prediction, SentenceTrace
 
@@ -65,14 +59,21 @@ def _mean_attention(block) -> np.ndarray:
     return np.where(np.asarray(block.mask, dtype=bool), probs, np.nan)
 
 
-def aligned_attention(before: SentenceTrace,
-                      after: SentenceTrace) -> tuple[list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+@dataclass
+class Aligned:
+    """What a sentence and its edit share: the tokens, and the attention between them."""
+    tokens: list[str]       # the shared tokens, in order
+    positions: list[int]    # where they are in the sentence before the edit, ascending
+    attention: dict[str, tuple[np.ndarray, np.ndarray]]  # per DiSA block: (m, m) mean attention before and after
+
+
+def aligned_attention(before: SentenceTrace, after: SentenceTrace) -> Aligned:
     """The tokens both sentences share, and per DiSA block the (m, m) mean attention between them before
     and after; NaN where a sentence's mask forbids the edge."""
     ia, ib = align(before.tokens, after.tokens)
-    return [before.tokens[i] for i in ia], {
+    return Aligned([before.tokens[i] for i in ia], ia, {
         x.name: (_mean_attention(x)[np.ix_(ia, ia)], _mean_attention(y)[np.ix_(ib, ib)])
-        for x, y in zip(before.trace.blocks, after.trace.blocks)}
+        for x, y in zip(before.trace.blocks, after.trace.blocks)})
 
 
 def _predict(pipe, sentences: Sequence[SentenceTrace], which: int, encodings: torch.Tensor) -> list[Prediction]:
@@ -94,6 +95,7 @@ class Counterfactual:
     after: SentenceTrace
     prediction_before: Prediction
     prediction_after: Prediction
+    aligned: Aligned | None = None  # an edit's: what the two sentences share (a knockout keeps the tokens)
 
 
 def compare_edit(pipe, sentences: Sequence[SentenceTrace], which: int, tokens: Sequence[str]) -> Counterfactual:
@@ -102,7 +104,7 @@ def compare_edit(pipe, sentences: Sequence[SentenceTrace], which: int, tokens: S
     after = pipe.trace_tokens(list(tokens))
     encodings = torch.stack([before.trace.encoding, after.trace.encoding])
     first, second = _predict(pipe, sentences, which, encodings)
-    return Counterfactual(before, after, first, second)
+    return Counterfactual(before, after, first, second, aligned_attention(before, after))
 
 
 def occlusion(pipe, sentences: Sequence[SentenceTrace], which: int) -> pd.DataFrame:
@@ -146,71 +148,3 @@ def knockout(pipe, sentences: Sequence[SentenceTrace], which: int, blocks: Seque
     after = pipe.trace_tokens(before.tokens, before.text, {name: allowed for name in blocks})
     first, second = _predict(pipe, sentences, which, torch.stack([before.trace.encoding, after.trace.encoding]))
     return Counterfactual(before, after, first, second)
-
-
-def _prediction_row(pipe, result: Counterfactual, names: tuple[str, str], key: str) -> Row:
-    first, second = result.prediction_before, result.prediction_after
-    scored = pipe.model.kind.scored
-    title = f"{look_of(pipe.kind).outcome} {first.score:.2f} → {second.score:.2f}" if scored else ""
-    fig = charts.prediction_change(first.probs, second.probs, names, title)
-    return Row({key: fig}, f"Prediction: {first.label} → {second.label}")
-
-
-def edit_drawing(pipe, result: Counterfactual, window: tuple[int, int] | None = None) -> Drawing:
-    """Predictions before and after the edit, then per DiSA block the change of the mean attention on the
-    tokens both sentences share (red: more attention after the edit). ``window``: the [start, stop) of the
-    sentence's tokens the heatmaps show, of which they draw the shared ones (None: the Attention page's first
-    window, around the middle shared token)."""
-    rows = [_prediction_row(pipe, result, ("before", "after"), "cf-edit-prediction")]
-    shared, attention = aligned_attention(result.before, result.after)
-    if attention and shared:
-        if window is None:
-            window = views.default_window(len(shared), views.default_query(len(shared)))
-        else:  # the shared tokens inside the sentence's window, at least one (the edited token may be all of it)
-            kept = align(result.before.tokens, result.after.tokens)[0]  # positions in the sentence, ascending
-            start = min(bisect.bisect_left(kept, window[0]), len(kept) - 1)
-            window = (start, max(start + 1, bisect.bisect_left(kept, window[1])))
-        rows.append(Row({f"cf-edit-{file_name(name)}": figures.difference_heatmap(
-            after, before, shared, f"{name}: after − before{views.window_words(window, len(shared))}", window=window,
-            width=views.panel_width(views.FULL, len(attention)))
-            for name, (before, after) in attention.items()},
-            "Attention change on the shared tokens (mean over features; grey: masked in either)"))
-    return Drawing(rows)
-
-
-def occlusion_drawing(pipe, sentence: SentenceTrace, table: pd.DataFrame) -> Drawing:
-    """The occlusion table (largest drop first) and the change per token in sentence order."""
-    followed = look_of(pipe.kind).followed
-    by_position = table.sort_values("position")
-    bars = figures.token_bars({"change": by_position["change"].to_numpy()}, sentence.tokens,
-                               f"change in the {followed} when the token is dropped", "change", width=views.HALF)
-    return Drawing([Row({"cf-occlusion-table": table, "cf-occlusion-bars": bars}, "Occlusion: drop each token")])
-
-
-def knockout_drawing(pipe, result: Counterfactual, blocks: Sequence[str],
-                     window: tuple[int, int] | None = None) -> Drawing:
-    """Predictions with and without the knockout, and each knocked-out block's attention after it
-    (removed edges grey, as masked ones) next to its change. ``window``: the [start, stop) of the tokens the
-    heatmaps show (None: the Attention page's first window, around the first key knocked out)."""
-    rows = [_prediction_row(pipe, result, ("without knockout", "with knockout"), "cf-knockout-prediction")]
-    tokens = result.before.tokens
-    for x, y in zip(result.before.trace.blocks, result.after.trace.blocks):
-        if x.name not in blocks:
-            continue
-        key = file_name(x.name)
-        after = reduce_features(np.asarray(y.probs), "mean")
-        span = window
-        if span is None:  # a longer sentence: the window of the Attention page around the first key knocked out
-            removed = np.flatnonzero((np.asarray(x.mask) & ~np.asarray(y.mask)).any(axis=0))
-            centre = int(removed[0]) if removed.size else views.default_query(len(tokens))
-            span = views.default_window(len(tokens), centre)
-        shown = views.window_words(span, len(tokens))
-        rows.append(Row({
-            f"cf-knockout-{key}": figures.attention_heatmap(after, tokens, np.asarray(y.mask),
-                                                            f"{x.name} with the knockout{shown}", window=span,
-                                                            width=views.HALF),
-            f"cf-knockout-{key}-change": figures.difference_heatmap(
-                after, reduce_features(np.asarray(x.probs), "mean"), tokens, f"{x.name}: with − without{shown}",
-                window=span, width=views.HALF),
-        }, f"{x.name} DiSA"))
-    return Drawing(rows)

@@ -46,6 +46,10 @@ class Analysis:
         (an analysis whose stages take the first items instead says so here)."""
         return progressive.nested(self.total(), size)
 
+    def sample_name(self, name: str, size: int) -> str:
+        """What the result on the sample of ``size`` calls its corpus ``name``: the name itself for all of it."""
+        return name if size == self.total() else f"{name} [{size:,} of {self.total():,}]"
+
     def compute(self, pipe, size: int) -> Any:
         """The result on the sample of ``size`` items (all of them: the analysis itself)."""
         if not self.additive:

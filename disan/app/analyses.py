@@ -1,15 +1,16 @@
 """Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
 checkpoint offers them (a test split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the
-feature atlas's table as its page lists it.
+feature atlas's table as its page lists it, the case study's findings kept beside its result.
 
-Every analysis is computed by :mod:`disan.explore.analyses` (the atlas by :mod:`disan.analyses.atlas`).
-A corpus analysis is a job, (result key, computation), from a ``*_job`` function: the key is named from the
-checkpoint's directory and the computation alone loads the model, so a kept result is read without loading
-it. :func:`kept` keeps the result on disk (:mod:`disan.store.diskcache`, keyed by the checkpoint's content,
-the corpus, the settings and the code) and in memory, and :func:`refined` computes it over growing samples
-(:mod:`disan.analyses.progressive`), drawing each, so that a page shows something within seconds and a
-restart costs nothing. Arguments with a leading underscore are left out of Streamlit's cache keys.
-:class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has changed.
+Every analysis is computed by :mod:`disan.analyses`. One on the protocol of :mod:`disan.analyses.protocol` is
+staged, kept and shown by the one runner, :mod:`disan.app.runner`. One not yet on it is a job, (result key,
+computation), from a ``*_job`` function: the key is named from the checkpoint's directory and the computation
+alone loads the model, so a kept result is read without loading it. :func:`kept` keeps the result on disk
+(:mod:`disan.store.diskcache`, keyed by the checkpoint's content, the corpus, the settings and the code) and in
+memory, and :func:`refined` computes it over growing samples (:mod:`disan.analyses.progressive`), drawing each,
+so that a page shows something within seconds and a restart costs nothing. Arguments with a leading underscore
+are left out of Streamlit's cache keys. :class:`DataError` is the pages' to catch: a checkpoint's own data file
+is gone or has changed.
 """
 from __future__ import annotations
 
@@ -28,7 +29,6 @@ from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
 from disan.analyses import atlas, progressive
 from disan.store import diskcache
-from disan.render import views
 from disan.analyses import attribution, casestudy, corpus, faithfulness
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -192,22 +192,6 @@ def partial(key: str, _compute):
     return _compute()
 
 
-# Shared, not copied: st.cache_data's copy is an unpickling, which validates each plotly figure again (half
-# a second for the Case study's eight, at every rerun); a drawing is only read once made.
-@st.cache_resource(max_entries=12, show_spinner=False)
-def kept_figures(key: str, _drawing_of) -> views.Drawing:
-    """``_drawing_of()`` under ``key``: computed once per machine (kept on disk), read once per server and
-    shared by every caller, which must not modify it."""
-    return diskcache.cached(key, _drawing_of)
-
-
-def kept_drawing(result_key: str, drawing_of, *which) -> views.Drawing:
-    """``drawing_of()``, a drawing of the result under ``result_key``, kept on disk beside the result itself
-    (:func:`kept_figures`); ``which`` (JSON values) tells apart the drawings of one result that a page's
-    widgets choose among."""
-    return kept_figures(diskcache.key_of("drawing", result=result_key, which=list(which)), drawing_of)
-
-
 def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST, grow=None):
     """The result of an analysis over ``total`` items, computed in the stages of
     :func:`disan.analyses.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
@@ -251,25 +235,9 @@ def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST,
     return result
 
 
-def stage_sample(c: corpus.Corpus, size: int) -> corpus.Corpus:
-    """A stage's sample of a corpus (:func:`disan.analyses.progressive.nested`); the corpus itself at its size."""
-    if size == len(c):
-        return c
-    return corpus.subset(c, progressive.nested(len(c), size), f"{c.name} [{size:,} of {len(c):,}]")
-
-
 def stage_items(items: list, size: int) -> list:
     """A stage's sample of a list of inputs (:func:`disan.analyses.progressive.nested`), in their order."""
     return [items[i] for i in progressive.nested(len(items), size)]
-
-
-def senses_job(path: str, mtime: float, chosen: corpus.Corpus, word: str, kind: str, k: int | None,
-               limit: int = corpus.MAX_OCCURRENCES):
-    """(key, computation) of the corpus-senses analysis of the first ``limit`` occurrences of a word (a
-    stage's sample: the first occurrences in corpus order, nested as :mod:`disan.analyses.progressive` needs)."""
-    key = diskcache.result_key("corpus senses", path, corpus=chosen.key, word=word, kind=kind, k=k,
-                               limit=limit)
-    return key, lambda: corpus.analyse(load_pipeline(path, mtime), chosen, word, kind, k, limit)
 
 
 def encoder_parts(entry) -> dict:
@@ -283,43 +251,6 @@ def encoder_parts(entry) -> dict:
     return diskcache.cached(diskcache.result_key("encoder parts", str(entry.directory)), read)
 
 
-def atlas_job(path: str, mtime: float, sample: corpus.Corpus, k: int | None = None):
-    """(key, computation) of the feature atlas of a corpus with ``k`` types (None: k by silhouette); its
-    summed measures are kept in memory (:func:`atlas_sums`) for a larger sample to add to."""
-    key = diskcache.result_key("feature atlas", path, corpus=sample.key, k=k)
-    return key, lambda: atlas.atlas_of(atlas_sums(path, mtime, sample), sample.name, k)
-
-
-@st.cache_data(max_entries=2, show_spinner=False)
-def summed(key: str, _compute) -> atlas.Sums:
-    """A sample's summed atlas measures under ``key``, in memory only: the next stage adds to them."""
-    return _compute()
-
-
-def atlas_sums(path: str, mtime: float, sample: corpus.Corpus, whole: corpus.Corpus | None = None,
-               before: int | None = None) -> atlas.Sums:
-    """The atlas measures of a sample summed over its sentences (:func:`disan.analyses.atlas.sums`); for a
-    stage's sample of ``whole``, only the sentences it adds to the sample of ``before`` are traced, and
-    their sums joined to that sample's (:func:`disan.analyses.atlas.joined_sums`)."""
-    def compute():
-        pipe = load_pipeline(path, mtime)
-        if whole is None or before is None:
-            return atlas.sums(pipe, sample.tokens)
-        new = progressive.added(len(whole), len(sample), before)
-        return atlas.joined_sums([(atlas_sums(path, mtime, stage_sample(whole, before)),
-                                   progressive.nested(len(whole), before)),
-                                  (atlas.sums(pipe, [whole.tokens[i] for i in new]), new)])
-    return summed(diskcache.result_key("feature atlas sums", path, corpus=sample.key), compute)
-
-
-def atlas_grown(path: str, mtime: float, whole: corpus.Corpus, size: int, before: int,
-                k: int | None = None) -> atlas.Atlas:
-    """The feature atlas of a stage's sample of ``whole`` from the sums of the stage before's sample of
-    ``before`` sentences (:func:`atlas_sums`): what :func:`atlas_job` computes for that sample."""
-    sample = stage_sample(whole, size)
-    return atlas.atlas_of(atlas_sums(path, mtime, sample, whole, before), sample.name, k)
-
-
 def atlas_measures(result: atlas.Atlas) -> list[str]:
     """The atlas table's measures that its features can be sorted by (the map's coordinates left out)."""
     return [c for c in result.table.columns if result.table[c].dtype.kind == "f" and c not in ("pc1", "pc2")]
@@ -330,13 +261,21 @@ def block_features(result: atlas.Atlas, block: str, order_by: str) -> pd.DataFra
     return result.table[result.table["block"] == block].sort_values(order_by, kind="stable")
 
 
-def paper_sentences(path: str, mtime: float) -> casestudy.CaseStudy:
-    """The case-study measures of the paper's two example sentences (:func:`kept`); their tokens kept on disk
-    too, since tokenising them imports spaCy."""
+def paper_sentences(path: str, mtime: float) -> tuple[casestudy.CaseStudy, casestudy.Findings]:
+    """The case-study measures of the paper's two example sentences and their findings (:func:`findings`),
+    kept (:func:`disan.app.runner.kept`); their tokens kept on disk too, since tokenising them imports spaCy."""
     paper = read_kept(diskcache.key_of("corpus", texts=list(casestudy.PAPER_SENTENCES)),
                       lambda: corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES))
-    return runner.kept(runner.key(casestudy.Study(paper), path), lambda: casestudy.Study(paper).compute(
-        load_pipeline(path, mtime), len(paper)))
+    analysis = casestudy.Study(paper)
+    study = runner.kept(runner.key(analysis, path), lambda: analysis.compute(load_pipeline(path, mtime), len(paper)))
+    return study, findings(analysis, path, study)
+
+
+def findings(analysis: casestudy.Study, path: str, study: casestudy.CaseStudy) -> casestudy.Findings:
+    """The findings of a case study's final result (:func:`disan.analyses.casestudy.findings`: seconds of
+    resampling and shuffling), kept beside it (:func:`disan.app.runner.kept`, under a key named by its own)."""
+    return runner.kept(runner.derived_key(runner.key(analysis, path), "case study findings"),
+                       lambda: casestudy.findings(study))
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -30,6 +30,12 @@ def key(analysis: Analysis, path: str, size: int | None = None) -> str:
     return diskcache.result_key(analysis.name, path, size=size, **analysis.settings())
 
 
+def derived_key(result_key: str, what: str, **settings) -> str:
+    """The on-disk key of ``what`` is computed from the result under ``result_key`` with ``settings`` (JSON
+    values): named by that result's key, it changes whenever the result's does."""
+    return diskcache.key_of(what, result=result_key, **settings)
+
+
 def known(analysis: Analysis, args: tuple[str, float]) -> bool:
     """Whether the analysis's final result is kept on disk already (a page may then draw it without a button)."""
     return diskcache.known(key(analysis, args[0]))

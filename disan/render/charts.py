@@ -11,7 +11,6 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative, sample_colorscale
 
-from disan.analyses.stats import Estimate
 from disan.render.figures import (
     CHOSEN,
     DIVERGING,
@@ -39,13 +38,10 @@ def _finish(fig: go.Figure, title: str, height: int, **layout) -> go.Figure:
     return plot_room(fig)
 
 
-def marked_context(tokens: Sequence[str], position: int, width: int = 8) -> str:
-    """Escaped context of ``tokens[position]`` (``width`` tokens each side), the word in bold."""
-    left = " ".join(tokens[max(0, position - width):position])
-    right = " ".join(tokens[position + 1:position + 1 + width])
-    before = "… " if position > width else ""
-    after = " …" if position + 1 + width < len(tokens) else ""
-    return f"{esc(before + left)} <b>{esc(tokens[position])}</b> {esc(right + after)}".strip()
+def marked_context(before: str, word: str, after: str) -> str:
+    """An occurrence's context escaped, the word in bold: ``before`` and ``after`` are the plain text around it
+    (:func:`disan.analyses.corpus.context_parts`)."""
+    return f"{esc(before)} <b>{esc(word)}</b> {esc(after)}".strip()
 
 
 def ordered_colours(groups: Sequence[str], scale: Sequence[str]) -> list[str]:
@@ -141,10 +137,12 @@ def histograms(series: Mapping[str, np.ndarray], title: str, value_title: str,
     return _finish(fig, title, 380, barmode="overlay")
 
 
-def estimate_bars(estimates: Mapping[str, Mapping[str, Estimate]], title: str, value_title: str,
+def estimate_bars(estimates: Mapping[str, Mapping[str, object]], title: str, value_title: str,
                   reference: float | None = None) -> go.Figure:
     """Grouped bars with 95% interval whiskers: one group per outer key (a block), one bar per inner key
-    (a word class); an optional horizontal reference line (e.g. 1 = uniform attention)."""
+    (a word class), each an estimate with its ``value``, ``low`` and ``high`` (as
+    :class:`disan.analyses.stats.Estimate`); an optional horizontal reference line (e.g. 1 = uniform
+    attention)."""
     inner = list(dict.fromkeys(k for group in estimates.values() for k in group))
     outer = list(estimates)
     fig = go.Figure()

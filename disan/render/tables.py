@@ -161,13 +161,3 @@ def accuracy_by_length_table(lengths: np.ndarray, correct: np.ndarray,
     labels = [f"{lo}" if hi - lo == 1 else f"{lo}-{hi - 1}" for lo, hi in zip(edges[:-1], edges[1:])]
     accuracy = np.where(n > 0, hits / np.maximum(n, 1), np.nan)
     return pd.DataFrame({"bin": labels, "n": n, "accuracy": accuracy})
-
-
-def attention_table(matrix: np.ndarray, tokens: Sequence[str], mask: np.ndarray) -> pd.DataFrame:
-    """(n, n) attention as a square table: index "j·token" (query), columns "i·token" (attended), masked NaN.
-
-    The position prefix keeps labels unique when tokens repeat.
-    """
-    labels = [f"{k}·{tok}" for k, tok in enumerate(tokens)]
-    values = np.where(np.asarray(_array(mask), dtype=bool), np.asarray(_array(matrix), dtype=float), np.nan)
-    return pd.DataFrame(values, index=pd.Index(labels, name="query j"), columns=pd.Index(labels, name="attended i"))

@@ -167,11 +167,6 @@ def block_names(trace) -> list[str]:
     return [block.name for block in trace.blocks]
 
 
-def feature_count(trace) -> int:
-    """d_h: the features of each DiSA block, for the "one feature" selector."""
-    return int(trace.blocks[0].probs.shape[-1])
-
-
 def find_block(trace, name: str | None):
     """The block called ``name``; None: the first block."""
     if name is None:

@@ -39,6 +39,8 @@ from disan.analyses import atlas, progressive
 from disan.analyses import casestudy, corpus, faithfulness, stats
 from disan.inspect.catalog import default_checkpoint
 from disan.inspect.pipeline import load
+from disan.render import atlas as atlas_render
+from disan.render import casestudy as case_render
 from disan.nn import kernels
 from disan.tools.parsers.analysis_bench import ANALYSES, parser
 
@@ -85,7 +87,7 @@ def case_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, floa
         study = casestudy.measure(pipe, chosen.tokens, chosen.name)
     rows = [("trace and measure", _median_seconds(measure, repeats))]
     rows.append((f"claims and figures ({stats.RESAMPLES:,} bootstrap resamples)",
-                 _median_seconds(lambda: casestudy.drawing(study), repeats)))
+                 _median_seconds(lambda: case_render.drawing(casestudy.findings(study)), repeats)))
     return rows
 
 
@@ -98,10 +100,12 @@ def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, flo
         result = atlas.profile(pipe, chosen.tokens, chosen.name)
     rows = [("trace, profile every feature, types (k by silhouette, 2..8), map", *_median_times(measure, repeats))]
     rows.append(("types with k chosen (4)", *_median_times(lambda: atlas.assign_types(result, 4), repeats)))
-    rows.append(("map, counts and mirroring", *_median_times(lambda: atlas.drawing(result), repeats)))
+    rows.append(("map, counts and mirroring",
+                 *_median_times(lambda: atlas_render.drawing(result, atlas.overview(result)), repeats)))
     block, k = result.blocks[0], 0
     rows.append(("one feature explained (its sharpest sentences traced)",
-                 *_median_times(lambda: atlas.explain(pipe, result, chosen.texts, block, k), repeats)))
+                 *_median_times(lambda: atlas_render.explained(atlas.explanation(pipe, result, chosen.texts,
+                                                                                  block, k)), repeats)))
     rows.append(("search for a word", *_median_times(lambda: atlas.search(result, "not"), repeats)))
     return rows
 

@@ -94,6 +94,8 @@ from disan.analyses import atlas
 from disan.store import diskcache
 from disan.analyses import corpus
 from disan.inspect.catalog import default_checkpoint, list_checkpoints
+from disan.render import atlas as atlas_render
+from disan.render import corpus as corpus_render
 from disan.render.views import VIEWS
 from disan.inspect.pipeline import load
 from disan.tools.parsers.latency import ANALYSIS_MODELS, parser
@@ -151,7 +153,8 @@ def page_figures(path: str, n_tokens: int, atlas_sentences: int = 200) -> dict[s
     senses = corpus.analyse(pipe, test, corpus.frequent_words(test)[0], pipe.vector_kinds[0])
     few = corpus.sample(test, atlas_sentences)
     features = atlas.profile(pipe, few.tokens, few.name)
-    return {**figures, **corpus.drawing(senses).figures, **atlas.drawing(features).figures}
+    return {**figures, **corpus_render.drawing(senses).figures,
+            **atlas_render.drawing(features, atlas.overview(features)).figures}
 
 
 # ---------------------------------------------------------------- in the browser
