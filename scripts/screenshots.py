@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import REPO_ROOT
 from disan.__main__ import run
 from disan.inspect.senses import VECTORS
-from disan.tools.latency import VIEWPORT, choose, chromium, server, wait_drawn
+from disan.tools.browser import VIEWPORT, choose, chromium, server, wait_drawn
 
 DOCS = REPO_ROOT / "docs"
 # the model of the shots whose path names none: the app's default is the first single-sentence model by name,

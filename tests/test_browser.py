@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from disan.render import figures, views
 from disan.nn import checkpoint
-from disan.tools.latency import (
+from disan.tools.browser import (
     CHROMIUM,
     VIEWPORT,
     chromium,

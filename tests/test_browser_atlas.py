@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urljoin, urlparse
 
 import pytest
 
-from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
+from disan.tools.browser import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
 from .test_browser import ROOT, SHOTS, no_exception
 

@@ -3,7 +3,7 @@ tests/test_layout.py holds its browser open for the whole module."""
 import re
 
 from disan.analyses import progressive
-from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, server
+from disan.tools.browser import CHROMIUM, VIEWPORT, chromium, server
 
 from .test_layout import checkpoints, drawn  # noqa: F401  (checkpoints: the fixture with the 2-class model)
 

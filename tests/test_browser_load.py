@@ -22,8 +22,8 @@ import pytest
 
 from disan.store.memory import budget
 from disan.nn.kernels import cpp
-from disan.tools.latency import (ANALYSIS_PAGES, CHROMIUM, VIEWPORT, chromium, free_port, server, soak, wait_drawn,
-                                 wait_final)
+from disan.tools.browser import ANALYSIS_PAGES, CHROMIUM, VIEWPORT, chromium, free_port, server, wait_drawn, wait_final
+from disan.tools.latency import soak
 
 K = 4
 MODEL = "trec"  # the shipped checkpoint with the smallest test split (500 questions)

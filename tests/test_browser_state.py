@@ -5,7 +5,7 @@ pages. Screenshots go to test-artifacts/screenshots/state-*.png.
 """
 import re
 
-from disan.tools.latency import choose, navigate, sentence, type_sentence, wait_drawn, wait_idle
+from disan.tools.browser import choose, navigate, sentence, type_sentence, wait_drawn, wait_idle
 
 from .test_browser import SHOTS, browser, no_exception, page, texts, url  # noqa: F401 (fixtures)
 

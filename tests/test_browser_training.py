@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
+from disan.tools.browser import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_drawn, wait_idle
 
 from .test_browser import SHOTS, no_exception, texts
 

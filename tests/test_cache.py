@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from disan.app import cache
+from disan.store import memory
 
 pytestmark = pytest.mark.quick
 
@@ -21,9 +21,9 @@ def test_nbytes_counts_buffers_once_through_containers_and_views():
         arrays: dict
 
     held = Holder(t, t[2:5], {"a": a, "slice": a[10:20]})
-    assert cache.nbytes(held) == 1_000 + 2_400 + cache.nbytes("a") + cache.nbytes("slice")
-    assert cache.nbytes([t, t, (t[0],)]) == 1_000
-    assert cache.nbytes(None) == 0
+    assert memory.nbytes(held) == 1_000 + 2_400 + memory.nbytes("a") + memory.nbytes("slice")
+    assert memory.nbytes([t, t, (t[0],)]) == 1_000
+    assert memory.nbytes(None) == 0
 
 
 def sized(n):
@@ -31,7 +31,7 @@ def sized(n):
 
 
 def test_the_cache_keeps_the_most_recent_values_within_its_bound():
-    c = cache.ByteCache(1_000)
+    c = memory.ByteCache(1_000)
     calls = []
 
     def make(key, n):
@@ -52,7 +52,7 @@ def test_the_cache_keeps_the_most_recent_values_within_its_bound():
 
 
 def test_a_failing_computation_keeps_nothing():
-    c = cache.ByteCache(1_000)
+    c = memory.ByteCache(1_000)
 
     def fail():
         raise ValueError("too long")
@@ -63,20 +63,20 @@ def test_a_failing_computation_keeps_nothing():
 
 
 def test_the_bound_comes_from_the_environment(monkeypatch):
-    monkeypatch.delenv(cache.CACHE_ENV, raising=False)
-    assert cache.budget() == cache.DEFAULT_MB * 2**20
-    monkeypatch.setenv(cache.CACHE_ENV, "1.5")
-    assert cache.budget() == 3 * 2**19
+    monkeypatch.delenv(memory.CACHE_ENV, raising=False)
+    assert memory.budget() == memory.DEFAULT_MB * 2**20
+    monkeypatch.setenv(memory.CACHE_ENV, "1.5")
+    assert memory.budget() == 3 * 2**19
     # the traces get the bound less the working memory of drawing them, never less than nothing
-    assert cache.cache_bytes(1024 * 2**20) == (1024 - cache.WORKING_MB) * 2**20 and cache.cache_bytes(2**20) == 0
+    assert memory.cache_bytes(1024 * 2**20) == (1024 - memory.WORKING_MB) * 2**20 and memory.cache_bytes(2**20) == 0
     for bad in ("lots", "-1"):
-        monkeypatch.setenv(cache.CACHE_ENV, bad)
-        with pytest.raises(ValueError, match=cache.CACHE_ENV):
-            cache.budget()
+        monkeypatch.setenv(memory.CACHE_ENV, bad)
+        with pytest.raises(ValueError, match=memory.CACHE_ENV):
+            memory.budget()
 
 
 def test_the_cache_makes_room_for_the_value_it_is_about_to_compute():
-    c = cache.ByteCache(1_000)
+    c = memory.ByteCache(1_000)
     held = []
 
     def compute(n):

@@ -1,6 +1,7 @@
-"""The on-disk result cache (disan.store.diskcache): exact round trips of every analysis's result, keys
-that change with whatever the result depends on, the size bound (also while other processes delete and
-write entries), one computation of a key for threads asking at once, and corrupt entries computed again."""
+"""The on-disk result cache (disan.store: the folder, its keys, its codec): exact round trips of every
+analysis's result, nothing drawn kept, keys that change with whatever the result depends on, the size bound
+(also while other processes delete and write entries), one computation of a key for threads asking at once,
+and corrupt entries, or entries of an older layout, computed again."""
 import dataclasses
 import json
 import os
@@ -11,17 +12,18 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 
 import disan
 from disan.analyses import atlas
-from disan.store import diskcache
+from disan.store import codec, diskcache, keys
 from disan.data.checksums import corpus_digest
 from disan.data.paths import shipped_checkpoints
 from disan.analyses import attribution, casestudy, corpus
-from disan.render import casestudy as case_render
 from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
+from disan.render import views
 
 from .conftest import LABELS, make_model
 
@@ -76,21 +78,10 @@ def results(pipe):
 def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
     pipe = disan.load(make_checkpoint())
     for name, value in results(pipe).items():
-        key = diskcache.result_key(name, pipe)
+        key = keys.result_key(name, pipe)
         assert diskcache.fetch(key) is None
         diskcache.store(key, value)
         assert_same(value, diskcache.fetch(key), name)
-    # a drawing: its tables as they were, its figures as the same plotly JSON
-    drawing = case_render.drawing(results(pipe)["findings"])
-    diskcache.store("drawing", drawing)
-    again = diskcache.fetch("drawing")
-    assert [(r.title, r.caption, list(r.panels)) for r in again.rows] == [(r.title, r.caption, list(r.panels))
-                                                                          for r in drawing.rows]
-    for key, panel in drawing.items():
-        if isinstance(panel, pd.DataFrame):
-            assert_same(panel, again[key], key)
-        else:
-            assert json.loads(again[key].to_json()) == json.loads(panel.to_json()), key
     mixed = {1: np.float32(2.5), "s": pd.DataFrame({"x": ["a", None], "y": [np.nan, 1.0]}, index=["p", "q"]),
              "t": (1, "two", None, float("inf")), "o": np.array(["a", "bc"], dtype=object)}
     diskcache.store("mixed", mixed)
@@ -100,19 +91,30 @@ def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
 def test_nothing_but_data_is_stored(cache):
     with pytest.raises(TypeError, match="cannot be stored"):
         diskcache.store("code", {"f": print})
+    # what is drawn of a result is drawn again from it: neither a figure nor a drawing nor its parts are kept
+    figure, note = go.Figure(go.Heatmap(z=[[0, 1]])), views.Note("nothing to draw")
+    drawing = views.Drawing([views.Row({"table": pd.DataFrame({"x": [1]}), "note": note}, "A title")])
+    for name, drawn in {"figure": figure, "note": note, "row": drawing.rows[0], "drawing": drawing}.items():
+        with pytest.raises(TypeError, match="cannot be stored"):
+            diskcache.store(name, drawn)
+        assert not diskcache.known(name), name
     diskcache.store("data", [1.0])
     entry = next((cache / "results").glob("*.npz"))
     with np.load(entry, allow_pickle=False) as held:  # readable without unpickling
-        assert json.loads(held["manifest"].tobytes()) == {"list": [1.0]}
-    # a manifest that names a class outside the package is refused, and the entry dropped
-    arrays = {"manifest": np.frombuffer(json.dumps({"dataclass": "os:DirEntry", "fields": {}}).encode(), np.uint8)}
-    np.savez(entry, **arrays)
-    assert diskcache.fetch("data") is None and not entry.exists()
+        assert json.loads(held[codec.MANIFEST].tobytes()) == {"list": [1.0]}
+    # a manifest that names a class outside the package, or one of its drawings' classes, is refused, and an
+    # entry of an older layout (a figure as plotly's JSON, a drawing) is read as missing: each is dropped
+    for manifest in ({"dataclass": "os:DirEntry", "fields": {}},
+                     {"dataclass": f"{views.__name__}:Note", "fields": {"text": "nothing to draw"}},
+                     {"figure": figure.to_json()}, {"drawing": []}):
+        np.savez(entry, manifest=np.frombuffer(json.dumps(manifest).encode(), np.uint8))
+        assert diskcache.fetch("data") is None and not entry.exists(), manifest
+        diskcache.store("data", [1.0])
 
 
 def case_key(model, sentences=SENTENCES, seed=0, analysis="case study"):
     """The key of a case study's result by ``model`` (a pipeline or a checkpoint directory)."""
-    return diskcache.result_key(analysis, model, corpus=corpus_digest(sentences), seed=seed)
+    return keys.result_key(analysis, model, corpus=corpus_digest(sentences), seed=seed)
 
 
 def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(cache, make_checkpoint, tmp_path):
@@ -124,7 +126,7 @@ def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(c
     # named from the directory alone, as the app loads it (open), the entry is the loaded model's
     assert case_key(path) == case_key(str(path)) == key
     stored = Pipeline(*checkpoint.load(path, vocabulary="stored"), path)
-    assert diskcache.model_digest(stored) == diskcache.checkpoint_digest(path, "stored")
+    assert keys.model_digest(stored) == keys.checkpoint_digest(path, "stored")
     others = [case_key(pipe, SENTENCES[1:]), case_key(pipe, seed=1), case_key(pipe, analysis="feature atlas"),
               case_key(stored)]
     # the word vectors an open vocabulary reads, as the checkpoint's config names them: their content counts
@@ -135,10 +137,10 @@ def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(c
     (named / checkpoint.CONFIG).write_text(json.dumps({**config, "vectors": {"source": str(vectors)}}))
     vectors.write_text("tea 0.1 0.2\n")
     others.append(case_key(named))
-    stored_keys = [diskcache.checkpoint_digest(named, "stored")]
+    stored_keys = [keys.checkpoint_digest(named, "stored")]
     vectors.write_text("tea 0.1 0.3\n")
     others.append(case_key(named))
-    stored_keys.append(diskcache.checkpoint_digest(named, "stored"))
+    stored_keys.append(keys.checkpoint_digest(named, "stored"))
     assert stored_keys[0] == stored_keys[1]  # a stored vocabulary reads no vectors
     # the same weights in another folder give the same key: the content counts, not the path
     model, vocab = make_model("classify")
@@ -158,7 +160,7 @@ def test_a_changed_checkpoint_vocabulary_corpus_or_setting_names_another_entry(c
     assert len(set(others)) == len(others) - 1 and key not in others
     assert all(diskcache.fetch(k) is None for k in others)
     with pytest.raises(ValueError, match="vocabulary must be one of"):
-        diskcache.checkpoint_digest(path, "grown")
+        keys.checkpoint_digest(path, "grown")
 
 
 def test_a_shipped_checkpoints_key_needs_no_loaded_model(cache):
@@ -166,20 +168,20 @@ def test_a_shipped_checkpoints_key_needs_no_loaded_model(cache):
     path = shipped_checkpoints() / "sst5"
     for vocabulary in checkpoint.VOCABULARIES:
         pipe = Pipeline(*checkpoint.load(path, vocabulary=vocabulary), path)
-        assert diskcache.model_digest(pipe) == diskcache.checkpoint_digest(path, vocabulary), vocabulary
+        assert keys.model_digest(pipe) == keys.checkpoint_digest(path, vocabulary), vocabulary
     assert case_key(path) == case_key(disan.load(path))
 
 
 def test_file_digests_are_remembered_until_the_file_changes(cache, tmp_path):
     f = tmp_path / "f.bin"
     f.write_bytes(b"one")
-    first = diskcache.file_digest(f)
+    first = keys.file_digest(f)
     index = json.loads((cache / "digests.json").read_text())
     index[str(f.resolve())][2] = "remembered"
     (cache / "digests.json").write_text(json.dumps(index))
-    assert diskcache.file_digest(f) == "remembered"  # not read again
+    assert keys.file_digest(f) == "remembered"  # not read again
     f.write_bytes(b"two!")
-    assert diskcache.file_digest(f) not in (first, "remembered")
+    assert keys.file_digest(f) not in (first, "remembered")
 
 
 def test_the_cache_stays_within_its_bound_dropping_the_least_recently_read(cache, monkeypatch):
@@ -260,7 +262,7 @@ def test_a_cache_folder_that_cannot_be_written_only_costs_the_computation(tmp_pa
     for _ in range(2):
         assert diskcache.cached("k", lambda: calls.append(1) or [1.5]) == [1.5]
     assert len(calls) == 2 and not diskcache.known("k")
-    assert len(diskcache.file_digest(blocked)) == 64
+    assert len(keys.file_digest(blocked)) == 64
 
 
 def test_a_trim_by_another_process_leaves_a_store_being_written_alone(cache, monkeypatch):

@@ -5,7 +5,7 @@ import pytest
 from disan.render import views
 from disan.inspect.pipeline import Pipeline
 from disan.nn import checkpoint
-from disan.tools import latency
+from disan.tools import browser, latency
 
 from .conftest import LABELS, make_model
 
@@ -20,7 +20,7 @@ def test_the_draw_benchmark_draws_every_figure_the_pages_draw(tmp_path, capsys):
     rows = [line.strip("| ").split(" | ") for line in capsys.readouterr().out.splitlines()
             if line.startswith("| ") and not line.startswith("| figure")]
     drawn = {key: (traces, float(ms)) for key, traces, _, ms in rows}
-    traced = Pipeline(model, vocab, {}, {}).trace_sentence(latency.sentence(12))
+    traced = Pipeline(model, vocab, {}, {}).trace_sentence(browser.sentence(12))
     pages = {key for view in views.VIEWS.values() for key in view.draw(traced, view.options()).figures}
     assert set(drawn) == pages | {"corpus-scatter", "atlas-map"}
     assert all(ms > 0 for _, ms in drawn.values())

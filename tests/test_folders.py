@@ -10,7 +10,7 @@ import disan
 from disan.__main__ import run
 from disan.data import glove100, paths
 from disan.inspect import catalog
-from disan.store import diskcache
+from disan.store import diskcache, keys
 from disan.nn import checkpoint
 from disan.training import board
 
@@ -27,7 +27,7 @@ def test_the_caches_follow_xdg_cache_home_unless_their_variables_say_otherwise(t
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert diskcache.cache_dir() == tmp_path / "xdg" / "disan"
     assert glove100.cache_dir() == tmp_path / "xdg" / "disan" / "vectors"
-    diskcache.cached(diskcache.key_of("a test", n=1), lambda: [1.5])
+    diskcache.cached(keys.key_of("a test", n=1), lambda: [1.5])
     assert [p.parent.name for p in (tmp_path / "xdg" / "disan").rglob("*.npz")] == ["results"]
     monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path / "mine"))
     monkeypatch.setenv(glove100.VECTORS_ENV, str(tmp_path / "vectors"))

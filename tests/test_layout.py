@@ -23,7 +23,7 @@ import pytest
 from disan.__main__ import run
 from disan.data.kinds import kind_of
 from disan.analyses import faithfulness
-from disan.tools.latency import (
+from disan.tools.browser import (
     CHROMIUM,
     VIEWPORT,
     chromium,

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from disan.tools.latency import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_idle
+from disan.tools.browser import CHROMIUM, VIEWPORT, chromium, navigate, server, wait_idle
 from tests.test_layout import PAGES, drawn
 
 

@@ -273,14 +273,14 @@ import dataclasses, sys
 from pathlib import Path
 from disan.app import training
 from disan.data import paths, uploads
-from disan.store import diskcache
+from disan.store import diskcache, keys
 from disan.training.train import train
 kept = uploads.save_upload(paths.uploads_dir(), "mine.csv", Path(sys.argv[1]).read_bytes())
 own = training.data_fields(kept, "review", None, "sentiment", "classify", 0.2, 0.2)
 cfg = training.train_config("mine", own, (), task=None, encoder="disan", epochs=1, patience=1, lr=0.001,
                             optimizer="adam", dropout=0.0, d_h=6, vectors=sys.argv[2], seed=0, cap=0)
 train(dataclasses.replace(cfg, keep_state=True, d_fc=6, extra_vocab=0, batch_size=16))
-diskcache.cached(diskcache.key_of("a test", n=1), lambda: [1.5])
+diskcache.cached(keys.key_of("a test", n=1), lambda: [1.5])
 """
 
 

@@ -28,7 +28,7 @@ from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
 from disan.analyses import atlas, progressive
-from disan.store import diskcache
+from disan.store import diskcache, keys
 from disan.analyses import attribution, casestudy, corpus, faithfulness
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -53,8 +53,8 @@ def benchmark_key(task: str, split: str, **options) -> str | None:
     except FileNotFoundError:
         return None
     checksums = task_checksums(task, root)
-    return diskcache.key_of("benchmark", task=task, split=split, root=str(root.resolve()), files=checksums,
-                            tokenizer=tokenizer_version(), **options) if checksums else None
+    return keys.key_of("benchmark", task=task, split=split, root=str(root.resolve()), files=checksums,
+                       tokenizer=tokenizer_version(), **options) if checksums else None
 
 
 def read_kept(key: str | None, read):
@@ -174,14 +174,14 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
 def frequent_words(c: corpus.Corpus) -> list[str]:
     """The corpus's most frequent content words (:func:`disan.analyses.corpus.frequent_words`), kept on
     disk by the corpus: telling content words from stop words imports spaCy, seconds a restart need not pay."""
-    return diskcache.cached(diskcache.key_of("frequent words", corpus=c.key), lambda: corpus.frequent_words(c))
+    return diskcache.cached(keys.key_of("frequent words", corpus=c.key), lambda: corpus.frequent_words(c))
 
 
 # ---------------------------------------------------------------- results kept, and computed in stages
 
 @st.cache_data(max_entries=12, show_spinner=False)
 def kept(key: str, _compute):
-    """A corpus analysis's result under its :func:`disan.store.diskcache.result_key`: computed once per
+    """A corpus analysis's result under its :func:`disan.store.keys.result_key`: computed once per
     machine (kept on disk across restarts), read once per server (kept here, copied to each caller)."""
     return diskcache.cached(key, _compute)
 
@@ -248,7 +248,7 @@ def encoder_parts(entry) -> dict:
     def read():
         pipe = entry_pipeline(entry)
         return {"vectors": pipe.vector_kinds, "blocks": bool(getattr(pipe.model.encoder, "blocks", None))}
-    return diskcache.cached(diskcache.result_key("encoder parts", str(entry.directory)), read)
+    return diskcache.cached(keys.result_key("encoder parts", str(entry.directory)), read)
 
 
 def atlas_measures(result: atlas.Atlas) -> list[str]:
@@ -264,7 +264,7 @@ def block_features(result: atlas.Atlas, block: str, order_by: str) -> pd.DataFra
 def paper_sentences(path: str, mtime: float) -> tuple[casestudy.CaseStudy, casestudy.Findings]:
     """The case-study measures of the paper's two example sentences and their findings (:func:`findings`),
     kept (:func:`disan.app.runner.kept`); their tokens kept on disk too, since tokenising them imports spaCy."""
-    paper = read_kept(diskcache.key_of("corpus", texts=list(casestudy.PAPER_SENTENCES)),
+    paper = read_kept(keys.key_of("corpus", texts=list(casestudy.PAPER_SENTENCES)),
                       lambda: corpus.make_corpus("the paper's sentences", casestudy.PAPER_SENTENCES))
     analysis = casestudy.Study(paper)
     study = runner.kept(runner.key(analysis, path), lambda: analysis.compute(load_pipeline(path, mtime), len(paper)))
@@ -303,7 +303,7 @@ AGREEMENT_FIRST = 20
 
 def agreement_job(path: str, mtime: float, items: list):
     """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
-    key = diskcache.result_key("attribution agreement", path, corpus=corpus_digest(items))
+    key = keys.result_key("attribution agreement", path, corpus=corpus_digest(items))
     return key, lambda: attribution.corpus_agreement(load_pipeline(path, mtime), items)
 
 
@@ -319,9 +319,9 @@ def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> 
 
 def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:
     """The on-disk key of a faithfulness check over inputs with its settings; ``model``: a checkpoint directory
-    or a loaded pipeline (:func:`disan.store.diskcache.result_key`)."""
-    return diskcache.result_key(f"faithfulness {analysis}", model, corpus=corpus_digest(items),
-                                settings=dataclasses.asdict(settings), **more)
+    or a loaded pipeline (:func:`disan.store.keys.result_key`)."""
+    return keys.result_key(f"faithfulness {analysis}", model, corpus=corpus_digest(items),
+                           settings=dataclasses.asdict(settings), **more)
 
 
 def faith_erasure_job(path: str, mtime: float, items: list, size: int, settings: faithfulness.Settings):
@@ -379,5 +379,5 @@ def faith_cascade_job(path: str, mtime: float, items: list, settings: faithfulne
 def faith_data_job(path: str, mtime: float, shuffled, items: list, settings: faithfulness.Settings):
     """(key, computation) of the data randomisation against ``shuffled``, a pipeline trained on shuffled
     labels (its content in the key)."""
-    key = faith_key("data randomisation", path, items, settings, shuffled=diskcache.model_digest(shuffled))
+    key = faith_key("data randomisation", path, items, settings, shuffled=keys.model_digest(shuffled))
     return key, lambda: faithfulness.data_randomisation(load_pipeline(path, mtime), shuffled, items, settings)

@@ -21,7 +21,7 @@ from disan.data.kinds import kind_of
 from disan.data.registry import BENCHMARKS
 from disan.data.text import MAX_TOKENS, check_text, tokenizer_version
 from disan.inspect import catalog
-from disan.store import diskcache
+from disan.store import diskcache, keys
 from disan.render import markup, views
 from disan.render.kinds import look_of
 from disan.render.tables import trace_csv, trace_npz
@@ -81,7 +81,7 @@ def sentence_tokens(text: str) -> list[str]:
     """The tokens of a sentence (:func:`disan.data.text.check_text`, whose ValueError says why a text cannot
     be traced), kept on disk: tokenising imports spaCy, half a second of a restarted server's first page, so
     a sentence traced before (the page's example, the last one typed) is traced again without it."""
-    return diskcache.cached(diskcache.key_of("tokens", text=text, tokenizer=tokenizer_version()),
+    return diskcache.cached(keys.key_of("tokens", text=text, tokenizer=tokenizer_version()),
                             lambda: check_text(text))
 
 

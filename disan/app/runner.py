@@ -20,20 +20,20 @@ from disan.analyses import progressive
 from disan.analyses.protocol import Analysis
 from disan.app.common import draw, load_pipeline
 from disan.render.views import Drawing
-from disan.store import diskcache
+from disan.store import diskcache, keys
 
 
 def key(analysis: Analysis, path: str, size: int | None = None) -> str:
     """The on-disk key of an analysis's result on the sample of ``size`` items (None: all of them) of the
     checkpoint at ``path``."""
     size = analysis.total() if size is None else size
-    return diskcache.result_key(analysis.name, path, size=size, **analysis.settings())
+    return keys.result_key(analysis.name, path, size=size, **analysis.settings())
 
 
 def derived_key(result_key: str, what: str, **settings) -> str:
     """The on-disk key of ``what`` is computed from the result under ``result_key`` with ``settings`` (JSON
     values): named by that result's key, it changes whenever the result's does."""
-    return diskcache.key_of(what, result=result_key, **settings)
+    return keys.key_of(what, result=result_key, **settings)
 
 
 def known(analysis: Analysis, args: tuple[str, float]) -> bool:

@@ -1,6 +1,8 @@
 """Floor 6, tools: the commands besides training and evaluation: benchmarks (a training step, the app's
 latency, the analyses), parameter counts, the results table, a sentence's HTML report, batch prediction,
-paired comparison of checkpoints, and starting the app. They may use every floor below.
+paired comparison of checkpoints, and starting the app; and the app in a real browser
+(:mod:`~disan.tools.browser`), which the latency command and the browser tests drive. They may use every
+floor below.
 
 Run as ``python -m disan {bench,latency,analysis-bench,params,results,report,predict,compare,app}``, or
 ``disan COMMAND`` from the console script.

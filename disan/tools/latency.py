@@ -14,12 +14,12 @@ page's default options, the very function the page calls; they are also serialis
 Streamlit does (``plotly.io.to_json(figure, validate=False)``) before sending them to the browser.
 
 ``--browser`` measures what a user waits for: it starts ``streamlit run app.py``, drives Chromium
-(Debian's, through Playwright) at 1600x1000, and times each interaction from the key press or click
-until the script run has ended (``data-test-script-state=notRunning``) and the figure that shows the
-change is drawn: typing a new sentence, then changing the feature mode, the colour scale and the
-query token, and switching pages. With ``--sentences N`` it then types N different sentences and
-reports the server's resident memory after each, against the trace cache's bound
-(``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
+(Debian's, through Playwright, with :mod:`disan.tools.browser`, as the browser tests do) at 1600x1000, and
+times each interaction from the key press or click until the script run has ended
+(``data-test-script-state=notRunning``) and the figure that shows the change is drawn: typing a new
+sentence, then changing the feature mode, the colour scale and the query token, and switching pages. With
+``--sentences N`` it then types N different sentences and reports the server's resident memory after each,
+against the trace cache's bound (``DISAN_TRACE_CACHE_MB``, set with ``--cache-mb``).
 
 ``--open`` times what a new browser session waits for on the first page: a server whose model is
 loaded, then new sessions, each in a fresh browser context (nothing cached, plotly.js fetched again) and
@@ -69,14 +69,12 @@ from __future__ import annotations
 import math
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -98,27 +96,9 @@ from disan.render import atlas as atlas_render
 from disan.render import corpus as corpus_render
 from disan.render.views import VIEWS
 from disan.inspect.pipeline import load
+from disan.tools.browser import (ANALYSIS_PAGES, IDLE, VIEWPORT, choose, chromium, free_port, navigate, sentence,
+                                 server, type_sentence, wait_drawn, wait_final, wait_idle)
 from disan.tools.parsers.latency import ANALYSIS_MODELS, parser
-
-SENTENCE = ("families have some dogs in front of a carousel while a man is pouring a glass of tea and "
-            "the volleyball match is in progress between ladies near the big fountain at the restaurant")
-CHROMIUM = "/usr/bin/chromium"
-# Without the background-networking flags Chromium keeps trying hosts that a closed network refuses.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1600, "height": 1000}
-
-
-def sentence(n_tokens: int, seed: int = 0, marks: dict[int, str] | None = None) -> str:
-    """A sentence of ``n_tokens`` words from :data:`SENTENCE` (shuffled unless seed is 0), with ``marks``
-    (position -> word) put in place, so that a figure's title can tell the new sentence has been drawn."""
-    words = SENTENCE.split()
-    words = (words * (n_tokens // len(words) + 1))[:n_tokens]
-    if seed:
-        random.Random(seed).shuffle(words)
-    for position, word in (marks or {}).items():
-        words[position] = word
-    return " ".join(words)
 
 
 def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
@@ -189,103 +169,14 @@ def drawing_ms(figures: dict[str, str], repeats: int) -> dict[str, float]:
         return {key: statistics.median(page.evaluate(_NEW_PLOT, [json, repeats])) for key, json in figures.items()}
 
 
-def free_port() -> int:
-    """A free TCP port on the loopback interface."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def server(env: dict[str, str] | None = None, timeout: float = 120, root: Path | None = None,
-           port: int | None = None):
-    """``streamlit run app.py`` of ``root`` (default: this checkout's site) on ``port`` (default: a free local
-    one; a restarted server given the port of the one before keeps the origin a browser has cached): yields
-    (process, URL); stopped on exit."""
-    port = port or free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=root or site(), env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"streamlit did not start (exit code {proc.poll()})") from None
-                time.sleep(0.3)
-        yield proc, url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@contextmanager
-def chromium(executable: str = CHROMIUM):
-    """A headless Chromium driven by Playwright (never ``playwright install``: the system's browser)."""
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-# True once the script run has ended.
-_IDLE = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
-# True once the script run has ended and a figure title contains the text: the change is drawn.
-_DRAWN = f"""t => ({_IDLE})()
-  && [...document.querySelectorAll('.js-plotly-plot .gtitle, .js-plotly-plot .annotation-text')]
-       .some(e => e.textContent.includes(t))"""
-
-
-def wait_drawn(page, title: str, timeout_s: float = 180) -> None:
-    """Wait until the app is idle and a figure whose title contains ``title`` is drawn."""
-    page.wait_for_function(_DRAWN, arg=title, timeout=timeout_s * 1000)
-
-
-def wait_idle(page, timeout_s: float = 180) -> None:
-    """Wait until the script run has ended and its widgets are drawn."""
-    page.wait_for_timeout(300)  # let a rerun that was just triggered start
-    page.wait_for_function(_IDLE, timeout=timeout_s * 1000)
-    # a widget whose frontend code is still loading is a grey skeleton after the run has ended
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout_s * 1000)
-
-
 def timed(page, action, title: str) -> float:
     """Seconds from ``action()`` until a figure titled with ``title`` is drawn and the app is idle."""
-    page.wait_for_function(_IDLE, timeout=180_000)
+    page.wait_for_function(IDLE, timeout=180_000)
     t0 = time.perf_counter()
     action()
     page.wait_for_timeout(50)  # let the rerun start, so that the previous idle state is not taken for the end
     wait_drawn(page, title)
     return time.perf_counter() - t0
-
-
-def type_sentence(page, text: str) -> None:
-    """Replace the sidebar's sentence and submit it, as a user does (Ctrl+Enter)."""
-    box = page.locator('[data-testid="stSidebar"] textarea').first
-    box.fill(text)
-    box.press("Control+Enter")
-
-
-def navigate(page, title: str) -> None:
-    """Open a page through the sidebar's navigation, as a user does."""
-    page.locator('[data-testid="stSidebarNav"] a', has_text=title).first.click()
-
-
-def choose(page, option: str) -> None:
-    """Click a radio button's option by its label."""
-    page.locator('[data-testid="stRadio"]').get_by_text(option, exact=True).first.click()
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -355,17 +246,8 @@ def browser_memory(checkpoint: str, n_tokens: int, sentences: int, cache_mb: flo
 
 # ---------------------------------------------------------------- the analysis pages
 
-# Each analysis page by its link, and the key of its corpus figure: drawn under "stage-N-" + key for a
-# stage's sample (disan.app.analyses.refined), under the key itself for the whole corpus.
-ANALYSIS_PAGES = {"Corpus senses": ("corpus_senses", "corpus-scatter"),
-                  "Attribution": ("attribution", "attr-corpus-0"),
-                  "Case study": ("case_study", "case-received"),
-                  "Feature atlas": ("feature_atlas", "atlas-map"),
-                  "Faithfulness": ("faithfulness", "faith-erasure-bars")}
 # Streamlit gives an element drawn with a key the class st-key-<key>; plotly's .main-svg is there once drawn.
 _FIGURE = """k => [...document.querySelectorAll(`[class*="st-key-"][class*="${k}"] .main-svg`)].length > 0"""
-_FINAL = f"""k => ({_IDLE})() && !!document.querySelector(`.st-key-${{k}} .main-svg`)
-  && !document.querySelector('[data-testid="stProgress"]')"""
 # Seconds since the page's navigation began (performance.now()) at which the page's script run first
 # started and last ended, as the browser hears of them: what comes before the start is the browser loading
 # the app and connecting, what comes after the end its drawing.
@@ -379,12 +261,6 @@ _RUN_TIMES = """(() => {
   }).observe(document, {subtree: true, childList: true, attributes: true,
                         attributeFilter: ['data-test-script-state']});
 })()"""
-
-
-def wait_final(page, key: str, timeout_s: float = 300) -> None:
-    """Wait until an analysis page's script run has ended with its corpus figure ``key`` (of
-    :data:`ANALYSIS_PAGES`) drawn for the whole corpus: no stage's progress bar left."""
-    page.wait_for_function(_FINAL, arg=key, timeout=timeout_s * 1000, polling=50)
 
 
 def cpu_model() -> str:
@@ -604,7 +480,7 @@ SOAK_PAGES = ("", "gates", "source2token", "word_senses", "counterfactuals", "co
 SOAK_MODELS = ("sst5", "sick-e", "sick", "trec")
 VISIT_TIMEOUT_S = 300  # a visit not done by then is counted as stalled
 # True once the visit's script run has started and ended (with _RUN_TIMES as the page's init script).
-_VISITED = f"() => window.__disanRun?.start != null && ({_IDLE})()"
+_VISITED = f"() => window.__disanRun?.start != null && ({IDLE})()"
 
 
 def soak(minutes: float, sessions: int = 3, pages=SOAK_PAGES, models=SOAK_MODELS, disk_mb: float = 32,
