@@ -100,7 +100,7 @@ def test_every_kind_builds_a_model_that_takes_reads_and_learns_its_inputs(name):
     read = kind.read(logits)
     labels = [1.5, 4.0, 2.25] if kind.scored else [0, 4, 2]
     targets = kind.targets(labels)
-    assert read.shape == (3,) and targets.dtype == kind.target_dtype
+    assert read.shape == (3,) and targets.dtype == getattr(torch, kind.target_dtype)
     if kind.scored:  # an expected score on 1..K
         assert ((read >= 1) & (read <= 5)).all()
     else:
@@ -126,7 +126,7 @@ def test_an_unknown_kind_is_refused_naming_the_kinds():
 
 
 # A kind no module knows: one sentence in, a score out (a rating), as relatedness reads its pairs.
-RATING = Kind("rating", 1, True, "pearson", 1, single, relatedness_loss, relatedness_score, torch.float32)
+RATING = Kind("rating", 1, True, "pearson", 1, single, relatedness_loss, relatedness_score, "float32")
 RATING_LOOK = Look(("review",), "rating", "expected rating", "rating", "rounded rating")
 REVIEWS = [("a wonderful moving film", 5), ("a great film", 4), ("a fine film", 3), ("a dull film", 2),
            ("an awful boring film", 1), ("a moving and great story", 5), ("a dull and boring story", 1),

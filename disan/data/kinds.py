@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import torch
-from torch.nn import functional as F
+# torch is imported inside the functions that compute: the registry is read where torch need not load (the
+# drawing code names a kind's classes and sentences; a restarted server draws kept results before torch loads).
 
 
 def single(encoding: torch.Tensor) -> torch.Tensor:
@@ -27,11 +27,13 @@ def single(encoding: torch.Tensor) -> torch.Tensor:
 
 def pair_features(p: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
     """(B, d), (B, d) -> (B, 4 d): [s_p; s_h; s_p - s_h; s_p * s_h]."""
+    import torch
     return torch.cat([p, h, p - h, p * h], dim=-1)
 
 
 def relatedness_target(score: torch.Tensor, levels: int) -> torch.Tensor:
     """Tai et al.'s sparse target distribution p over 1..K with expectation equal to the score."""
+    import torch
     score = score.clamp(1, levels)
     lo = score.floor().clamp(max=levels - 1)
     frac = score - lo
@@ -44,13 +46,21 @@ def relatedness_target(score: torch.Tensor, levels: int) -> torch.Tensor:
 
 def relatedness_score(logits: torch.Tensor) -> torch.Tensor:
     """(..., K) logits -> (...) expected score sum_r r p_r of the predicted distribution over 1..K."""
+    import torch
     levels = torch.arange(1, logits.shape[-1] + 1, dtype=logits.dtype, device=logits.device)
     return logits.softmax(dim=-1) @ levels
 
 
 def relatedness_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """KL divergence from the predicted distribution (B, K) to the target distribution of the scores (B,)."""
+    from torch.nn import functional as F
     return F.kl_div(logits.log_softmax(dim=-1), relatedness_target(target, logits.shape[-1]), reduction="batchmean")
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy of class logits (B, C) against class indices (B,)."""
+    from torch.nn import functional as F
+    return F.cross_entropy(logits, target)
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:
@@ -69,7 +79,7 @@ class Kind:
     features: Callable[..., torch.Tensor]                          # encodings (B, d) each -> (B, width d)
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]    # logits (B, K), targets (B,) -> mean loss
     read: Callable[[torch.Tensor], torch.Tensor]                  # logits (..., K) -> (...) predicted class or score
-    target_dtype: torch.dtype  # the labels as the loss takes them
+    target_dtype: str          # torch's dtype, by name, that the loss takes the labels in
 
     @property
     def pairs(self) -> bool:
@@ -78,13 +88,14 @@ class Kind:
 
     def targets(self, labels) -> torch.Tensor:
         """Labels (class indices or scores) as the loss takes them."""
-        return torch.tensor(labels, dtype=self.target_dtype)
+        import torch
+        return torch.tensor(labels, dtype=getattr(torch, self.target_dtype))
 
 
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    Kind("classify", 1, False, "accuracy", 1, single, F.cross_entropy, argmax, torch.long),
-    Kind("pair", 2, False, "accuracy", 4, pair_features, F.cross_entropy, argmax, torch.long),
-    Kind("relatedness", 2, True, "pearson", 4, pair_features, relatedness_loss, relatedness_score, torch.float32),
+    Kind("classify", 1, False, "accuracy", 1, single, cross_entropy, argmax, "long"),
+    Kind("pair", 2, False, "accuracy", 4, pair_features, cross_entropy, argmax, "long"),
+    Kind("relatedness", 2, True, "pearson", 4, pair_features, relatedness_loss, relatedness_score, "float32"),
 )}
 
 

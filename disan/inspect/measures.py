@@ -39,8 +39,12 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-import torch
+
 from disan.data.text import normalize
+
+# torch is imported inside the three measures that compute on tensors (uniform_attention, received,
+# gate_weighted_received): disan.render reads the numpy measures of this module, and a restarted server draws
+# kept results before torch has loaded.
 
 WORD_CLASSES = ("stop", "content", "other")
 NEGATIONS = frozenset({"not", "n't", "no", "never", "nothing", "nobody"})  # normalised forms
@@ -106,10 +110,12 @@ def key_counts(mask):
     return mask.sum(-1)
 
 
-def uniform_attention(mask, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def uniform_attention(mask, dtype=None) -> torch.Tensor:
     """(..., n, n) mask -> (..., n, n) ``U[j, i] = mask[j, i] / keys(j)``: attention spread evenly over the
-    keys of each row, what every measure "÷ uniform" compares with; a row without keys is 0."""
-    allowed = torch.as_tensor(mask).to(dtype)
+    keys of each row, what every measure "÷ uniform" compares with; a row without keys is 0. ``dtype``: a
+    torch dtype (default float32)."""
+    import torch
+    allowed = torch.as_tensor(mask).to(dtype or torch.float32)
     return allowed / key_counts(allowed).clamp_min(1).unsqueeze(-1)
 
 
@@ -227,6 +233,7 @@ def received(attention, mask, by_feature: bool = False) -> tuple[torch.Tensor, t
     query and the last by none, so r depends on position as much as on the word; r / u
     (:func:`received_lift`) compares tokens at different positions. A token no query may attend has u = 0.
     """
+    import torch
     attention, mask = torch.as_tensor(attention), torch.as_tensor(mask)
     if by_feature:
         got = attention.sum(dim=-3)
@@ -250,6 +257,7 @@ def gate_weighted_received(probs, gate) -> torch.Tensor:
     counts every query alike; this discounts the queries whose gate keeps their own h. Padded queries
     attend nothing (P = 0) and add nothing.
     """
+    import torch
     probs, gate = torch.as_tensor(probs), torch.as_tensor(gate)
     return torch.einsum("...jik,...jk->...i", probs, 1 - gate) / probs.shape[-1]
 

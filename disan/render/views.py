@@ -16,6 +16,8 @@ rows ``j`` the query token, columns ``i`` the attended token; masks come from th
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import html
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +30,9 @@ import plotly.graph_objects as go
 from disan.render import figures, markup, notebook
 from disan.render.tables import differing_features, file_name
 from disan.inspect import measures, senses
-from disan.inspect.pipeline import SentenceTrace, TraceResult
+
+if TYPE_CHECKING:  # the traces are read by their fields: drawing them needs no torch
+    from disan.inspect.pipeline import SentenceTrace, TraceResult
 
 # What the app shows before the user types anything: the paper's case-study sentence (Fig. 4 and 5)
 # and a SICK-like pair for the sentence-pair models.
