@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from disan.data.paths import shipped_checkpoints
 from disan.analyses import atlas
 from disan.render import views
-from disan.analyses import attribution, casestudy, compare, corpus, faithfulness
+from disan.analyses import attribution, casestudy, compare, corpus, faithfulness, gradients
 from disan.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
@@ -99,13 +99,13 @@ def counterfactuals() -> None:
 
 def attributions() -> None:
     print("## Attribution (mean τ over 200 sampled test inputs; a pair gives a row per sentence)\n")
-    attr = attribution.attribute(pipeline("sst5"), pipeline("sst5").trace(SENTENCE).sentences)
+    attr = gradients.attribute(pipeline("sst5"), pipeline("sst5").trace(SENTENCE).sentences)
     print(f"Completeness on “{SENTENCE}” (sst5): f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, "
           f"relative error {attr.completeness_gap:+.4%}\n")
     for name in ("sst5", "trec", "sick-e"):
         pipe = pipeline(name)
         frame = attribution.corpus_agreement(pipe, corpus.benchmark_items(pipe.task, "test", 200))
-        summary = attribution.corpus_drawing(frame)["attr-corpus-summary"]
+        summary = attribution.summarised(frame).summary
         # the page's "method | measure" column as two, so that its bar does not split a markdown cell
         pairs = summary.pop("attribution | attention").str.split(" | ", regex=False)
         summary.insert(0, "attention", pairs.str[1])
