@@ -165,6 +165,22 @@ def test_erasure_records_of_inputs_computed_apart_are_those_of_them_all():
             np.testing.assert_allclose(getattr(a, "random_" + field), getattr(b, "random_" + field), atol=1e-6)
 
 
+def test_the_checks_that_add_up_over_inputs_give_from_parts_what_they_give_whole():
+    # a stage of the page computes only the inputs it adds (the protocol's part, join, finish)
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    items = ("the cat sat on the mat", "a dog sat", "the mat", "a cat sat on a dog on the mat", "dog")
+    settings = F.Settings(random_draws=2, resamples=50, explainers=E.on_pages())
+    for analysis, whole in ((F.Cascade(items, settings), F.cascade(pipe, items, settings)),
+                            (F.Erasure(items, settings), F.erasure_summary(F.erasure_records(pipe, items, settings),
+                                                                           settings))):
+        places = [np.array([1, 4]), np.array([0, 2, 3])]
+        joined = analysis.finish(analysis.join([(analysis.part(pipe, p), p) for p in places]), len(items))
+        assert joined.table.equals(whole.table), type(analysis).__name__
+    assert F.Interventions(items, settings).compute(pipe, 5).table.equals(
+        F.intervention_summary(F.intervention_records(pipe, items, settings), 5, settings).table)
+
+
 @pytest.mark.quick
 def test_the_summarys_random_row_is_the_hand_computed_expectation():
     # one token of four carries the output: random's comprehensiveness at k = 1 token is drop / 4, at 2 tokens
