@@ -2,21 +2,24 @@
 import streamlit as st
 
 from disan.app import analyses as glue
+from disan.app import runner
 from disan.app.common import checkpoint_args, draw, open_input
 from disan.analyses import attribution
+from disan.render.attribution import corpus_drawing, drawing
 
 st.header("Attribution")
 st.caption("Integrated gradients (50 steps from zero word vectors) and gradient × input of the predicted class, "
            "beside each token's source2token importance and the attention it receives (÷ what uniform attention "
-           "would give), with Kendall's τ between |attribution| and each (the “attention is not explanation” "
-           "question: Jain & Wallace 2019; Wiegreffe & Pinter 2019).")
+           "would give), with Kendall's τ between each attribution and each of them, the evidence against the "
+           "prediction ranked last (the “attention is not explanation” question: Jain & Wallace 2019; Wiegreffe & "
+           "Pinter 2019).")
 
 entry, pipe, text, result = open_input()
 args = checkpoint_args(entry)
 attr = glue.attribute(*args, text, result.sentences)
 st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}; the integrated gradients "
            f"sum to within {abs(attr.completeness_gap):.2%} of the difference.")
-draw(attribution.drawing(attr, result.sentences))
+draw(drawing(attribution.explained(attr, result.sentences), entry.kind))
 
 st.subheader("Agreement over a corpus")
 st.caption(f"Integrated gradients over {attribution.CORPUS_STEPS} steps for each input (their completeness gap is "
@@ -31,11 +34,9 @@ try:
 except glue.DataError as e:  # the file the model was trained on is gone or has changed
     st.error(f"The test split of {entry.task} cannot be read: {e}")
     st.stop()
-frame = glue.refined(f"Attributing test inputs of {entry.task}", len(items),
-                     lambda size: glue.agreement_job(*args, glue.stage_items(items, size)),
-                     lambda part, stage: draw(attribution.corpus_drawing(part), prefix=f"stage-{stage.number}-"),
-                     glue.AGREEMENT_FIRST, grow=lambda size, before: glue.agreement_grown(*args, items, size, before))
-if len(frame):
-    draw(attribution.corpus_drawing(frame))
+agreement = runner.run(attribution.AttentionAgreement(tuple(items)), args, f"Attributing test inputs of {entry.task}",
+                       corpus_drawing)
+if len(agreement.frame):
+    draw(corpus_drawing(agreement))
 else:
     st.info("No input of the sample could be traced.")

@@ -3,11 +3,11 @@ each against its null."""
 import streamlit as st
 
 from disan.app import analyses as glue
+from disan.app import runner
 from disan.app.common import checkpoint_args, current_checkpoint, draw, persistent, reads_pairs
-from disan.store import diskcache
-from disan.analyses import faithfulness
+from disan.analyses import explainers, faithfulness
+from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing
 from disan.render.kinds import look_of
-from disan.inspect.pipeline import load
 
 st.header("Faithfulness")
 st.caption("A heatmap invites a reading: “the model looked at this word”. Here each explanation of the prediction "
@@ -32,21 +32,14 @@ side = faithfulness.BOTH
 if reads_pairs(entry):
     side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True,
                     key="faith-side")
-settings = faithfulness.Settings(removal=removal, side=side)
+# the expensive explanations (captum's) are left to `disan faithfulness`
+settings = faithfulness.Settings(removal=removal, side=side, explainers=explainers.on_pages())
 try:
-    items = glue.test_items(*args, glue.data_stamp(entry), entry.config, n)
+    items = tuple(glue.test_items(*args, glue.data_stamp(entry), entry.config, n))
 except (glue.DataError, ValueError, OSError) as e:
     st.error(f"The test split of {entry.task} cannot be read: {e}")
     st.stop()
 few = items[:faithfulness.CASCADE_SENTENCES]
-
-
-def stages(what: str, job_of, drawing, grow=None):
-    """A check over the sample in stages from faithfulness.FIRST inputs, kept on disk once done."""
-    return glue.refined(what, len(items), job_of,
-                        lambda part, stage: draw(drawing(part), prefix=f"stage-{stage.number}-"),
-                        first=faithfulness.FIRST, grow=grow)
-
 
 # The open tab is the session's (a key, a rerun on a switch): a button's rerun keeps the user on its tab, and
 # only the open tab computes
@@ -54,38 +47,35 @@ erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Ra
                                                 on_change="rerun")
 if erasure.open:
     with erasure:
-        summary = stages(f"Erasing the top tokens of {entry.task} test inputs",
-                         lambda size: glue.faith_erasure_job(*args, items, size, settings),
-                         lambda part: faithfulness.erasure_drawing(part, entry.kind),
-                         lambda size, before: glue.faith_erasure_grown(*args, items, size, before[0], settings))
-        draw(faithfulness.erasure_drawing(summary, entry.kind))
+        summary = runner.run(faithfulness.Erasure(items, settings), args,
+                             f"Erasing the top tokens of {entry.task} test inputs",
+                             lambda part: erasure_drawing(part, entry.kind))
+        draw(erasure_drawing(summary, entry.kind))
 if interventions.open:
     with interventions:
         # a result kept on disk is drawn at once; otherwise it is computed when asked
-        if (st.button("Replace the attention", key="faith-intervene")
-                or diskcache.known(glue.faith_interventions_job(*args, items, settings)[0])):
-            draw(faithfulness.intervention_drawing(stages(
-                f"Replacing the attention of {entry.task} test inputs",
-                lambda size: glue.faith_interventions_job(*args, glue.stage_items(items, size), settings),
-                faithfulness.intervention_drawing)))
+        analysis = faithfulness.Interventions(items, settings)
+        if st.button("Replace the attention", key="faith-intervene") or runner.known(analysis, args):
+            draw(intervention_drawing(runner.run(analysis, args, f"Replacing the attention of {entry.task} test "
+                                                                 "inputs", intervention_drawing)))
 if randomisation.open:
     with randomisation:
-        job = glue.faith_cascade_job(*args, few, settings)
-        if (st.button(f"Cascading model randomisation ({len(few)} inputs)", key="faith-cascade")
-                or diskcache.known(job[0])):
-            with st.spinner("Randomising the model from the top…"):
-                result = glue.kept(*job)
-            draw(faithfulness.agreement_drawing(result, "Cascading model randomisation"))
+        analysis = faithfulness.Cascade(few, settings)
+        title = "Cascading model randomisation"
+        if st.button(f"{title} ({len(few)} inputs)", key="faith-cascade") or runner.known(analysis, args):
+            draw(agreement_drawing(runner.run(analysis, args, "Randomising the model from the top",
+                                              lambda part: agreement_drawing(part, title)), title))
         st.session_state.setdefault("faith-shuffled", "")  # kept while another tab is open
         shuffled = persistent(st.text_input, "A model of the same settings trained on shuffled labels (its "
                               "checkpoint folder, e.g. runs/trec-shuffled-labels from `scripts/reproduce.sh "
                               "faithfulness`)", "faith-shuffled")
         if shuffled:
             try:
-                other = load(shuffled)
+                other, digest = glue.compared_model(shuffled)
             except ValueError as e:
                 st.error(str(e))
                 st.stop()
-            with st.spinner("Explaining both models…"):
-                result = glue.kept(*glue.faith_data_job(*args, other, few, settings))
-            draw(faithfulness.agreement_drawing(result, "Data randomisation: trained against shuffled labels"))
+            title = "Data randomisation: trained against shuffled labels"
+            result = runner.run(faithfulness.DataRandomisation(few, settings, other, digest), args,
+                                "Explaining both models", lambda part: agreement_drawing(part, title))
+            draw(agreement_drawing(result, title))

@@ -40,13 +40,16 @@ from disan.render import atlas as _atlas_render
 from disan.render import casestudy as _casestudy_render
 from disan.render import compare as _compare_render
 from disan.render import counterfactual as _counterfactual_render
+from disan.render import attribution as _attribution_drawing
+from disan.render import faithfulness as _faithfulness_drawing
 from disan.analyses import attribution as _attribution
 from disan.analyses import casestudy as _casestudy
 from disan.analyses import compare as _compare
 from disan.analyses import counterfactual as _counterfactual
+from disan.analyses import explainers as _explainers
 from disan.analyses import faithfulness as _faithfulness
 from disan.analyses import stats as _stats
-from disan.render.report import report_html
+from disan.render.report import report_html, report_input
 from disan.render.views import AttentionOptions
 from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, SentenceTrace, TraceResult
 
@@ -143,7 +146,7 @@ def attribution(pipe, text, steps: int = _attribution.STEPS) -> views.Drawing:
     """Integrated gradients and gradient x input of the predicted class beside each token's attention,
     and their Kendall's tau. ``text``: a sentence, or a (premise, hypothesis) pair."""
     result = pipe.trace(text)
-    return _attribution.drawing(_attribution.attribute(pipe, result.sentences, steps), result.sentences)
+    return _attribution_drawing.drawing(_attribution.attributed(pipe, result.sentences, steps), pipe.kind)
 
 
 def knockout(pipe, text, keys, queries=(), blocks=None, sentence: str = "premise") -> views.Drawing:
@@ -208,23 +211,26 @@ def faithfulness(pipe, sentences, cascade: bool = False, settings=None) -> Faith
     """Is the attention an explanation of the predictions on these inputs (texts, or (premise, hypothesis)
     pairs)? Erasure curves of every explanation and attention interventions, each against its null, with
     the cascading model randomisation too when ``cascade`` (see
-    :mod:`disan.analyses.faithfulness`); ``settings``: a ``Settings`` of that module."""
-    settings = settings or _faithfulness.Settings()
+    :mod:`disan.analyses.faithfulness`); ``settings``: a ``Settings`` of that module (default: the page's,
+    whose explanations leave out the expensive ones, which ``disan faithfulness`` runs)."""
+    settings = settings or _faithfulness.Settings(explainers=_explainers.on_pages())
     sentences = list(sentences)
     erasure = _faithfulness.erasure_summary(_faithfulness.erasure_records(pipe, sentences, settings), settings)
     interventions = _faithfulness.intervention_summary(
         _faithfulness.intervention_records(pipe, sentences, settings), len(sentences), settings)
-    rows = [*_faithfulness.erasure_drawing(erasure, pipe.kind).rows, *_faithfulness.intervention_drawing(interventions).rows]
+    rows = [*_faithfulness_drawing.erasure_drawing(erasure, pipe.kind).rows,
+            *_faithfulness_drawing.intervention_drawing(interventions).rows]
     randomised = _faithfulness.cascade(pipe, sentences, settings) if cascade else None
     if randomised is not None:
-        rows += _faithfulness.agreement_drawing(randomised, "Cascading model randomisation").rows
+        rows += _faithfulness_drawing.agreement_drawing(randomised, "Cascading model randomisation").rows
     return Faithfulness(erasure, interventions, randomised, views.Drawing(rows))
 
 
 def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
-    path.write_text(report_html(pipe, text, hypothesis), encoding="utf-8")
+    result = pipe.trace(report_input(pipe, text, hypothesis))
+    path.write_text(report_html(pipe, result, _attribution.attributed(pipe, result.sentences)), encoding="utf-8")
     return path
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",

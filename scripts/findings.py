@@ -22,7 +22,7 @@ from disan.data.paths import shipped_checkpoints
 from disan.analyses import atlas
 from disan.render import views
 from disan.render.casestudy import claims_table
-from disan.analyses import attribution, casestudy, compare, corpus, faithfulness
+from disan.analyses import attribution, casestudy, compare, corpus, explainers, faithfulness, gradients
 from disan.analyses import counterfactual as cf
 from disan.inspect import measures
 from disan.inspect.pipeline import load
@@ -100,13 +100,13 @@ def counterfactuals() -> None:
 
 def attributions() -> None:
     print("## Attribution (mean τ over 200 sampled test inputs; a pair gives a row per sentence)\n")
-    attr = attribution.attribute(pipeline("sst5"), pipeline("sst5").trace(SENTENCE).sentences)
+    attr = gradients.attribute(pipeline("sst5"), pipeline("sst5").trace(SENTENCE).sentences)
     print(f"Completeness on “{SENTENCE}” (sst5): f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, "
           f"relative error {attr.completeness_gap:+.4%}\n")
     for name in ("sst5", "trec", "sick-e"):
         pipe = pipeline(name)
         frame = attribution.corpus_agreement(pipe, corpus.benchmark_items(pipe.task, "test", 200))
-        summary = attribution.corpus_drawing(frame)["attr-corpus-summary"]
+        summary = attribution.summarised(frame).summary
         # the page's "method | measure" column as two, so that its bar does not split a markdown cell
         pairs = summary.pop("attribution | attention").str.split(" | ", regex=False)
         summary.insert(0, "attention", pairs.str[1])
@@ -213,19 +213,24 @@ def trained_run(name: str) -> Path | None:
     return None
 
 
+# the explanations the page compares (the expensive ones, captum's, are the command's)
+FAITH_SETTINGS = faithfulness.Settings(explainers=explainers.on_pages())
+
+
 def faithfulness_of(name: str) -> None:
     """Erasure, interventions and the cascade of one shipped checkpoint."""
     pipe = pipeline(name)
     items = corpus.benchmark_items(pipe.task, "test", FAITH_SENTENCES)
-    erasure = faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items))
+    erasure = faithfulness.erasure_summary(faithfulness.erasure_records(pipe, items, FAITH_SETTINGS), FAITH_SETTINGS)
     print(f"### {name}: erasure\n")
     print(markdown(erasure.table) + "\n")
     print("random's corpus AOPC over its draws: " + "; ".join(f"{m} {erasure.random_spread[m]}"
                                                                 for m in faithfulness.MEASURES) + "\n")
-    inter = faithfulness.intervention_summary(faithfulness.intervention_records(pipe, items), len(items))
+    inter = faithfulness.intervention_summary(faithfulness.intervention_records(pipe, items, FAITH_SETTINGS),
+                                              len(items), FAITH_SETTINGS)
     print(f"### {name}: interventions\n")
     print(markdown(inter.table) + "\n")
-    cascade = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES])
+    cascade = faithfulness.cascade(pipe, items[:faithfulness.CASCADE_SENTENCES], FAITH_SETTINGS)
     print(f"### {name}: cascading model randomisation (mean Spearman ρ with the trained model)\n")
     print(markdown(cascade.table) + "\n")
     sys.stdout.flush()
@@ -243,7 +248,7 @@ def faithfulness_checks() -> None:
     else:
         pipe = pipeline("trec")
         items = corpus.benchmark_items(pipe.task, "test", faithfulness.CASCADE_SENTENCES)
-        result = faithfulness.data_randomisation(pipe, load(shuffled), items)
+        result = faithfulness.data_randomisation(pipe, load(shuffled), items, FAITH_SETTINGS)
         test = json.loads((shuffled / "metrics.json").read_text())["test"]["accuracy"]
         print(f"### trec: data randomisation (a model trained on shuffled labels, test accuracy {test:.3f})\n")
         print(markdown(result.table) + "\n")

@@ -15,7 +15,8 @@ from disan.render import casestudy as case_render
 from disan.render import compare as compare_render
 from disan.render import corpus as corpus_render
 from disan.render import views
-from disan.analyses import attribution, casestudy, compare, corpus, stats
+from disan.analyses import attribution, casestudy, compare, corpus, gradients, stats
+from disan.render.attribution import corpus_drawing
 from disan.analyses import counterfactual as cf
 from disan.inspect import batched, senses
 from disan.inspect.measures import received, received_lift, word_class
@@ -449,7 +450,7 @@ def baseline_output(pipe, sentences, label: str | None) -> float:
 def test_integrated_gradients_are_complete_within_five_percent(kind, text):
     pipe = pipeline(kind, seed=3)
     result = pipe.trace(text)
-    attr = attribution.attribute(pipe, result.sentences)
+    attr = gradients.attribute(pipe, result.sentences)
     pred = pipe.predict([text])[0]
     label = None if kind == "relatedness" else pred.label
     f_x = pred.score if label is None else pred.probs[label]
@@ -464,7 +465,7 @@ def test_integrated_gradients_are_complete_on_a_trained_checkpoint():
     import disan
     pipe = disan.load("checkpoints/sst5")
     result = pipe.trace("Families have some dogs in front of a carousel")
-    attr = attribution.attribute(pipe, result.sentences)
+    attr = gradients.attribute(pipe, result.sentences)
     delta = result.prediction.probs[result.prediction.label] - baseline_output(pipe, result.sentences,
                                                                                 result.prediction.label)
     assert abs(delta) > 1e-3 and abs(attr.integrated[0].sum() - delta) <= 0.05 * abs(delta)
@@ -475,7 +476,7 @@ def test_gradient_times_input_sums_to_the_derivative_along_the_input():
     model.double()
     pipe = Pipeline(model, vocab, {"labels": LABELS["classify"]}, {})
     s = pipe.trace(TEXT).sentence
-    attr = attribution.attribute(pipe, [s])
+    attr = gradients.attribute(pipe, [s])
     target = pipe.labels.index(attr.target)
     ids = pipe.ids([s.tokens])
 
@@ -487,10 +488,12 @@ def test_gradient_times_input_sums_to_the_derivative_along_the_input():
     assert attr.gradient_input[0].sum() == pytest.approx(derivative, rel=1e-4, abs=1e-9)
 
 
-def test_agreement_is_kendall_tau_of_the_magnitudes():
+def test_agreement_is_kendall_tau_of_the_signed_scores():
+    # the ranking rule: evidence against the output (−2) ranks last, below the weaker evidence for it (1);
+    # by magnitude the attribution would rank as "up" does (τ 1) and against "down" (τ −1)
     measures = pd.DataFrame({"up": [0.5, 0.3, 0.1], "down": [0.1, 0.3, 0.5]})
     table = attribution.agreement({"signed": np.array([3.0, -2.0, 1.0])}, measures)
-    assert table.loc["signed", "up"] == pytest.approx(1.0) and table.loc["signed", "down"] == pytest.approx(-1.0)
+    assert table.loc["signed", "up"] == pytest.approx(1 / 3) and table.loc["signed", "down"] == pytest.approx(-1 / 3)
 
 
 def test_attention_measures_of_a_trace():
@@ -506,10 +509,10 @@ def test_corpus_agreement_has_a_row_per_sentence():
     frame = attribution.corpus_agreement(pipe, [PAIR, ("a man", ""), ("tea", "the glass")], steps=8)
     assert len(frame) == 4  # the pair with an empty hypothesis cannot be traced
     assert list(frame.sentence[:2]) == list(PAIR) and list(frame.input) == [0, 0, 2, 2]
-    assert attribution.corpus_drawing(frame).rows[0].title == "Over 2 test inputs: 4 sentences"
+    assert corpus_drawing(attribution.summarised(frame)).rows[0].title == "Over 2 test inputs: 4 sentences"
     assert {f"{m} | source2token" for m in attribution.METHODS} <= set(frame.columns)
     # both sentences of an input share its integrated gradients' completeness gap
-    gap = abs(attribution.attribute(pipe, pipe.trace(PAIR).sentences, 8).completeness_gap)
+    gap = abs(gradients.attribute(pipe, pipe.trace(PAIR).sentences, 8).completeness_gap)
     assert list(frame[attribution.GAP][:2]) == [gap, gap]
 
 
@@ -682,7 +685,7 @@ def test_the_corpus_summary_counts_the_sentences_with_a_tau():
                           attribution.GAP: [0.001, 0.003, 0.002],
                           "integrated gradients | source2token": [0.5, -0.2, np.nan],
                           "gradient × input | source2token": [0.1, 0.3, np.nan]})
-    drawing = attribution.corpus_drawing(frame)
+    drawing = corpus_drawing(attribution.summarised(frame))
     summary = drawing["attr-corpus-summary"].set_index("attribution | attention")
     row = summary.loc["integrated gradients | source2token"]
     assert row["mean τ"] == pytest.approx(0.15) and row["share with τ > 0"] == 0.5 and row["sentences"] == 2

@@ -15,6 +15,7 @@ from disan.analyses import attribution, casestudy, corpus
 from disan.render import atlas as atlas_render
 from disan.render import casestudy as case_render
 from disan.render import corpus as corpus_render
+from disan.render.attribution import corpus_drawing
 
 from .test_analysis_pages import PAGES, models  # noqa: F401 (a fixture: tiny checkpoints named for benchmarks)
 from .test_app import app, assert_page_draws, assert_same_json, charts, decoded, visit
@@ -115,7 +116,7 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
 
     visit(at, PAGES["attribution"])
     items = corpus.benchmark_items("trec", "test", 200)
-    expected = attribution.corpus_drawing(attribution.corpus_agreement(pipe, items)).figures
+    expected = corpus_drawing(attribution.summarised(attribution.corpus_agreement(pipe, items))).figures
     drawn = figures_of(at, set(expected))
     assert set(drawn) == set(expected)
     for key, fig in expected.items():

@@ -128,12 +128,15 @@ def test_viz_analyses_return_their_panels(sst5, tmp_path):
 
 
 def test_the_report_html_escapes_every_token_and_names_the_model(make_checkpoint):
-    from disan.render.report import report_html
-    html = report_html(disan.load(make_checkpoint()), HOSTILE, steps=4)
+    from disan.analyses.attribution import attributed
+    from disan.render.report import report_html, report_input
+    pipe = disan.load(make_checkpoint())
+    result = pipe.trace(report_input(pipe, HOSTILE, None))
+    html = report_html(pipe, result, attributed(pipe, result.sentences, steps=4))
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>big</b>" not in html
     assert "&lt;script&gt;" in html and "tiny-classify" in html
-    with pytest.raises(ValueError):
-        report_html(disan.load(make_checkpoint()), "   ")
+    with pytest.raises(ValueError, match="hypothesis"):
+        report_input(pipe, HOSTILE, "a hypothesis")
 
 
 def test_the_report_command_writes_the_file_or_says_why_in_one_line(make_checkpoint, tmp_path, capsys):

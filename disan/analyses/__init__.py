@@ -6,7 +6,10 @@ items is an :class:`~disan.analyses.protocol.Analysis` (the case study, the feat
 * :mod:`~disan.analyses.corpus`: corpora, and one word's vectors over a corpus, projected and clustered
   ("Corpus senses");
 * :mod:`~disan.analyses.counterfactual`: edits, occlusion and attention knockout ("Counterfactuals");
-* :mod:`~disan.analyses.attribution`: gradient x input and integrated gradients against attention ("Attribution");
+* :mod:`~disan.analyses.explainers`: the registry of the explanations of a prediction that the next two
+  compare, each with its contract, and their one ranking rule;
+* :mod:`~disan.analyses.gradients`: gradient x input and integrated gradients of the followed output;
+* :mod:`~disan.analyses.attribution`: those attributions against attention ("Attribution");
 * :mod:`~disan.analyses.compare`: two checkpoints on one sentence ("Compare models");
 * :mod:`~disan.analyses.casestudy`: the paper's case-study claims measured over a corpus ("Case study");
 * :mod:`~disan.analyses.atlas`: what each feature of a DiSA block does over a corpus ("Feature atlas");

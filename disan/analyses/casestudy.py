@@ -48,15 +48,14 @@ import torch
 from disan.analyses import progressive, stats
 from disan.analyses.corpus import Corpus
 from disan.analyses.protocol import Analysis
+from disan.analyses.stats import MIN_SENTENCES, TOO_FEW
 from disan.inspect.batched import traces
 from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
 
 PAPER_SENTENCES = ("Families have some dogs in front of a carousel",
                    "volleyball match is in progress between ladies")
-MIN_SENTENCES = 20   # below this many sentences a claim gets its measures and no verdict
 NULL_DRAWS = 200     # shuffles of the word classes in the stop-word nulls
 SMALL = 0.05         # an effect below this share of the level it is compared with is reported as small
-TOO_FEW = f"too few sentences for a verdict (fewer than {MIN_SENTENCES})"
 
 
 @dataclass

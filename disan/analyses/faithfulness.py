@@ -1,12 +1,12 @@
 """Faithfulness: does DiSAN's attention explain its predictions? Each check against its null.
 
-* **Explanations** (a score per token; the ranking is the scores, highest first, NaN last):
-  source2token importance; per DiSA block the attention received as lift over uniform and the
-  gate-weighted attention received (:mod:`disan.inspect.measures`); gradient × input and integrated
-  gradients (:func:`disan.analyses.attribution.attribute`, with the fewest of :data:`IG_STEPS`
-  whose completeness gap stays under :data:`COMPLETENESS`), signed: evidence for the followed output
-  first; leave-one-out, f(x) − f(x without token i); and :data:`RANDOM_DRAWS` random rankings per
-  sentence, the null.
+* **Explanations**: the registry's (:mod:`disan.analyses.explainers`: source2token importance; per DiSA
+  block the attention received as lift over uniform and the gate-weighted attention received; gradient ×
+  input and integrated gradients, with the fewest of :data:`~disan.analyses.gradients.IG_STEPS` whose
+  completeness gap stays under :data:`~disan.analyses.gradients.COMPLETENESS`; leave-one-out,
+  f(x) − f(x without token i); captum's where it is installed), the ones :attr:`Settings.explainers` names,
+  each ranking the tokens by the registry's one rule (highest score first, NaN last); and
+  :data:`RANDOM_DRAWS` random rankings per sentence, the null.
 * **Erasure** (DeYoung et al. 2020, ERASER): f is the probability of the predicted class (the expected
   score for relatedness); for k of each of :data:`K_FRACTIONS` of the tokens (``ceil``, so at least one),
   comprehensiveness = f(x) − f(x without its top-k tokens), sufficiency = f(x) − f(only its top-k
@@ -26,37 +26,40 @@
 
 Corpus means come with 95% cluster-bootstrap intervals over sentences
 (:func:`disan.analyses.stats.sentence_mean`); a verdict against random is given from
-:data:`~disan.analyses.casestudy.MIN_SENTENCES` sentences up, as the case study does.
+:data:`~disan.analyses.stats.MIN_SENTENCES` sentences up, as the case study does.
 
-Every computation is a pure function ``(pipe, items, settings) -> result``, which the page computes over
-growing samples from :data:`FIRST` inputs (:func:`disan.app.analyses.refined`) and keeps on disk.
+Each check is an analysis of :mod:`disan.analyses.protocol` over its inputs (:class:`Erasure`,
+:class:`Interventions`, :class:`Cascade`, :class:`DataRandomisation`), which the page computes over
+growing samples from :data:`FIRST` inputs and keeps on disk; erasure and the randomisation checks add up
+over their inputs (an input's curves and correlations do not depend on the others), the interventions do
+not (their noise is drawn per batch).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import nn
 
-from disan.data.batching import BUDGET, length_batches, pad
-from disan.data.text import PAD_ID, UNK_ID, check_text
+from disan.data.batching import pad
+from disan.data.checksums import corpus_digest
+from disan.data.text import PAD_ID
 from disan.data.vectors import OOV_RANGE
-from disan.render import charts
-from disan.analyses import stats
-from disan.analyses.attribution import from_points, path_points
-from disan.analyses.casestudy import MIN_SENTENCES, TOO_FEW
+from disan.analyses import explainers, progressive, stats
 from disan.analyses.choices import BOTH, CASCADE_SENTENCES, REMOVALS  # noqa: F401  (CASCADE_SENTENCES, for the page)
-from disan.render.kinds import look_of
-from disan.render.views import Drawing, Row
-from disan.inspect import measures
+from disan.analyses.explainers import (RANDOM, SOURCE2TOKEN, Batch, Item, edited, prepare, ranking, seeded,
+                                       uniform_like, values)
+from disan.analyses.protocol import Analysis
+from disan.analyses.stats import MIN_SENTENCES, TOO_FEW
 from disan.inspect.batched import traces
-from disan.inspect.pipeline import SentenceTrace
 from disan.nn.heads import init_weights
 from disan.nn.hooks import recorded, this_thread
 from disan.nn.model import DiSA
@@ -64,12 +67,6 @@ from disan.nn.model import DiSA
 K_FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)
 RANDOM_DRAWS = 10
 PERMUTATION_DRAWS = 20
-IG_STEPS = (8, 16, 32, 64, 128, 256)  # integrated gradients takes the first whose completeness gap is small;
-                                      # each doubles the one before (the points are reused)
-IG_POINTS = 512  # points on the integrated-gradients paths per batch: several inputs share one backward pass
-COMPLETENESS = 0.01
-RANDOM = "random"
-SOURCE2TOKEN = "source2token"
 CASCADE = ("head", "source2token", "fusion gates", "DiSA blocks", "word vectors")
 NOISE_SCALES = (1.0, 2.0)  # the noise calibration's scales, times the word vectors' RMS: they bracket the
                            # 1.2 to 1.6 that the interventions need on SST-5
@@ -84,11 +81,12 @@ class Settings:
     """What the checks depend on besides the model and the sentences."""
     ks: tuple[float, ...] = K_FRACTIONS
     removal: str = "delete"            # one of REMOVALS
-    side: str = BOTH                   # for a pair: "both" or a sentence name of the kind's look
+    side: str = BOTH                   # for a pair: "both" or the name of a sentence (pipe.sides)
     random_draws: int = RANDOM_DRAWS
     permutation_draws: int = PERMUTATION_DRAWS
     seed: int = 0
     resamples: int = stats.RESAMPLES
+    explainers: tuple[str, ...] | None = None  # the registry's explanations compared (None: every one)
 
     def __post_init__(self):
         if self.removal not in REMOVALS:
@@ -97,6 +95,9 @@ class Settings:
             raise ValueError(f"every k must be a fraction in (0, 1], not {self.ks}")
         if self.random_draws < 1 or self.permutation_draws < 1:
             raise ValueError("random_draws and permutation_draws must be at least 1")
+        if self.explainers is not None:
+            explainers.chosen(self.explainers)  # an unknown name is refused here, not after minutes
+            object.__setattr__(self, "explainers", tuple(self.explainers))
 
 
 def top_count(fraction: float, n: int) -> int:
@@ -104,205 +105,33 @@ def top_count(fraction: float, n: int) -> int:
     return max(1, math.ceil(fraction * n - 1e-9))
 
 
-def ranking(scores: np.ndarray) -> list[int]:
-    """Positions by score, highest first; ties keep position order; NaN (no score) last."""
-    scores = np.asarray(scores, dtype=float)
-    return [int(i) for i in np.argsort(-np.where(np.isnan(scores), -np.inf, scores), kind="stable")]
-
-
-# ---------------------------------------------------------------- inputs and the followed output
-
-@dataclass
-class Item:
-    """One input: its sentences' tokens and ids, the followed target and f(x)."""
-    tokens: list[list[str]]    # per sentence of the input
-    ids: list[list[int]]
-    target: int | None         # the class whose probability is followed; None: the relatedness score
-    value: float               # f(x)
-    places: list[tuple[int, int]]  # (sentence, position) of the tokens ranked and removed, in order
-
-
-def sides_of(pipe, side: str) -> list[int]:
-    """The sentences of an input that are ranked and removed: all for "both", else the one named."""
-    names = look_of(pipe.kind).sentences
-    if side == BOTH:
-        return list(range(len(names)))
-    if side not in names:
-        raise ValueError(f"side must be {BOTH!r} or one of {names}, not {side!r}")
-    return [names.index(side)]
-
-
-def prepare(pipe, items: Sequence, settings: Settings = Settings()) -> list[Item]:
-    """The inputs (texts, or (premise, hypothesis) pairs for a pair model) tokenised, with their predicted
-    target and f(x). Bad input raises ValueError with the reason."""
-    chosen = sides_of(pipe, settings.side)
-    out = []
-    for item in items:
-        texts = pipe.texts(item)
-        tokens = [check_text(t) for t in texts]
-        out.append(Item(tokens, [pipe.vocab.encode(t) for t in tokens], None, float("nan"),
-                        [(s, p) for s in chosen for p in range(len(tokens[s]))]))
-    logits = _logits(pipe, [tuple(it.ids) for it in out])
-    for it, row in zip(out, logits):
-        it.target = None if pipe.model.kind.scored else int(pipe.model.kind.read(row))
-        it.value = float(_followed(pipe, row[None], it.target)[0])
-    return out
-
-
-def _followed(pipe, logits: torch.Tensor, target: int | None) -> np.ndarray:
-    """(B,) f of logits (B, K): class ``target``'s probability, or the relatedness score."""
-    if target is None:
-        return pipe.model.kind.read(logits).double().numpy()
-    return logits.softmax(dim=-1)[:, target].double().numpy()
-
-
-@torch.inference_mode()
-def _logits(pipe, inputs: Sequence[tuple[Sequence[int], ...]]) -> torch.Tensor:
-    """(N, K) logits on the CPU of inputs given as ids per sentence, in length-bucketed batches on the fast
-    path. An empty sentence is a row of padding (it encodes to zeros)."""
-    out = torch.empty(len(inputs), pipe.model.cfg.n_classes)
-    lengths = [max(max(len(s) for s in x), 1) for x in inputs]
-    for idx in length_batches(lengths):
-        columns = []
-        for k in range(len(inputs[idx[0]])):
-            ids = pad([list(inputs[i][k]) or [PAD_ID] for i in idx]).to(pipe.device)
-            columns.append(ids)
-        out[idx] = pipe.model(*columns).float().cpu()
-    return out
-
-
-def values(pipe, inputs: Sequence[tuple[tuple[int, ...], ...]], targets: Sequence[int | None],
-           known: dict | None = None) -> np.ndarray:
-    """(N,) f of each edited input for its target; each distinct (input, target) runs once, and not at all
-    when ``known`` (a dict from (input, target) to f, filled here) has it: leave-one-out's inputs are
-    erasure's top-1 removals."""
-    known = {} if known is None else known
-    keys = [key for key in dict.fromkeys(zip(inputs, targets)) if key not in known]
-    if keys:
-        logits = _logits(pipe, [key[0] for key in keys])
-        if pipe.model.kind.scored:
-            got = _followed(pipe, logits, None)
-        else:  # each row's own target class
-            got = logits.softmax(dim=-1).gather(1, torch.tensor([[key[1]] for key in keys]))[:, 0].double().numpy()
-        known.update(zip(keys, got.tolist()))
-    return np.array([known[key] for key in zip(inputs, targets)], dtype=float)
-
-
-def edited(item: Item, chosen: Sequence[int], keep: bool, removal: str) -> tuple[tuple[int, ...], ...]:
-    """The input with the ranked tokens at ``chosen`` (indices into ``item.places``) removed, or (``keep``)
-    with every other ranked token removed; removal is deletion or ``<unk>``."""
-    hit = {item.places[c] for c in chosen}
-    ranked = set(item.places)
-    out = []
-    for s, ids in enumerate(item.ids):
-        row = []
-        for p, token in enumerate(ids):
-            gone = (((s, p) not in hit) if keep else ((s, p) in hit)) and (s, p) in ranked
-            if not gone:
-                row.append(token)
-            elif removal == "unk":
-                row.append(UNK_ID)
-        out.append(tuple(row))
-    return tuple(out)
-
-
 # ---------------------------------------------------------------- explanations
 
-def _sentence_traces(pipe, items: Sequence[Item]) -> list[list[SentenceTrace]]:
-    """Every sentence of every item traced (every intermediate), in batches of similar length."""
-    flat = [(i, s) for i, it in enumerate(items) for s in range(len(it.tokens))]
-    out = [[None] * len(it.tokens) for it in items]
-    for batch, trace in traces(pipe, [items[i].tokens[s] for i, s in flat]):
-        for b, k in enumerate(batch):
-            i, s = flat[k]
-            out[i][s] = SentenceTrace(" ".join(items[i].tokens[s]), items[i].tokens[s], items[i].ids[s], trace[b])
-    return out
+def explanation_names(pipe, settings: Settings = Settings()) -> list[str]:
+    """The explanations of this encoder that ``settings`` compares, in the order the tables show them."""
+    return [name for e in explainers.chosen(settings.explainers) for name in e.names(pipe)]
 
 
-def integrated_gradients(pipe, inputs: Sequence[Sequence[SentenceTrace]]) -> list:
-    """:func:`disan.analyses.attribution.attribute` of each input with the fewest of :data:`IG_STEPS`
-    whose completeness gap is under :data:`COMPLETENESS` (the last one tried when none is). Each step count
-    doubles the one before, so its path's points are the last one's and the midpoints between them: only
-    the midpoints are computed (:func:`~disan.analyses.attribution.path_points`), for the inputs
-    still searching together, in batches of similar length of at most :data:`IG_POINTS` points."""
-    outputs: list = [np.zeros(0)] * len(inputs)          # per input (S,), and per sentence (S, n_k)
-    points: list = [[np.zeros((0, 0))] * len(x) for x in inputs]
-    targets: list = [None] * len(inputs)
-    out: list = [None] * len(inputs)
-    searching, last = list(range(len(inputs))), 0
-    for steps in IG_STEPS:
-        # the first count's every point, then the midpoints between the last count's
-        alphas = np.linspace(0, 1, steps + 1) if not last else (np.arange(last) + 0.5) / last
-        lengths = [max(len(s.tokens) for s in inputs[i]) for i in searching]
-        for batch in length_batches(lengths, max(1, IG_POINTS // len(alphas)), max(1, BUDGET // len(alphas))):
-            chosen = [searching[b] for b in batch]
-            got, per, aims = path_points(pipe, [inputs[i] for i in chosen], alphas)
-            for r, i in enumerate(chosen):
-                outputs[i] = _interleave(outputs[i], got[r])
-                points[i] = [_interleave(old, new[r][:, :len(sentence.tokens)])  # the batch's padding left out
-                             for old, new, sentence in zip(points[i], per, inputs[i])]
-                targets[i] = aims[r]
-                out[i] = from_points(pipe, inputs[i], outputs[i], points[i], targets[i])
-        searching = [i for i in searching
-                     if math.isfinite(out[i].completeness_gap) and abs(out[i].completeness_gap) >= COMPLETENESS]
-        last = steps
-        if not searching:
-            break
-    return out
-
-
-def _interleave(old: np.ndarray, midpoints: np.ndarray) -> np.ndarray:
-    """A path's points (S, ...) with the midpoints between them (S - 1, ...) put in place; the midpoints
-    alone where there were none."""
-    if not len(old):
-        return midpoints
-    merged = np.empty((len(old) + len(midpoints), *old.shape[1:]), dtype=midpoints.dtype)
-    merged[0::2], merged[1::2] = old, midpoints
-    return merged
-
-
-def explanation_names(pipe) -> list[str]:
-    """The explanations this encoder has, in the order the tables show them."""
-    blocks = [b.name for b in getattr(pipe.model.encoder, "blocks", [])]
-    return ([SOURCE2TOKEN] + [f"attention lift · {b}" for b in blocks] + [f"gate-weighted · {b}" for b in blocks]
-            + ["gradient × input", "integrated gradients", "leave-one-out"])
-
-
-def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known: dict | None = None
-            ) -> list[dict[str, np.ndarray]]:
+def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known: dict | None = None,
+            places: Sequence[int] | None = None) -> list[dict[str, np.ndarray]]:
     """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order); ``known`` as
-    :func:`values` takes it."""
-    out, names = [], explanation_names(pipe)
-    loo_inputs, loo_targets = [], []
-    traced = _sentence_traces(pipe, items)
-    for item, sentences, attr in zip(items, traced, integrated_gradients(pipe, traced)):
-        per: dict[str, list[np.ndarray]] = {}
-        for tr in (s.trace for s in sentences):
-            per.setdefault(SOURCE2TOKEN, []).append(measures.token_importance(tr.source2token.probs))
-            for block in tr.blocks:
-                per.setdefault(f"attention lift · {block.name}", []).append(
-                    measures.received_lift(block.probs, block.mask))
-                per.setdefault(f"gate-weighted · {block.name}", []).append(
-                    measures.gate_weighted_received(block.probs, block.gate).double().numpy())
-        per["gradient × input"] = attr.gradient_input
-        per["integrated gradients"] = attr.integrated
-        out.append({name: np.array([per[name][s][p] for s, p in item.places], dtype=float)
-                    for name in names if name in per})
-        for c in range(len(item.places)):
-            loo_inputs.append(edited(item, [c], False, settings.removal))
-            loo_targets.append(item.target)
-    without = values(pipe, loo_inputs, loo_targets, known)
-    start = 0
-    for item, scores in zip(items, out):
-        scores["leave-one-out"] = item.value - without[start:start + len(item.places)]
-        start += len(item.places)
-    return out
+    :func:`~disan.analyses.explainers.values` takes it; ``places``, the items' places in the whole sample
+    (default 0, 1, ...), seed the explanations that draw."""
+    batch = Batch(pipe, items, range(len(items)) if places is None else places, settings.removal,
+                  {} if known is None else known)
+    got: list[dict[str, list[np.ndarray]]] = [{} for _ in items]
+    for explainer in explainers.chosen(settings.explainers):
+        for per, scores in zip(got, explainer.scores(batch)):
+            per.update({explainer.named(block): s for block, s in scores.items()})
+    names = explanation_names(pipe, settings)
+    return [{name: np.array([per[name][s][p] for s, p in item.places], dtype=float) for name in names if name in per}
+            for item, per in zip(items, got)]
 
 
 def random_rankings(item_index: int, n: int, settings: Settings) -> list[list[int]]:
     """The random rankings of the ``item_index``-th item of a sample: drawn from (seed, item index), so that
     the sample and any part of it computed apart agree (:func:`erasure_records`' ``places``)."""
-    rng = np.random.default_rng([settings.seed, item_index])
+    rng = seeded(settings.seed, item_index)
     return [[int(i) for i in rng.permutation(n)] for _ in range(settings.random_draws)]
 
 
@@ -343,10 +172,11 @@ def erasure_records(pipe, items: Sequence, settings: Settings = Settings(),
     """The erasure curves of every input; ``places``: the inputs' places in the whole sample (default 0, 1,
     ...), which seed their random rankings, so that an input's curves are the same in any part of the sample
     it is computed with."""
-    prepared = prepare(pipe, items, settings)
+    prepared = prepare(pipe, items, settings.side)
     known: dict = {}  # f of the edited inputs run so far
-    ranked = [{name: ranking(v) for name, v in per.items()} for per in explain(pipe, prepared, settings, known)]
     places = range(len(prepared)) if places is None else places
+    ranked = [{name: ranking(v) for name, v in per.items()}
+              for per in explain(pipe, prepared, settings, known, places)]
     draws = [random_rankings(int(place), len(item.places), settings) for place, item in zip(places, prepared)]
     pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
              for order in [*named.values(), *drawn]]
@@ -386,6 +216,8 @@ class ErasureSummary:
     estimates: dict[tuple[str, str], tuple[stats.Estimate, stats.Estimate]]  # (explanation, measure) -> (AOPC, − random)
     curves: pd.DataFrame     # explanation, measure, k, mean
     random_spread: dict[str, stats.NullRange]  # measure -> the spread of random's corpus AOPC over the draws
+    ks: tuple[float, ...]    # the fractions of the tokens removed
+    random_draws: int        # random rankings per sentence
 
 
 MEASURES = {"comprehensiveness": True, "sufficiency": False}  # measure -> whether higher is better
@@ -417,7 +249,8 @@ def erasure_summary(records: Sequence[SentenceErasure], settings: Settings = Set
     # random's corpus AOPC of each draw: how far one draw of random rankings strays from their mean
     spread = {m: stats.null_range(per["draws", m].mean(axis=2).mean(axis=0)) for m in MEASURES}
     table = pd.DataFrame([_row(name, estimates, n) for name in names + [RANDOM]])
-    return ErasureSummary(n, table, estimates, pd.DataFrame(curves), spread)
+    return ErasureSummary(n, table, estimates, pd.DataFrame(curves), spread, tuple(settings.ks),
+                          settings.random_draws)
 
 
 def _row(name: str, estimates, n: int) -> dict:
@@ -468,12 +301,6 @@ def block_output(trace, block: str) -> torch.Tensor:
     if block == SOURCE2TOKEN:
         return trace.encoding
     return trace.blocks[[b.name for b in trace.blocks].index(block)].s
-
-
-def uniform_like(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Uniform attention over each query's valid keys (:func:`disan.inspect.measures.uniform_attention`),
-    the same for every feature: (B, m, n, d)."""
-    return measures.uniform_attention(mask, probs.dtype)[..., None].expand_as(probs)
 
 
 def permuted(probs: torch.Tensor, mask: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
@@ -549,6 +376,7 @@ class InterventionSummary:
     noise: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) change under matched noise
     flips: dict[tuple[str, str], np.ndarray]     # (block, intervention) -> (N,) share of flips per input
     noise_flips: dict[tuple[str, str], np.ndarray]
+    permutation_draws: int                       # draws of each permutation
 
 
 def blocks_of(pipe) -> list[str]:
@@ -564,7 +392,7 @@ def intervention_records(pipe, items: Sequence, settings: Settings = Settings(),
     was = model.training
     model.eval()
     try:
-        prepared = prepare(pipe, items, settings)
+        prepared = prepare(pipe, items, settings.side)
         flat = [(i, s) for i, it in enumerate(prepared) for s in range(len(it.tokens))]
         sentences = [prepared[i].ids[s] for i, s in flat]
         original = torch.zeros(len(flat), model.encoder.out_dim)
@@ -633,7 +461,7 @@ def intervention_summary(records: dict, n: int, settings: Settings = Settings())
                      "verdict": (TOO_FEW if n < MIN_SENTENCES else "n/a" if not np.isfinite(diff.low) else
                                  "moves it more than noise" if diff.low > 0 else
                                  "moves it less than noise" if diff.high < 0 else "like noise")})
-    return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips)
+    return InterventionSummary(n, pd.DataFrame(rows), changes, noise, flips, noise_flips, settings.permutation_draws)
 
 
 # ---------------------------------------------------------------- randomisation checks
@@ -679,78 +507,141 @@ class Agreement:
     sentences: int
     table: pd.DataFrame                          # stage x explanation: mean ρ [interval]
     rho: dict[tuple[str, str], np.ndarray]       # (stage, explanation) -> (N,) ρ per input
+    estimates: dict[tuple[str, str], stats.Estimate]  # (stage, explanation) -> mean ρ with its interval
 
 
-def _agreement(stages: dict[str, list[dict[str, np.ndarray]]], trained: list[dict[str, np.ndarray]],
-               settings: Settings) -> Agreement:
-    rho, rows = {}, []
-    for stage, scores in stages.items():
-        row = {"stage": stage}
-        for name in trained[0]:
-            r = np.array([stats.spearman(a[name], b[name]) for a, b in zip(trained, scores)])
-            rho[stage, name] = r
-            row[name] = _interval(stats.sentence_mean(r, settings.resamples, settings.seed))
-        rows.append(row)
-    return Agreement(len(trained), pd.DataFrame(rows), rho)
+def correlations(stages: dict[str, list[dict[str, np.ndarray]]], trained: list[dict[str, np.ndarray]]
+                 ) -> dict[tuple[str, str], np.ndarray]:
+    """(stage, explanation) -> (N,) Spearman's ρ per input between each stage's scores and the trained model's."""
+    return {(stage, name): np.array([stats.spearman(a[name], b[name]) for a, b in zip(trained, scores)])
+            for stage, scores in stages.items() for name in trained[0]}
 
 
-def cascade(pipe, items: Sequence, settings: Settings = Settings()) -> Agreement:
-    """Cascading model randomisation: after each stage of :data:`CASCADE` (that group re-initialised on top of
-    the ones before), each explanation's Spearman correlation with its trained value, per input."""
-    prepared = prepare(pipe, items, settings)
-    trained = explain(pipe, prepared, settings)
+def agreement(rho: dict[tuple[str, str], np.ndarray], settings: Settings = Settings()) -> Agreement:
+    """The table of :func:`correlations`: per stage, each explanation's mean ρ with its interval."""
+    estimates = {key: stats.sentence_mean(r, settings.resamples, settings.seed) for key, r in rho.items()}
+    rows: dict[str, dict] = {}
+    for (stage, name), e in estimates.items():
+        rows.setdefault(stage, {"stage": stage})[name] = _interval(e)
+    return Agreement(len(next(iter(rho.values()))), pd.DataFrame(list(rows.values())), rho, estimates)
+
+
+def cascade_correlations(pipe, items: Sequence, settings: Settings = Settings(),
+                         places: Sequence[int] | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """The :func:`correlations` of the cascade: after each stage of :data:`CASCADE` (that group re-initialised
+    on top of the ones before), each explanation against its trained value; ``places`` as :func:`explain`
+    takes them."""
+    trained = explain(pipe, prepare(pipe, items, settings.side), settings, places=places)
     model = copy.deepcopy(pipe.model)
     stages = {}
     for stage, group in enumerate(CASCADE):
         randomise(model, group, settings.seed * len(CASCADE) + stage)
         broken = _same_model(pipe, model)
-        stages[group] = explain(broken, prepare(broken, items, settings), settings)  # its own prediction explained
-    return _agreement(stages, trained, settings)
+        # its own prediction explained
+        stages[group] = explain(broken, prepare(broken, items, settings.side), settings, places=places)
+    return correlations(stages, trained)
+
+
+def cascade(pipe, items: Sequence, settings: Settings = Settings()) -> Agreement:
+    """Cascading model randomisation: after each stage of :data:`CASCADE`, each explanation's Spearman
+    correlation with its trained value, per input."""
+    return agreement(cascade_correlations(pipe, items, settings), settings)
+
+
+def shuffled_correlations(pipe, shuffled, items: Sequence, settings: Settings = Settings(),
+                          places: Sequence[int] | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """The :func:`correlations` of the trained model's explanations against those of ``shuffled`` (each model
+    explains its own prediction); ``places`` as :func:`explain` takes them."""
+    return correlations(
+        {"shuffled labels": explain(shuffled, prepare(shuffled, items, settings.side), settings, places=places)},
+        explain(pipe, prepare(pipe, items, settings.side), settings, places=places))
 
 
 def data_randomisation(pipe, shuffled, items: Sequence, settings: Settings = Settings()) -> Agreement:
     """Each explanation's Spearman correlation, per input, between the trained model and ``shuffled``, a
-    pipeline of the same settings trained on shuffled labels (``python -m disan train --shuffle-labels``).
-    Each model explains its own prediction."""
-    return _agreement({"shuffled labels": explain(shuffled, prepare(shuffled, items, settings), settings)},
-                      explain(pipe, prepare(pipe, items, settings), settings), settings)
+    pipeline of the same settings trained on shuffled labels (``python -m disan train --shuffle-labels``)."""
+    return agreement(shuffled_correlations(pipe, shuffled, items, settings), settings)
 
 
-# ---------------------------------------------------------------- what the page and the notebook draw
+# ---------------------------------------------------------------- the checks as analyses over their inputs
 
-def erasure_drawing(summary: ErasureSummary, kind: str | None = None) -> Drawing:
-    """Comprehensiveness and sufficiency (AOPC) of every explanation with intervals, random's among them,
-    and the table of differences from random with their verdicts; ``kind``, the model's, names the output
-    followed."""
-    bars = {m: {name: summary.estimates[name, m][0] for name in summary.table["explanation"]} for m in MEASURES}
-    spread = "; ".join(f"{m} {summary.random_spread[m]}" for m in MEASURES)
-    followed = f"f = {look_of(kind).followed}" if kind is not None else "f = the followed output"
-    return Drawing([
-        Row({"faith-erasure-bars": charts.estimate_bars(bars, f"Erasure over {summary.sentences} inputs (AOPC)",
-                                                        "f(x) − f(edited)")},
-            "Erasure: remove the top-k tokens (comprehensiveness, higher is better) or keep only them "
-            "(sufficiency, lower is better)",
-            f"{followed}; k = {', '.join(f'{k:.0%}' for k in K_FRACTIONS)} of the tokens, at least one. Random's "
-            f"corpus AOPC over its {RANDOM_DRAWS} draws (mean [5th, 95th percentile]): {spread}."),
-        Row({"faith-erasure-table": summary.table})])
+@dataclass(frozen=True)
+class Check(Analysis):
+    """A check over inputs (texts, or (premise, hypothesis) pairs) with its settings, staged from :data:`FIRST`."""
+    items: tuple
+    options: Settings
+    first: ClassVar[int] = FIRST
 
+    def total(self) -> int:
+        return len(self.items)
 
-def intervention_drawing(summary: InterventionSummary) -> Drawing:
-    """The interventions' table: output change and flips per block and intervention, against matched noise."""
-    return Drawing([Row({"faith-interventions": summary.table},
-                        f"Attention interventions over {summary.sentences} inputs",
-                        "P replaced by uniform attention over the same keys, or permuted among them "
-                        f"({PERMUTATION_DRAWS} draws); the output change is the total variation distance of the "
-                        "class distributions (|Δ score| for relatedness). Noise: Gaussian noise on the word vectors "
-                        "that moves the block's output by the same L2 distance.")])
+    def settings(self) -> dict:
+        return {"corpus": corpus_digest(self.items), "settings": dataclasses.asdict(self.options)}
+
+    def sample(self, places: Sequence[int]) -> list:
+        """The inputs at ``places``."""
+        return [self.items[i] for i in places]
 
 
-def agreement_drawing(result: Agreement, title: str) -> Drawing:
-    """Mean Spearman ρ of each explanation with its value on the trained model, per stage, with intervals."""
-    bars = {stage: {name: stats.sentence_mean(result.rho[stage, name]) for name in result.table.columns[1:]}
-            for stage in result.table["stage"]}
-    return Drawing([Row({"faith-agreement-bars": charts.estimate_bars(bars, title, "Spearman ρ with the trained "
-                                                                                   "model", reference=0.0)},
-                        title, "An explanation that keeps its ranking when the model it explains is destroyed "
-                               "does not explain that model: ρ near 1 is the failure."),
-                    Row({"faith-agreement-table": result.table})])
+@dataclass(frozen=True)
+class Erasure(Check):
+    """The erasure summary (:func:`erasure_summary`), additive over the inputs: each input's curves are
+    seeded by its place (:func:`erasure_records`)."""
+    name: ClassVar[str] = "faithfulness erasure"
+    additive: ClassVar[bool] = True
+
+    def part(self, pipe, places: np.ndarray) -> list[SentenceErasure]:
+        return erasure_records(pipe, self.sample(places), self.options, places)
+
+    def join(self, parts: list[tuple[list[SentenceErasure], np.ndarray]]) -> list[SentenceErasure]:
+        return progressive.in_order(parts)
+
+    def finish(self, part: list[SentenceErasure], size: int) -> ErasureSummary:
+        return erasure_summary(part, self.options)
+
+
+@dataclass(frozen=True)
+class Interventions(Check):
+    """The attention interventions' summary (:func:`intervention_summary`): its noise is drawn per batch of
+    the inputs, so a sample is computed whole."""
+    name: ClassVar[str] = "faithfulness interventions"
+
+    def compute(self, pipe, size: int) -> InterventionSummary:
+        return intervention_summary(intervention_records(pipe, self.sample(self.places(size)), self.options), size,
+                                    self.options)
+
+
+class Randomised(Check):
+    """A randomisation check, additive over the inputs: each input's ρ depends on it and the models only."""
+    additive: ClassVar[bool] = True
+
+    def join(self, parts: list[tuple[dict, np.ndarray]]) -> dict[tuple[str, str], np.ndarray]:
+        return {key: np.array(progressive.in_order([(part[key], places) for part, places in parts]))
+                for key in parts[0][0]}
+
+    def finish(self, part: dict[tuple[str, str], np.ndarray], size: int) -> Agreement:
+        return agreement(part, self.options)
+
+
+@dataclass(frozen=True)
+class Cascade(Randomised):
+    """The cascading model randomisation (:func:`cascade`)."""
+    name: ClassVar[str] = "faithfulness cascade"
+
+    def part(self, pipe, places: np.ndarray) -> dict[tuple[str, str], np.ndarray]:
+        return cascade_correlations(pipe, self.sample(places), self.options, places)
+
+
+@dataclass(frozen=True)
+class DataRandomisation(Randomised):
+    """The data randomisation (:func:`data_randomisation`) against ``shuffled``, a pipeline, named in the
+    settings by ``shuffled_digest`` (:func:`disan.store.keys.model_digest`, the caller's)."""
+    shuffled: Any = dataclasses.field(compare=False)
+    shuffled_digest: str
+    name: ClassVar[str] = "faithfulness data randomisation"
+
+    def settings(self) -> dict:
+        return {**super().settings(), "shuffled": self.shuffled_digest}
+
+    def part(self, pipe, places: np.ndarray) -> dict[tuple[str, str], np.ndarray]:
+        return shuffled_correlations(pipe, self.shuffled, self.sample(places), self.options, places)

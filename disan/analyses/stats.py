@@ -1,7 +1,8 @@
 """The statistics the analyses need: PCA with deterministic signs, k-means with k-means++ seeding and
 restarts, the silhouette score, Kendall's tau-b, the Gini coefficient, a cluster bootstrap of ratio
 statistics (our own) and McNemar's exact test of two classifiers on the same examples (scipy's binomial
-test).
+test); and the fewest sentences a verdict is read from (:data:`MIN_SENTENCES`), for every analysis that
+gives one.
 
 PCA, k-means and the silhouette are our own, in torch (float64): scikit-learn's took 1.7-2.5 s to import
 (with the scipy.stats it loads), which a fresh server's first Corpus senses or Feature atlas visit paid
@@ -343,6 +344,12 @@ def _resample_counts(clusters: int, resamples: int, seed: int) -> np.ndarray:
     counts = np.random.default_rng(seed).multinomial(clusters, np.full(clusters, 1 / clusters), size=resamples)
     counts.flags.writeable = False
     return counts
+
+
+# Below this many sentences (or inputs) an analysis gives its measures and no verdict: two sentences allow
+# three distinct resamples, one allows none, and any difference would read as a finding
+MIN_SENTENCES = 20
+TOO_FEW = f"too few sentences for a verdict (fewer than {MIN_SENTENCES})"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ is gone or has changed.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import pandas as pd
@@ -22,14 +21,14 @@ import streamlit as st
 
 from disan.app import runner
 from disan.app.common import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline, upload
-from disan.data.checksums import corpus_digest
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
 from disan.analyses import atlas, progressive
 from disan.store import diskcache, keys
-from disan.analyses import attribution, casestudy, corpus, faithfulness
+from disan.analyses import casestudy, corpus, gradients
+from disan.inspect.pipeline import Pipeline, load
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
                  "(then set `DISAN_DATA_DIR=DIR`); an uploaded file of sentences works without them.")
@@ -235,9 +234,6 @@ def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST,
     return result
 
 
-def stage_items(items: list, size: int) -> list:
-    """A stage's sample of a list of inputs (:func:`disan.analyses.progressive.nested`), in their order."""
-    return [items[i] for i in progressive.nested(len(items), size)]
 
 
 def encoder_parts(entry) -> dict:
@@ -279,10 +275,10 @@ def findings(analysis: casestudy.Study, path: str, study: casestudy.CaseStudy) -
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def attribute(path: str, mtime: float, text, _sentences) -> attribution.Attribution:
+def attribute(path: str, mtime: float, text, _sentences) -> gradients.Attribution:
     """Attributions of one input's predicted class, keyed by the input; ``_sentences`` are its traced
     sentences (from the trace cache), so the input is not traced again."""
-    return attribution.attribute(load_pipeline(path, mtime), _sentences)
+    return gradients.attribute(load_pipeline(path, mtime), _sentences)
 
 
 @st.cache_data(max_entries=8, show_spinner="Reading the test split…")
@@ -295,89 +291,9 @@ def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> 
                      lambda: corpus.sample_items(trained_data(path, mtime, files, _config, "test"), "test", n))
 
 
-# Inputs in the first sample of the agreement over a corpus: integrated gradients over every input cost about
-# 60 ms of one core on sst5 and sick-e (CORPUS_STEPS steps in one batch), so the usual 50 take 3 s before
-# the first figure; 20 take just over 1 s.
-AGREEMENT_FIRST = 20
-
-
-def agreement_job(path: str, mtime: float, items: list):
-    """(key, computation) of Kendall's tau between attribution and attention over inputs (texts, or pairs)."""
-    key = keys.result_key("attribution agreement", path, corpus=corpus_digest(items))
-    return key, lambda: attribution.corpus_agreement(load_pipeline(path, mtime), items)
-
-
-def agreement_grown(path: str, mtime: float, items: list, size: int, before) -> pd.DataFrame:
-    """The agreement over a stage's sample of ``items`` (:func:`stage_items`) from the stage before's
-    (``before``: its size and frame): each input is traced and attributed alone, so only the inputs the stage
-    adds are, and the rows joined (:func:`disan.analyses.progressive.joined`) are those of the direct call."""
-    done, frame = before
-    new = progressive.added(len(items), size, done)
-    added = attribution.corpus_agreement(load_pipeline(path, mtime), [items[i] for i in new])
-    return progressive.joined([(frame, progressive.nested(len(items), done)), (added, new)], "input")
-
-
-def faith_key(analysis: str, model, items: list, settings: faithfulness.Settings, **more) -> str:
-    """The on-disk key of a faithfulness check over inputs with its settings; ``model``: a checkpoint directory
-    or a loaded pipeline (:func:`disan.store.keys.result_key`)."""
-    return keys.result_key(f"faithfulness {analysis}", model, corpus=corpus_digest(items),
-                           settings=dataclasses.asdict(settings), **more)
-
-
-def faith_erasure_job(path: str, mtime: float, items: list, size: int, settings: faithfulness.Settings):
-    """(key, computation) of the erasure summary of every explanation over a stage's sample of ``size`` of the
-    inputs (:func:`stage_items`); its records are kept in memory (:func:`erasure_records`) for a larger
-    sample to add to."""
-    sample = stage_items(items, size)
-    return faith_key("erasure", path, sample, settings), lambda: faithfulness.erasure_summary(
-        erasure_records(path, mtime, items, size, settings), settings)
-
-
-@st.cache_data(max_entries=2, show_spinner=False)
-def records(key: str, _compute) -> list:
-    """A sample's per-input records under ``key``, in memory only: the next stage adds to them."""
-    return _compute()
-
-
-def erasure_records(path: str, mtime: float, items: list, size: int, settings: faithfulness.Settings,
-                    before: int | None = None) -> list:
-    """The erasure records of a stage's sample of ``size`` of the inputs, seeded by their places among
-    ``items``; with ``before``, only the inputs it adds to the sample of ``before`` are computed and their
-    records put in order with that sample's (:func:`disan.analyses.progressive.in_order`)."""
-    def compute():
-        pipe = load_pipeline(path, mtime)
-        if before is None:
-            places = progressive.nested(len(items), size)
-            return faithfulness.erasure_records(pipe, [items[i] for i in places], settings, places)
-        new = progressive.added(len(items), size, before)
-        added = faithfulness.erasure_records(pipe, [items[i] for i in new], settings, new)
-        return progressive.in_order([(erasure_records(path, mtime, items, before, settings),
-                                      progressive.nested(len(items), before)), (added, new)])
-    key = faith_key("erasure records", path, stage_items(items, size), settings, places=len(items))
-    return records(key, compute)
-
-
-def faith_erasure_grown(path: str, mtime: float, items: list, size: int, before: int,
-                        settings: faithfulness.Settings) -> faithfulness.ErasureSummary:
-    """The erasure summary of a stage's sample from the records of the stage before's (:func:`erasure_records`):
-    what :func:`faith_erasure_job` computes for that sample."""
-    return faithfulness.erasure_summary(erasure_records(path, mtime, items, size, settings, before), settings)
-
-
-def faith_interventions_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
-    """(key, computation) of the attention interventions' summary over inputs."""
-    return faith_key("interventions", path, items, settings), lambda: faithfulness.intervention_summary(
-        faithfulness.intervention_records(load_pipeline(path, mtime), items, settings), len(items), settings)
-
-
-def faith_cascade_job(path: str, mtime: float, items: list, settings: faithfulness.Settings):
-    """(key, computation) of the cascading model randomisation over inputs."""
-    return faith_key("cascade", path, items, settings), lambda: faithfulness.cascade(load_pipeline(path, mtime),
-                                                                                     items, settings)
-
-
-def faith_data_job(path: str, mtime: float, shuffled, items: list, settings: faithfulness.Settings):
-    """(key, computation) of the data randomisation against ``shuffled``, a pipeline trained on shuffled
-    labels (its content in the key)."""
-    key = faith_key("data randomisation", path, items, settings, shuffled=keys.model_digest(shuffled))
-    return key, lambda: faithfulness.data_randomisation(load_pipeline(path, mtime), shuffled, items, settings)
+def compared_model(path: str) -> tuple[Pipeline, dict]:
+    """A checkpoint that an analysis compares with (the Faithfulness page's model trained on shuffled labels),
+    loaded from its folder (ValueError where it cannot be), and its digest
+    (:func:`disan.store.keys.model_digest`), which names it in the analysis's settings."""
+    pipe = load(path)
+    return pipe, keys.model_digest(pipe)

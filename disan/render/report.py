@@ -1,6 +1,7 @@
 """One standalone HTML file of a sentence (or a sentence pair): the prediction, the forward and backward
 attention, the fusion gates, source2token and the attribution, with plotly.js embedded so that it opens
-offline. Written by ``python -m disan report``.
+offline. Written by ``python -m disan report`` and ``viz.report``, which trace the input (:func:`report_input`
+says what ``pipe.trace`` takes) and explain it (:func:`disan.analyses.attribution.explained`) first.
 
 Every string from the user reaches the page escaped: the text through :func:`html.escape`, tokens through
 the figures' own escaping (and plotly's JSON escaping of ``<`` and ``/`` inside the script tags), tables
@@ -15,9 +16,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from disan.render import views
-from disan.analyses import attribution
+from disan.render.attribution import drawing, followed
 from disan.render.kinds import look_of
-from disan.inspect.pipeline import Pipeline
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1400px;color:#222}
 h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #ddd}
@@ -26,7 +26,7 @@ table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;paddi
 .muted{color:#666}"""
 
 
-def _input(pipe: Pipeline, text: str, hypothesis: str | None):
+def report_input(pipe, text: str, hypothesis: str | None):
     """What ``pipe.trace`` takes: the text, or the (premise, hypothesis) pair of a pair model."""
     if pipe.is_pair:
         if hypothesis is None:
@@ -75,13 +75,10 @@ class _Page:
             self.parts.append(f'<div class="row">{cells}</div>')
 
 
-def report_html(pipe: Pipeline, text: str, hypothesis: str | None = None, steps: int = attribution.STEPS) -> str:
-    """The standalone HTML report of one input (a sentence; premise and hypothesis for a pair model).
-
-    Raises ValueError, with the reason, for input the model cannot trace.
-    """
-    result = pipe.trace(_input(pipe, text, hypothesis))
-    attr = attribution.attribute(pipe, result.sentences, steps)
+def report_html(pipe, result, explained) -> str:
+    """The standalone HTML report of one traced input (``pipe.trace`` of :func:`report_input`: a sentence;
+    premise and hypothesis for a pair model) and its attributions beside its attention (``explained``)."""
+    attr = explained.attribution
     page = _Page()
     name = pipe.path.name if pipe.path is not None else "model"
     page.heading(f"DiSAN report: {name} ({pipe.task}, {pipe.model.cfg.encoder})", 1)
@@ -101,11 +98,11 @@ def report_html(pipe: Pipeline, text: str, hypothesis: str | None = None, steps:
                 page.drawing(view.draw(sentence, view.options()))
             else:
                 page.paragraph(f"The {pipe.model.cfg.encoder} encoder has no {view.lacking}.", "muted")
-    page.heading(f"Attribution to “{attr.target}”")
+    page.heading(f"Attribution to “{followed(attr, pipe.kind)}”")
     page.paragraph(f"Integrated gradients ({attr.steps} steps, zero word vectors as the baseline): f(x) = "
                    f"{attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, the attributions sum to within "
                    f"{abs(attr.completeness_gap):.2%} of the difference.", "muted")
-    page.drawing(attribution.drawing(attr, result.sentences))
+    page.drawing(drawing(explained, pipe.kind))
     title = html.escape(f"DiSAN report: {result.sentences[0].text[:80]}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(page.parts) + "\n</body></html>\n")

@@ -36,7 +36,7 @@ import torch
 from disan.data.choices import SPLITS
 from disan.data.registry import load_task
 from disan.analyses import atlas, progressive
-from disan.analyses import casestudy, corpus, faithfulness, stats
+from disan.analyses import casestudy, corpus, explainers, faithfulness, stats
 from disan.inspect.catalog import default_checkpoint
 from disan.inspect.pipeline import load
 from disan.render import atlas as atlas_render
@@ -113,8 +113,8 @@ def atlas_rows(pipe, chosen: corpus.Corpus, repeats: int) -> list[tuple[str, flo
 def faithfulness_rows(pipe, items: list, cascade_items: list) -> list[tuple[str, float, float]]:
     """(step, seconds, CPU seconds) of the faithfulness checks, each run once (they take minutes): the
     page's first stage, erasure and interventions over ``items`` and their sum (the issue's 180 s), and the
-    cascade over ``cascade_items`` (its 120 s)."""
-    settings = faithfulness.Settings()
+    cascade over ``cascade_items`` (its 120 s); the explanations the page runs."""
+    settings = faithfulness.Settings(explainers=explainers.on_pages())
     first = [items[i] for i in progressive.nested(len(items), min(faithfulness.FIRST, len(items)))]
 
     def erasure(chosen):

@@ -2,7 +2,9 @@
 
     python -m disan faithfulness CHECKPOINT [--split test] [--sentences N] [--seed S] --out FILE.jsonl
 
-Each record holds the input's tokens, the explanation, its ranking (indices into ``places``, the (sentence,
+Every explanation of the registry (:mod:`disan.analyses.explainers`) is run, the expensive ones that the
+Faithfulness page leaves out (captum's, where it is installed) among them. Each record holds the input's
+tokens, the explanation, its ranking (indices into ``places``, the (sentence,
 position) pairs ranked, most important first), f(x) and, for each k, f after removing the top-k tokens
 and f keeping only them (:mod:`disan.analyses.faithfulness`), so that every figure can be
 recomputed without the tool. A random ranking is one record per draw ("random 1", ...). The corpus

@@ -32,10 +32,13 @@ def main(argv=None) -> int:
     p = parser()
     args = p.parse_args(argv)
     # imported here, not at the top: ``disan report --help`` imports this module and needs no torch or plotly
-    from disan.render.report import report_html
+    from disan.analyses.attribution import attributed
     from disan.inspect.pipeline import load
+    from disan.render.report import report_html, report_input
     try:
-        page = report_html(load(args.checkpoint), args.text, args.hypothesis, args.steps)
+        pipe = load(args.checkpoint)
+        result = pipe.trace(report_input(pipe, args.text, args.hypothesis))
+        page = report_html(pipe, result, attributed(pipe, result.sentences, args.steps))
         Path(args.out).write_text(page, encoding="utf-8")
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
