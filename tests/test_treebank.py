@@ -1,5 +1,4 @@
 """SST's human labels of a model's tokens: a tree worked out by hand, and the alignment on the real test trees."""
-import numpy as np
 import pytest
 
 from disan.analyses import corpus

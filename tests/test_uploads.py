@@ -1,7 +1,6 @@
 """The data folder as the Training page offers it: uploads kept under safe names, reused or kept apart by
 content, within a size bound; the listing of table files, which never leaves the folder."""
 import hashlib
-import os
 import tempfile
 
 import pytest

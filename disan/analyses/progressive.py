@@ -17,7 +17,7 @@ what the final one alone does. The final result is kept on disk (:mod:`disan.sto
 paid once per machine.
 
 :func:`plan` lists the stages, for a page to compute and draw one after the other
-(:func:`disan.app.analyses.refined` draws them with a progress bar); nothing here imports Streamlit.
+(:func:`disan.app.runner.run` draws them with a progress bar); nothing here imports Streamlit.
 """
 from __future__ import annotations
 

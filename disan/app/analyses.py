@@ -1,16 +1,11 @@
-"""Streamlit glue of the analysis pages: cached corpora and analyses, the corpus picker, what a
-checkpoint offers them (a test split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the
-feature atlas's table as its page lists it, the case study's findings kept beside its result.
+"""Streamlit glue of the analysis pages: cached corpora, the corpus picker, what a checkpoint offers them (a test
+split to sample, its encoder's DiSA blocks and per-token vectors, kept on disk), the feature atlas's table as its
+page lists it, the case study's findings kept beside its result.
 
-Every analysis is computed by :mod:`disan.analyses`. One on the protocol of :mod:`disan.analyses.protocol` is
-staged, kept and shown by the one runner, :mod:`disan.app.runner`. One not yet on it is a job, (result key,
-computation), from a ``*_job`` function: the key is named from the checkpoint's directory and the computation
-alone loads the model, so a kept result is read without loading it. :func:`kept` keeps the result on disk
-(:mod:`disan.store.diskcache`, keyed by the checkpoint's content, the corpus, the settings and the code) and in
-memory, and :func:`refined` computes it over growing samples (:mod:`disan.analyses.progressive`), drawing each,
-so that a page shows something within seconds and a restart costs nothing. Arguments with a leading underscore
-are left out of Streamlit's cache keys. :class:`DataError` is the pages' to catch: a checkpoint's own data file
-is gone or has changed.
+Every analysis is computed by :mod:`disan.analyses`, on the protocol of :mod:`disan.analyses.protocol`, and staged,
+kept and shown by the one runner, :mod:`disan.app.runner`. Arguments with a leading underscore are left out of
+Streamlit's cache keys. :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has
+changed.
 """
 from __future__ import annotations
 
@@ -25,9 +20,8 @@ from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
-from disan.analyses import atlas, progressive
+from disan.analyses import atlas, casestudy, corpus, gradients
 from disan.store import diskcache, keys
-from disan.analyses import casestudy, corpus, gradients
 from disan.inspect.pipeline import Pipeline, load
 
 DOWNLOAD_HINT = ("No benchmark data was found. `python -m disan download DIR` fetches the benchmarks "
@@ -174,66 +168,6 @@ def frequent_words(c: corpus.Corpus) -> list[str]:
     """The corpus's most frequent content words (:func:`disan.analyses.corpus.frequent_words`), kept on
     disk by the corpus: telling content words from stop words imports spaCy, seconds a restart need not pay."""
     return diskcache.cached(keys.key_of("frequent words", corpus=c.key), lambda: corpus.frequent_words(c))
-
-
-# ---------------------------------------------------------------- results kept, and computed in stages
-
-@st.cache_data(max_entries=12, show_spinner=False)
-def kept(key: str, _compute):
-    """A corpus analysis's result under its :func:`disan.store.keys.result_key`: computed once per
-    machine (kept on disk across restarts), read once per server (kept here, copied to each caller)."""
-    return diskcache.cached(key, _compute)
-
-
-@st.cache_data(max_entries=8, show_spinner=False)
-def partial(key: str, _compute):
-    """A result on a stage's sample, kept in memory only: a rerun during the refinement skips the stages done."""
-    return _compute()
-
-
-def refined(what: str, total: int, job_of, show, first: int = progressive.FIRST, grow=None):
-    """The result of an analysis over ``total`` items, computed in the stages of
-    :func:`disan.analyses.progressive.plan` unless it is kept already (:func:`kept`): each stage's result on
-    its sample is drawn by ``show(result, stage)`` under a progress bar naming ``what`` is computed, until
-    the whole corpus is done; then the partial drawing and the bar go, and the final result is returned for
-    the page to draw with its widgets.
-
-    ``job_of(size)``: (result key, computation) of a sample of ``size`` items, as the ``*_job`` functions
-    below give them; for ``total`` it must be the direct computation. ``show`` must give its figures keys of
-    their own (the stage's number in them): the page draws the final result under the usual ones. ``first``:
-    the first sample's size unless ``$DISAN_FIRST_SAMPLE`` says otherwise
-    (:func:`disan.analyses.progressive.first_size`). ``grow(size, before)``, where an analysis adds up over
-    its items: the result on a sample of ``size`` computed from ``before``, the stage before's (its size,
-    its result), with only the items it lacks computed; it must equal what ``job_of(size)`` computes.
-    """
-    stages = progressive.plan(total, progressive.first_size(first))
-    final = stages[-1]
-    if len(stages) == 1 or diskcache.known(job_of(total)[0]):
-        with st.spinner(f"{what}…"):
-            return kept(*job_of(total))
-    before = None
-
-    def job(size: int):
-        key, compute = job_of(size)
-        return (key, compute) if grow is None or before is None else (key, lambda prior=before: grow(size, prior))
-
-    bar, holder = st.progress(0.0), st.empty()
-    for stage in stages[:-1]:
-        bar.progress((stage.number - 1) / stage.count,
-                     f"{what}: stage {stage.number} of {stage.count}, {stage.size:,} of {total:,}…")
-        result = partial(*job(stage.size))
-        before = (stage.size, result)
-        with holder.container(border=True):
-            st.caption(f"A first look at {stage.size:,} of {total:,} (a seeded sample: intervals are wider than "
-                       "over all of them); refining…")
-            show(result, stage)
-    bar.progress((final.number - 1) / final.count, f"{what}: all {total:,}…")
-    result = kept(*job(total))
-    bar.empty()
-    holder.empty()
-    return result
-
-
 
 
 def encoder_parts(entry) -> dict:

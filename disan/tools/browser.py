@@ -132,7 +132,7 @@ def choose(page, option: str) -> None:
 
 
 # Each analysis page by its link, and the key of its corpus figure: drawn under "stage-N-" + key for a
-# stage's sample (disan.app.analyses.refined), under the key itself for the whole corpus.
+# stage's sample (disan.app.runner.run), under the key itself for the whole corpus.
 ANALYSIS_PAGES = {"Corpus senses": ("corpus_senses", "corpus-scatter"),
                   "Attribution": ("attribution", "attr-corpus-0"),
                   "Case study": ("case_study", "case-received"),
