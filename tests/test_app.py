@@ -261,7 +261,8 @@ def test_word_senses_label_sentences_in_full_and_pick_an_occurrence(checkpoints)
     assert "absolute difference" in texts(at.caption)
 
 
-@pytest.mark.parametrize("text,message", [("", "empty"), ("word " * (MAX_TOKENS + 5), str(MAX_TOKENS))])
+@pytest.mark.parametrize("text,message", [("", "empty"), ("word " * (MAX_TOKENS + 5), str(MAX_TOKENS)),
+                                          ("a typed\x00NUL", "control character U+0000 at character 8")])
 def test_bad_input_gets_a_message_not_a_traceback(checkpoints, text, message):
     at = app()
     at.sidebar.text_area[0].input(text).run()
@@ -413,7 +414,8 @@ def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(ch
 
 
 @pytest.mark.parametrize("params,message", [({"model": "nonexistent"}, "not a working checkpoint"),
-                                            ({"text": "word " * (MAX_TOKENS + 1)}, f"the limit is {MAX_TOKENS}")])
+                                            ({"text": "word " * (MAX_TOKENS + 1)}, f"the limit is {MAX_TOKENS}"),
+                                            ({"text": "\x00"}, "control character U+0000")])
 def test_a_bad_link_gives_a_message_and_the_defaults(checkpoints, params, message):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update(params)

@@ -34,6 +34,17 @@ def test_bad_values_give_messages_and_leave_the_defaults():
     assert len(messages) == 1 and "“premise” is not read here" in messages[0] and "premise is its text" in messages[0]
 
 
+@pytest.mark.quick
+def test_a_control_character_in_a_link_is_refused_by_name_and_place():
+    for query in ("text=a%00b", "text=a%1Bb", "text=a%C2%85b"):  # NUL, ESCAPE, and the C1 NEXT LINE
+        params = {k: v[0] for k, v in parse_qs(f"model=trec&{query}").items()}
+        values, messages = links.read(params, KINDS, "trec")
+        code = f"U+{ord(params['text'][1]):04X}"
+        assert values == {"checkpoint": "trec"} and f"control character {code} at character 2" in messages[0]
+    values, messages = links.read({"model": "sick-e", "text": "A man", "hypothesis": "A\x7fperson"}, KINDS, "trec")
+    assert values == {"checkpoint": "sick-e", "premise": "A man"} and "hypothesis was not used" in messages[0]
+
+
 def test_writing_a_link_reads_back_to_the_same_state():
     for name, state in (("trec", {"text": "What is it ?", "premise": "unused"}),
                         ("sick-e", {"premise": "A man", "hypothesis": "A person", "text": "unused"})):

@@ -179,6 +179,8 @@ def bad_files(tmp: Path) -> dict[str, tuple[Path, list[str], str]]:
     (tmp / "latin1.csv").write_bytes("review,sentiment\n".encode() + b"ok,positive\n" * 3 + b"caf\xe9,negative\n")
     (tmp / "ragged.csv").write_text("review,sentiment\nfine,positive\ntoo,many,fields\n")
     (tmp / "ragged.jsonl").write_text('{"review": "a", "sentiment": "x"}\n{"review": "b"}\n')
+    png = tmp / "png.csv"  # an image renamed: its first bytes say what it is
+    png.write_bytes(bytes.fromhex("89504e470d0a1a0a0000000d49484452") + bytes(40))
     return {
         "missing file": (tmp / "nothere.csv", [], "no such file"),
         "empty file": (tmp / "empty.csv", [], "is empty"),
@@ -194,12 +196,15 @@ def bad_files(tmp: Path) -> dict[str, tuple[Path, list[str], str]]:
         "scores not numbers": (write_csv(tmp / "scores.csv", [(t, t, "high") for t, _ in ROWS], ("review", "b", "sentiment")),
                                ["--text-b-column", "b", "--kind", "relatedness"], "score 'high' is not a number"),
         "unknown format": (write_csv(tmp / "data.xlsx", ROWS), [], "unknown format '.xlsx'"),
+        "control character": (write_csv(tmp / "typed.csv", ROWS[:5] + [("a\x1b[1mbold", "positive")]), [],
+                              "line 7, column 'review': the text holds the control character U+001B at character 2"),
+        "binary": (png, [], "png.csv: this is a PNG image, not a text table"),
     }
 
 
 CASES = [
     "missing file", "empty file", "header only", "missing column", "one class", "too few rows", "empty text",
-    "not utf-8", "ragged csv", "ragged jsonl", "scores not numbers", "unknown format"]
+    "not utf-8", "ragged csv", "ragged jsonl", "scores not numbers", "unknown format", "control character", "binary"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -262,7 +267,7 @@ def test_a_preview_reads_no_further_than_it_shows(tmp_path):
         files.summarize(data, "review", "sentiment")
 
 
-@pytest.mark.parametrize("case", ["missing file", "empty file", "not utf-8", "unknown format"])
+@pytest.mark.parametrize("case", ["missing file", "empty file", "not utf-8", "unknown format", "binary"])
 def test_a_bad_file_has_one_line_for_the_preview(case, tmp_path):
     path, _, message = bad_files(tmp_path)[case]
     with pytest.raises(files.DataError) as error:

@@ -102,14 +102,17 @@ def test_a_label_column_reports_the_accuracy(make_checkpoint, tmp_path, capsys):
     ("empty text", "line 3: the text in column 'sentence' is empty"),
     ("missing column", "no column 'text'; its columns are sentence, gold"),
     ("second text for a sentence model", "this model takes one text"),
+    ("control character", "line 3, column 'sentence': the text holds the control character U+0000 at character 2"),
 ])
 def test_bad_input_is_one_line_and_leaves_no_output(case, message, make_checkpoint, tmp_path, capsys):
     ck = make_checkpoint("classify")
     source = tmp_path / "in.csv"
-    source.write_text("sentence,gold\nthe tea,negative\n" + (",great\n" if case == "empty text" else "a man,great\n"))
+    source.write_text("sentence,gold\nthe tea,negative\n" + {"empty text": ",great\n", "control character": "a\x00man,great\n"}
+                      .get(case, "a man,great\n"))
     out = tmp_path / "out.csv"
     argv = {"unknown label": ["--text-column", "sentence", "--label-column", "gold"],
             "empty text": ["--text-column", "sentence"],
+            "control character": ["--text-column", "sentence"],
             "missing column": [],
             "second text for a sentence model": ["--text-column", "sentence", "--text-b-column", "gold"]}[case]
     assert run(["predict", str(ck), str(source), "--out", str(out), "--no-progress", *argv]) == 1

@@ -141,6 +141,90 @@ def test_a_file_that_is_not_utf8_has_one_message_naming_its_line_wherever_it_is_
     assert str(error.value) == f"latin1.txt{NOT_UTF8}"
 
 
+# ---------------------------------------------------------------- a binary file named as what it is
+
+def made(kind: str, path: Path) -> bytes:
+    """The bytes of a real file of ``kind``, written by the library that makes such files."""
+    import bz2
+    import gzip
+    import lzma
+    import sqlite3
+    import zipfile
+
+    import numpy as np
+    from PIL import Image
+
+    if kind in ("PNG", "JPEG", "GIF", "PDF"):
+        Image.new("RGB", (4, 4), "red").save(path, format=kind)
+    elif kind == "ZIP":  # the parts of a spreadsheet: an .xlsx file is a ZIP archive
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("[Content_Types].xml", "<Types/>")
+            z.writestr("xl/workbook.xml", "<workbook/>")
+    elif kind == "SQLite":
+        with sqlite3.connect(path) as db:
+            db.execute("create table t (text, label)")
+        db.close()
+    elif kind == "NumPy":
+        np.save(path.with_suffix(".npy"), np.zeros(3))
+        path.with_suffix(".npy").rename(path)
+    else:
+        pack = {"gzip": gzip.compress, "bzip2": bz2.compress, "xz": lzma.compress}[kind]
+        path.write_bytes(pack(b"text,label\nfine,positive\n"))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["PNG", "JPEG", "GIF", "PDF", "ZIP", "gzip", "bzip2", "xz", "SQLite", "NumPy"])
+def test_a_binary_file_given_as_a_table_is_named_for_what_it_is(kind, tmp_path):
+    path = tmp_path / "data.csv"
+    made(kind, path)
+    with pytest.raises(files.DataError) as error:
+        files.preview(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: this is a") and kind in message and "not a text table" in message
+    assert "UTF-8" not in message.split("(")[0]  # named for what it is, not for its first byte
+
+
+def test_a_binary_file_has_one_message_wherever_it_is_given(server, make_checkpoint, vectors, capsys, tmp_path):  # noqa: F811
+    path = tmp_path / "picture.csv"  # a PNG renamed .csv
+    png = made("PNG", path)
+    said = ": this is a PNG image, not a text table"
+    assert run(["train", "--data", str(path), "--text-column", "text", "--label-column", "label",
+                *tiny(vectors, tmp_path / "m")]) == 1
+    assert capsys.readouterr().err == f"error: {path}{said}\n"
+    ck = make_checkpoint("classify", name="checkpoints/tiny")
+    assert run(["predict", str(ck), str(path), "--no-progress"]) == 1
+    assert capsys.readouterr().err == f"error: {path}{said}\n"
+    assert texts(training_upload(visit(app(), TRAINING), "picture.csv", png).error) == f"uploads/picture.csv{said}"
+    assert texts(corpus_upload(visit(app(), CORPUS), "picture.txt", png).error) == f"picture.txt{said}"
+
+
+def test_a_text_that_merely_starts_like_a_signature_is_read():
+    table = files.read_rows("pk.csv", io.BytesIO(b"PK,label\nGIF8 is not a format,x\n"), ".csv", header=True)
+    assert table.columns == ["PK", "label"] and [v for _, _, v in table.rows] == [["GIF8 is not a format", "x"]]
+
+
+# ---------------------------------------------------------------- a control character in a text cell
+
+def test_a_control_character_in_a_text_cell_is_refused_by_line_and_column(server, make_checkpoint, capsys, tmp_path):
+    path = tmp_path / "typed.csv"
+    path.write_text("text,label\nfine,positive\nsome\x00thing,negative\n", encoding="utf-8")
+    said = ": line 3, column 'text': the text holds the control character U+0000 at character 5"
+    with pytest.raises(files.DataError) as error:
+        files.read_labelled(path, "text", "label")
+    assert str(error.value).startswith(f"{path}{said}") and "\n" not in str(error.value)
+    ck = make_checkpoint("classify", name="checkpoints/tiny")
+    out = tmp_path / "out.csv"
+    assert run(["predict", str(ck), str(path), "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}{said}") and err.count("\n") == 1 and not out.exists()
+    # a control character in the label column is the label's business (the model names its labels)
+    path.write_text("text,label\nfine,positive\nfine too,neg\x07\n", encoding="utf-8")
+    assert files.read_labelled(path, "text", "label").labels == ["positive", "neg\x07"]
+    # the corpus leaves out what it cannot trace and says how many
+    uploaded = corpus.uploaded_corpus(b"fine words\nbad\x1bwords\nmore words\n", "lines.txt")
+    assert uploaded.texts == ["fine words", "more words"] and uploaded.skipped == 1
+
+
 # ---------------------------------------------------------------- predict
 
 def test_predict_reads_a_tab_separated_txt_with_format_tsv_and_only_then(make_checkpoint, tmp_path, capsys):
@@ -152,12 +236,35 @@ def test_predict_reads_a_tab_separated_txt_with_format_tsv_and_only_then(make_ch
     out = tmp_path / "out.csv"
     argv = ["predict", str(ck), str(source), "--text-column", "1", "--label-column", "0", "--out", str(out),
             "--no-progress"]
-    assert run(argv) == 1  # a .txt is one text per line: no column 1
-    assert "no column '1'; its columns are text" in capsys.readouterr().err and not out.exists()
+    assert run(argv) == 1  # a .txt is one text per line: no column 1, and the message names --format
+    assert ("no column '1'; its columns are text (read as txt, by its extension; its first line has tabs: "
+            "read it with --format tsv)") in capsys.readouterr().err and not out.exists()
     assert run([*argv, "--format", "tsv"]) == 0
     assert "accuracy 0.7500 (3 of 4)" in capsys.readouterr().err
     with open(out, newline="", encoding="utf-8") as f:
         assert [r["1"] for r in csv.DictReader(f)] == TEXTS
+
+
+def test_a_format_the_name_does_not_say_is_named_with_format(make_checkpoint, tmp_path, capsys, monkeypatch):
+    ck = make_checkpoint("classify")
+    tsv = "".join(f"{y}\t{t}\n" for y, t in zip(LABELS, TEXTS))
+    source = tmp_path / "gold.csv"  # tab-separated, named .csv: one column
+    source.write_text("label\ttext\n" + tsv, encoding="utf-8")
+    assert run(["predict", str(ck), str(source), "--no-progress"]) == 1
+    assert "(read as csv, by its extension; its first line has tabs: read it with --format tsv)" in capsys.readouterr().err
+    assert run(["predict", str(ck), str(source), "--format", "tsv", "--text-column", "nothere", "--no-progress"]) == 1
+    assert "--format" not in capsys.readouterr().err  # the format was named: nothing to suggest
+    source = source.rename(tmp_path / "gold.dat")
+    assert run(["predict", str(ck), str(source), "--no-progress"]) == 1
+    assert "unknown format '.dat'" in (err := capsys.readouterr().err) and "name its format with --format" in err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(tsv.encode())))
+    assert run(["predict", str(ck), "-", "--text-column", "1", "--no-progress"]) == 1
+    assert ("(read as txt, the default for standard input; its first line has tabs: read it with --format tsv)"
+            in capsys.readouterr().err)
+    source = tmp_path / "semicolons.txt"  # neither tabs nor commas: every format is named
+    source.write_text("".join(f"{y};{t}\n" for y, t in zip(LABELS, TEXTS)), encoding="utf-8")
+    assert run(["predict", str(ck), str(source), "--text-column", "1", "--no-progress"]) == 1
+    assert "name its format with --format (csv, tsv, jsonl, txt)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv0,usage", [

@@ -14,6 +14,8 @@ from disan.data.text import (
     UNK,
     UNK_ID,
     Vocab,
+    character_name,
+    check_characters,
     check_text,
     join_pair,
     normalize,
@@ -210,5 +212,26 @@ def test_emoji_sequences_stay_one_token_and_invisible_tokens_are_dropped():
 
 
 def test_half_a_character_is_refused_with_where_it_is():
-    with pytest.raises(ValueError, match=r"unpaired surrogate \('\\ud800'\) at character 2"):
+    with pytest.raises(ValueError, match=r"unpaired surrogate \(U\+D800\) at character 3"):
         check_text("a \ud800 b")
+
+
+# every control character (C0, DEL, C1) by Unicode's own category, whatever the code's table says
+CONTROLS = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cc"]
+
+
+@pytest.mark.parametrize("char", [c for c in CONTROLS if c not in "\t\n\r"])
+def test_a_control_character_is_refused_naming_it_and_where_it_is(char):
+    with pytest.raises(ValueError) as error:
+        check_text(f"fine words{char}here")
+    message = str(error.value)
+    assert f"control character U+{ord(char):04X}" in message and "at character 11" in message
+    assert "\n" not in message and char not in message  # one line, the character named, never shown
+
+
+def test_tabs_and_line_breaks_are_text_and_characters_are_named_as_unicode_names_them():
+    assert check_text("one\ttwo\nthree\r\nfour") == ["one", "two", "three", "four"]
+    assert len(CONTROLS) == 65  # C0 (32), DEL and C1 (32): the list above is the whole set
+    with pytest.raises(ValueError, match=r"U\+0000 at character 1,"):  # a control character has no name
+        check_characters("\x00")
+    assert character_name("\u00ad") == f"U+00AD ({unicodedata.name(chr(0xAD))})"

@@ -12,8 +12,10 @@ Formats, by extension (or, for ``predict``, named by ``--format`` whatever the e
 
 A column is named by its header, or by a 0-based index for a file without a header: a CSV or TSV file
 whose columns are all given as numbers is read as having no header row. Every file must be UTF-8 (a BOM
-is allowed): a line that is not is refused, by its number. Rows are counted from 0, the header left out;
-messages name the file's line.
+is allowed): a line that is not is refused, by its number, and a file that starts as a known binary format
+does (:data:`BINARY_SIGNATURES`: an image, a PDF, a spreadsheet) is named as what it is. A text cell holding a
+character no sentence has (:func:`disan.data.text.check_characters`) is refused by its line and column. Rows are
+counted from 0, the header left out; messages name the file's line.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from disan.data.choices import DEFAULT_FRACTION, SPLITS, TABLES
 from disan.data.kinds import kind_of, kinds_taking
 from disan.data.loaders import Example, TaskData
 from disan.data.registry import load_task
+from disan.data.text import check_characters
 
 CHUNK_ROWS = 4096                    # rows per chunk when a file is streamed
 PREVIEW_ROWS = 20                    # rows a preview shows
@@ -48,10 +51,46 @@ class DataError(ValueError):
 
 # ---------------------------------------------------------------- reading rows
 
+# How files that are not text begin, and what they are: a table file that begins so is refused as what it is (a
+# PNG renamed .csv) rather than by the first byte that is not UTF-8 (or, for a PDF, by a later line). None holds
+# a line break but the PNG's at its end, so each is matched at the start of the file's first line.
+BINARY_SIGNATURES = {
+    b"\x89PNG\r\n": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"GIF87a": "a GIF image",
+    b"GIF89a": "a GIF image",
+    b"II*\x00": "a TIFF image",
+    b"MM\x00*": "a TIFF image",
+    b"RIFF": "a RIFF file (a WebP image, WAV sound or AVI video)",
+    b"%PDF-": "a PDF document",
+    b"PK\x03\x04": "a ZIP archive (an Excel .xlsx or Word .docx file is one: save a sheet as CSV UTF-8)",
+    b"PK\x05\x06": "an empty ZIP archive",
+    b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1": "an Office 97-2003 document (.xls, .doc: save a sheet as CSV UTF-8)",
+    b"\x1f\x8b": "a gzip-compressed file (decompress it first)",
+    b"BZh91AY&SY": "a bzip2-compressed file (decompress it first)",
+    b"\xfd7zXZ\x00": "an xz-compressed file (decompress it first)",
+    b"(\xb5/\xfd": "a Zstandard-compressed file (decompress it first)",
+    b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+    b"SQLite format 3\x00": "an SQLite database",
+    b"PAR1": "a Parquet file",
+    b"\x93NUMPY": "a NumPy array (.npy)",
+    b"\x7fELF": "a program (ELF)",
+}
+
+
+def binary_format(start: bytes) -> str | None:
+    """What a file that begins with ``start`` is, by :data:`BINARY_SIGNATURES`, or None for none of them."""
+    return next((what for signature, what in BINARY_SIGNATURES.items() if start.startswith(signature)), None)
+
+
 def text_lines(binary) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line with its terminator) of a binary stream, decoded as strict UTF-8."""
+    """(1-based line number, line with its terminator) of a binary stream, decoded as strict UTF-8; DataError for
+    a line that is not, and for a stream that begins as a binary format (:func:`binary_format`)."""
     for number, raw in enumerate(binary, start=1):
         if number == 1:
+            what = binary_format(raw)
+            if what is not None:
+                raise DataError(f"this is {what}, not a text table")
             raw = raw.removeprefix(b"\xef\xbb\xbf")
         try:
             yield number, raw.decode("utf-8")
@@ -236,6 +275,17 @@ def cell_text(value) -> str:
     return json.dumps(value)
 
 
+def text_cell(name, line: int, column: str, value) -> str:
+    """A cell that holds a sentence, as text (:func:`cell_text`); DataError naming the file, line and column
+    where it holds a character that no sentence has (:func:`disan.data.text.check_characters`)."""
+    text = cell_text(value)
+    try:
+        check_characters(text)
+    except ValueError as e:
+        raise DataError(f"{name}: line {line}, column {column!r}: {e}") from None
+    return text
+
+
 def preview(path: str | os.PathLike, header: bool = True, n: int = PREVIEW_ROWS) -> pd.DataFrame:
     """The first ``n`` rows of a table file, cells as text, under its column names: the header's, or for
     a CSV or TSV file read with ``header`` False the 0-based indices (as text), which name its columns then.
@@ -284,8 +334,8 @@ class Labelled:
 
 
 def read_labelled(path: str | os.PathLike, text: str, label: str, text_b: str | None = None) -> Labelled:
-    """Every row of a table: its text(s) and label, DataError for a bad file, a missing column or an
-    empty text or label (naming the line)."""
+    """Every row of a table: its text(s) and label, DataError for a bad file, a missing column, a text
+    holding a character no sentence has (:func:`text_cell`) or an empty text or label (naming the line)."""
     path = Path(path)
     suffix = file_format(path)
     specs = [text, text_b, label]
@@ -294,7 +344,9 @@ def read_labelled(path: str | os.PathLike, text: str, label: str, text_b: str | 
         at = [None if s is None else column_index(path, s, table.columns, table.header) for s in specs]
         out = Labelled(path, [], [], [], [])
         for index, line, values in table.rows:
-            cells = [None if i is None else cell_text(values[i]).strip() for i in at]
+            texts = [None if i is None else text_cell(path, line, s, values[i]).strip()
+                     for s, i in zip(specs[:2], at[:2])]
+            cells = [*texts, cell_text(values[at[2]]).strip()]
             for spec, cell in zip(specs, cells):
                 if spec is not None and not cell:
                     what = "label" if spec is label else "text"

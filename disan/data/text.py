@@ -3,7 +3,8 @@
 Training data and the app's free text go through the same :func:`tokenize`, so a
 sentence typed by a user is split exactly as the training sentences were. Tokens
 keep their spelling (for display); :func:`normalize` maps them to vocabulary keys.
-:func:`check_text` adds the limits of what the model can trace, and :func:`join_pair` /
+:func:`check_text` adds the limits of what the model can trace (:func:`check_characters`: the characters no
+sentence holds), and :func:`join_pair` /
 :func:`split_pair` write a sentence pair as one line of text and read it back.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -88,17 +90,42 @@ def leaves(text: str) -> list[str]:
 TOKENIZERS = {"spacy": tokenize, "leaves": leaves}
 
 
+# What no sentence holds, one rule for every way text comes in (typed, a link, a file's cell, a command's input):
+# control characters (C0, DEL and C1), which show as nothing or as a box and come from a binary file or a stray
+# key, except the tab and line breaks of pasted text; and surrogates, which in a Python string are always half
+# of a UTF-16 pair (a pair is one character), from a notebook or a file read with surrogateescape.
+REFUSED = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def character_name(char: str) -> str:
+    """A character as Unicode writes it, with its name where :mod:`unicodedata` has one: "U+0000",
+    "U+00AD (SOFT HYPHEN)"."""
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X}" + (f" ({name})" if name else "")
+
+
+def check_characters(text: str) -> None:
+    """ValueError, one line naming the character and its place (counted from 1), for the first character of
+    ``text`` that :data:`REFUSED` matches: a control character other than tab and line breaks (CR, LF), or
+    half of a UTF-16 pair."""
+    found = REFUSED.search(text)
+    if found is None:
+        return
+    char, at = found.group(), found.start() + 1
+    if unicodedata.category(char) == "Cs":
+        raise ValueError(f"the text holds an unpaired surrogate ({character_name(char)}) at character {at}, "
+                         "half of a character that UTF-8 cannot write: remove it")
+    raise ValueError(f"the text holds the control character {character_name(char)} at character {at}, "
+                     "which no sentence has: remove it")
+
+
 def check_text(text) -> list[str]:
     """Tokens of a text, or ValueError saying why the text cannot be encoded and traced."""
     if not isinstance(text, str):
         raise ValueError(f"expected text (a string), got {type(text).__name__}")
     if len(text) > MAX_CHARS:
         raise ValueError(f"the text has {len(text):,} characters; the limit is {MAX_CHARS:,}")
-    try:  # a Python string may hold half of a UTF-16 pair (from a notebook, a file read with surrogateescape)
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueError(f"the text holds an unpaired surrogate ({text[e.start]!r}) at character {e.start}, "
-                         "half of a character that UTF-8 cannot write: remove it") from None
+    check_characters(text)
     tokens = tokenize(text)
     if not tokens:
         raise ValueError("the text is empty: type at least one word")

@@ -47,6 +47,7 @@ from disan.data.files import (
     file_format,
     needs_header,
     read_rows,
+    text_cell,
 )
 from disan.data.kinds import kind_of
 from disan.data.text import tokenize
@@ -115,7 +116,8 @@ def predict_rows(pipe: Pipeline, name: str, table: Rows, text_at: list[int], lab
 
     ``text_at`` holds the column positions of the text (one, or two for a pair model). Rows are taken
     ``chunk_rows`` at a time; within a chunk the inputs run in length-sorted batches. DataError names
-    the line of an empty text, or of a label the model does not know (with ``label_at``, whose
+    the line of an empty text or one holding a character no sentence has (a control character:
+    :func:`disan.data.files.text_cell`), or of a label the model does not know (with ``label_at``, whose
     agreement with the predictions goes into ``score``).
     """
     chunk = []
@@ -132,7 +134,7 @@ def _predict_chunk(pipe, name, columns, chunk, text_at, label_at, score, batch_s
     tokens = [[] for _ in text_at]
     for _, line, values in chunk:
         for column, at in zip(tokens, text_at):
-            words = tokenize(cell_text(values[at]))
+            words = tokenize(text_cell(name, line, columns[at], values[at]))
             if not words:
                 raise DataError(f"{name}: line {line}: the text in column {columns[at]!r} is empty")
             column.append(words)
@@ -197,11 +199,25 @@ def atomic_output(path: Path | None):
         tmp.unlink(missing_ok=True)
 
 
+def format_hint(table: Rows, suffix: str) -> str:
+    """What to say of a table read as one column in the format ``suffix`` that its name implied: the
+    ``--format`` whose delimiter its first line holds (a TSV file named .txt), else to name the format."""
+    first = next(table.rows, (0, 0, [""]))[2]
+    line = (table.columns[0] if table.header else "") + cell_text(first[0])
+    for option, delimiter, what in (("tsv", "\t", "tabs"), ("csv", ",", "commas")):
+        if delimiter in line and suffix != f".{option}":
+            return f"its first line has {what}: read it with --format {option}"
+    return f"name its format with --format ({', '.join(f.lstrip('.') for f in FORMATS)})"
+
+
 def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | None, text_column: str | None = None,
                  text_b_column: str | None = None, label_column: str | None = None, batch_size: int = BATCH,
-                 chunk_rows: int = CHUNK_ROWS, progress: bool = True) -> tuple[int, float, Score | None]:
+                 chunk_rows: int = CHUNK_ROWS, progress: bool = True,
+                 read_as: str | None = None) -> tuple[int, float, Score | None]:
     """Predict every row of an open binary input (``name`` and format ``suffix``) into ``out`` (None:
-    standard output); returns (rows, seconds, the score against ``label_column`` or None)."""
+    standard output); returns (rows, seconds, the score against ``label_column`` or None). ``read_as`` says
+    how the format was chosen where ``--format`` did not name it ("by its extension"): a column missing from
+    a file read as one column then names ``--format`` (:func:`format_hint`)."""
     if pipe.is_pair and text_b_column is None:
         raise DataError("this is a sentence-pair model: give the second text's column (--text-b-column)")
     if not pipe.is_pair and text_b_column is not None:
@@ -212,8 +228,13 @@ def predict_file(pipe: Pipeline, binary, name: str, suffix: str, out: Path | Non
     specs = [text_column, text_b_column, label_column]
     table = read_rows(name, binary, suffix, needs_header(specs))
     text_column = specs[0] or ("text" if table.header else "0")
-    at = [column_index(name, s, table.columns, table.header) if s is not None else None
-          for s in (text_column, text_b_column, label_column)]
+    try:
+        at = [column_index(name, s, table.columns, table.header) if s is not None else None
+              for s in (text_column, text_b_column, label_column)]
+    except DataError as e:
+        if read_as is None or len(table.columns) > 1:  # a format named, or one that found the columns
+            raise
+        raise DataError(f"{e} (read as {suffix.lstrip('.')}, {read_as}; {format_hint(table, suffix)})") from None
     added = output_columns(pipe)
     clash = [c for c in added if c in table.columns]
     if clash:
@@ -239,12 +260,20 @@ def main(argv: Iterable[str] | None = None) -> int:
     pipe = load(args.checkpoint, device=args.device)
     if args.input == "-":
         name, suffix, source = "<stdin>", f".{args.format or 'txt'}", nullcontext(sys.stdin.buffer)
+        read_as = "the default for standard input"
     else:
-        name, suffix = args.input, file_format(args.input, FORMATS, args.format)
-        source = open(args.input, "rb")
+        name, read_as = args.input, "by its extension"
+        try:
+            suffix = file_format(name, FORMATS, args.format)
+        except DataError as e:
+            if args.format or Path(name).suffix.lower() in FORMATS:
+                raise
+            raise DataError(f"{e}, or name its format with --format (e.g. --format tsv)") from None
+        source = open(name, "rb")
     with source as binary:
         n, seconds, score = predict_file(pipe, binary, name, suffix, args.out, args.text_column, args.text_b_column,
-                                         args.label_column, args.batch_size, progress=args.progress)
+                                         args.label_column, args.batch_size, progress=args.progress,
+                                         read_as=None if args.format else read_as)
     where = f" into {args.out}" if args.out else ""
     print(f"{counted(n, 'input')}{where} in {seconds:.1f} s ({n / max(seconds, 1e-9):,.0f}/s)"
           + (f"; {score.line()}" if score else ""), file=sys.stderr)
