@@ -38,7 +38,7 @@ for line in filter(str.strip, text.splitlines()):
     try:
         traces.append(cached_sentence(*checkpoint_args(entry), line))
     except ValueError as e:
-        st.warning(markup.markdown_label(f"{views.shorten(line, 60)!r}: {e}"))
+        st.warning(markup.markdown_label(f"{markup.quoted(views.shorten(line, 60))}: {e}"))
 # The vector choice is drawn whatever the sentences, so that it never leaves the page and comes
 # back showing a choice other than the one the chart uses.
 kinds = senses.vector_kinds(traces[0].trace) if traces else list(senses.VECTORS)
@@ -66,6 +66,6 @@ for i, p in enumerate(places):
     key = f"senses-occurrence-{i}"
     kept(key, [word, *traces[i].tokens], 0)  # another word or sentence starts from the first occurrence
     labels = [markup.markdown_label(views.occurrence_label(traces[i].tokens, position)) for position in p]
-    occurrences.append(persistent(columns[i].radio, f"Which “{markup.markdown_label(word)}” in sentence {i + 1}",
-                                  key, options=range(len(p)), format_func=labels.__getitem__))
+    which = markup.markdown_label(f"Which {markup.quoted(word)} in sentence {i + 1}")
+    occurrences.append(persistent(columns[i].radio, which, key, options=range(len(p)), format_func=labels.__getitem__))
 draw(views.word_senses(traces, views.SensesOptions(word, kind, tuple(occurrences))))

@@ -35,7 +35,7 @@ import plotly.graph_objects as go
 
 from disan.data.text import check_text
 from disan.analyses import atlas as _atlas
-from disan.render import figures, notebook, views
+from disan.render import figures, markup, notebook, views
 from disan.render import atlas as _atlas_render
 from disan.render import casestudy as _casestudy_render
 from disan.render import compare as _compare_render
@@ -77,7 +77,8 @@ def _drawn(trace, sentence: str, mode: str | int, scale: str, query: int | None)
     s = _sentence(trace, sentence)
     _needs_blocks(s)
     if not any(block.mask.any() for block in s.trace.blocks):
-        raise ValueError(f"“{s.text}” has no token that may attend another: there is no token2token attention")
+        raise ValueError(f"{markup.quoted(s.text)} has no token that may attend another: there is no token2token "
+                         "attention")
     if isinstance(mode, int):
         return s, AttentionOptions("one feature", mode, scale=scale, query=query)
     return s, AttentionOptions(mode, scale=scale, query=query)
@@ -255,7 +256,7 @@ def trace_html(result: TraceResult) -> str:
     attention as :func:`attention` draws it (or why there is none)."""
     parts = [prediction_html(result.prediction)]
     for role, s in zip(("premise", "hypothesis") if result.sentence is None else ("sentence",), result.sentences):
-        parts.append(f"<p>{role}: {html.escape(s.text)}</p>")
+        parts.append(f"<p>{role}: {markup.bdi(s.text)}</p>")
         try:
             parts.append(notebook.figure_html(attention(s)))
         except ValueError as e:  # no DiSA blocks, or a sentence of one token

@@ -123,7 +123,7 @@ def test_feature_and_token_controls(checkpoints):
     assert len(ranked) == 5 and all(label.startswith("k = ") and "mean entropy" in label for label in ranked)
     at.pills(key="_attention-query-sentence").set_value(0).run()
     assert not at.exception and "attention-query-forward" not in charts(at)
-    assert "query 0 “Families” attends to no token: it has no earlier token" in texts(at.info)
+    assert "query 0 “\u2068Families\u2069” attends to no token: it has no earlier token" in texts(at.info)
 
 
 def query_entropy(block, j: int) -> np.ndarray:
@@ -281,6 +281,16 @@ def test_html_in_the_sentence_is_never_rendered(checkpoints):
             text = " ".join(json_strings(json.loads(chart.proto.spec)))
             assert "<script>" not in text and "<img" not in text and "&lt;script&gt;" in text
     assert "Unknown words" in texts(at.caption)
+
+
+def test_right_to_left_words_are_isolated_in_the_unknown_words_caption(checkpoints):
+    # an Arabic word set among commas and quotes would take them into its direction and reorder the list
+    at = app()
+    at.sidebar.text_area[0].input("الفيلم رائع שלום").run()
+    visit(at, PAGES[0])
+    caption = next(t for t in (texts([c]) for c in at.caption) if t.startswith("Unknown words"))
+    listed = caption.split(": ", 1)[1]
+    assert listed == ", ".join(f"“\u2068{w}\u2069”" for w in sorted(["الفيلم", "رائع", "שלום"]))
 
 
 def test_two_sessions_see_their_own_sentences(checkpoints):

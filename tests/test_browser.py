@@ -126,7 +126,7 @@ def test_a_click_on_a_token_picks_the_query(url, page):
     page.locator("[data-testid='stButtonGroup'] button", has_text="carousel").first.click()
     wait_drawn(page, "forward · query 8: carousel")
     notes = texts(page, "[data-testid='stAlert']")
-    assert any("In the backward block, query 8 “carousel” attends to no token: it has no later token." in n
+    assert any("In the backward block, query 8 “\u2068carousel\u2069” attends to no token: it has no later token." in n
                for n in notes), notes
 
 

@@ -21,7 +21,7 @@ def test_a_link_sets_the_model_and_its_input():
 def test_bad_values_give_messages_and_leave_the_defaults():
     values, messages = links.read({"model": "../../etc", "text": "fine"}, KINDS, "trec")
     assert values == {"text": "fine"}
-    assert "“../../etc”, which is not a working checkpoint" in messages[0] and "showing trec" in messages[0]
+    assert "“\u2068../../etc\u2069”, which is not a working checkpoint" in messages[0] and "showing trec" in messages[0]
     values, messages = links.read({"model": "trec", "text": "word " * (MAX_TOKENS + 1)}, KINDS, "trec")
     assert values == {"checkpoint": "trec"} and f"the limit is {MAX_TOKENS}" in messages[0]
     values, messages = links.read({"text": "   "}, KINDS, "trec")
@@ -31,7 +31,8 @@ def test_bad_values_give_messages_and_leave_the_defaults():
     # a parameter of another name (a premise is a pair's text) is named in a message, never used
     values, messages = links.read({"model": "sick-e", "premise": "A man", "hypothesis": "A person"}, KINDS, "trec")
     assert values == {"checkpoint": "sick-e", "hypothesis": "A person"}
-    assert len(messages) == 1 and "“premise” is not read here" in messages[0] and "premise is its text" in messages[0]
+    assert len(messages) == 1 and "“\u2068premise\u2069” is not read here" in messages[0]
+    assert "premise is its text" in messages[0]
 
 
 @pytest.mark.quick

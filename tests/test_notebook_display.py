@@ -80,7 +80,7 @@ def test_a_pair_shows_both_sentences_and_a_relatedness_score(make_checkpoint):
     result = pipe.trace(("the man is pouring tea", "a biker"))
     page = result._repr_html_()
     assert f"relatedness score <b>{result.prediction.score:.2f}</b>" in page
-    assert "premise: the man is pouring tea" in page and "hypothesis: a biker" in page
+    assert "premise: <bdi>the man is pouring tea</bdi>" in page and "hypothesis: <bdi>a biker</bdi>" in page
     assert len(plotted(page)) == 3
 
 

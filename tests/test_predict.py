@@ -107,8 +107,8 @@ def test_a_label_column_reports_the_accuracy(make_checkpoint, tmp_path, capsys):
 def test_bad_input_is_one_line_and_leaves_no_output(case, message, make_checkpoint, tmp_path, capsys):
     ck = make_checkpoint("classify")
     source = tmp_path / "in.csv"
-    source.write_text("sentence,gold\nthe tea,negative\n" + {"empty text": ",great\n", "control character": "a\x00man,great\n"}
-                      .get(case, "a man,great\n"))
+    last = {"empty text": ",great\n", "control character": "a\x00man,great\n"}.get(case, "a man,great\n")
+    source.write_text("sentence,gold\nthe tea,negative\n" + last)
     out = tmp_path / "out.csv"
     argv = {"unknown label": ["--text-column", "sentence", "--label-column", "gold"],
             "empty text": ["--text-column", "sentence"],

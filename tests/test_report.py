@@ -135,6 +135,8 @@ def test_the_report_html_escapes_every_token_and_names_the_model(make_checkpoint
     html = report_html(pipe, result, attributed(pipe, result.sentences, steps=4))
     assert "<script>alert" not in html and "<img src=x" not in html and "<b>big</b>" not in html
     assert "&lt;script&gt;" in html and "tiny-classify" in html
+    listed = re.search(r"Unknown words \(embedded as &lt;unk&gt;\): (.*?)</p>", html).group(1).split(", ")
+    assert listed and all(re.fullmatch("“\u2068[^\u2068\u2069]+\u2069”", w) for w in listed), listed  # each isolated
     with pytest.raises(ValueError, match="hypothesis"):
         report_input(pipe, HOSTILE, "a hypothesis")
 

@@ -293,7 +293,7 @@ def test_a_query_without_keys_and_a_one_token_sentence_get_words():
     assert isinstance(drawing["attention-query-backward"], go.Figure)
     one = views.attention(sentence(text="glass"))
     assert list(one) == ["attention-none"] and not one.figures
-    assert "“glass” has 1 token, and no token may attend another" in one["attention-none"].text
+    assert "“\u2068glass\u2069” has 1 token, and no token may attend another" in one["attention-none"].text
     assert list(views.gates(sentence(text="glass")).figures) == ["gates-mean", "gates-forward", "gates-backward"]
 
 
@@ -354,6 +354,36 @@ def test_the_shaded_sentence_follows_the_feature_mode_and_its_legend_says_so(mod
     named = {"mean": "mean over features", "max": "max over features, each query's row rescaled to sum to 1",
              "one feature": "feature k = 2"}[mode]
     assert f"attention received in the forward block ({named})" in body
+
+
+class Titles(HTMLParser):
+    """The hover text (``title`` attributes) of an HTML fragment, decoded."""
+
+    def __init__(self):
+        super().__init__()
+        self.titles = []
+
+    def handle_starttag(self, tag, attrs):
+        self.titles += [value for name, value in attrs if name == "title"]
+
+
+FSI, PDI = "\u2068", "\u2069"  # Unicode's FIRST STRONG ISOLATE and POP DIRECTIONAL ISOLATE
+
+
+def test_tokens_in_prose_and_hover_text_are_isolated_for_right_to_left_scripts():
+    tokens = ["الفيلم", "رائع", "جدا", "!"]
+    s = sentence(text=" ".join(tokens))
+    parser = Titles()
+    parser.feed(views.attention(s)["attention-sentence"].body)
+    # each hover names its token isolated, so its value stays after it: "‹token›: ×1.2"
+    assert [t.split(": ")[0] for t in parser.titles] == [f"{FSI}{t}{PDI}" for t in tokens]
+    note = views.query_panel(s, "forward", views.AttentionOptions(query=0))
+    assert f"query 0 “{FSI}الفيلم{PDI}” attends to no token" in note.text
+    one = views.attention(sentence(text="مرحبا"))["attention-none"].text
+    assert one.startswith(f"“{FSI}مرحبا{PDI}” has 1 token")
+    # a token's own direction controls (an override, a stray isolate end) cannot reach out of its isolate
+    assert markup.quoted("a\u202eb\u2069c") == f"“{FSI}abc{PDI}”"
+    assert markup.bdi("<ש>\u2066") == "<bdi>&lt;ש&gt;</bdi>"
 
 
 def test_the_attention_page_and_the_analyses_quote_one_received_attention():

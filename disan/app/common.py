@@ -263,7 +263,7 @@ def show_prediction(pipe, result: TraceResult) -> None:
     chart(cols[1], views.prediction(result, 0.75 * views.FULL), "prediction-probs")
     if result.unknown:
         st.caption(markup.markdown_label("Unknown words (embedded as <unk>): "
-                                         + ", ".join(repr(t) for t in result.unknown)))
+                                         + ", ".join(markup.quoted(t) for t in result.unknown)))
 
 
 def chart(where, fig, key: str) -> None:

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from disan.data.kinds import kind_of
 from disan.data.text import check_text
+from disan.render.markup import quoted
 
 PARAMS = ("model", "text", "hypothesis", "feature")  # the query parameters a link may hold
 
@@ -35,7 +36,7 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
             values["checkpoint"] = model
         else:
             shown = model if len(model) <= 60 else model[:59] + "…"
-            messages.append(f"The link names the model “{shown}”, which is not a working checkpoint here "
+            messages.append(f"The link names the model {quoted(shown)}, which is not a working checkpoint here "
                             f"(the working ones: {', '.join(sorted(kinds)) or 'none'}); showing {default or 'none'}.")
     kind = kinds.get(values.get("checkpoint", default))
     pair = kind is not None and kind_of(kind).pairs
@@ -54,7 +55,7 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
         messages.append("The link has a hypothesis, but the model reads single sentences; it was left out.")
     unknown = [name for name in params if name not in PARAMS and not name.startswith("embed")]  # embed*: Streamlit's
     if unknown:
-        shown = ", ".join(f"“{name[:20]}”" for name in unknown[:5])
+        shown = ", ".join(quoted(name[:20]) for name in unknown[:5])
         messages.append(f"The link's {shown} {'is' if len(unknown) == 1 else 'are'} not read here and "
                         f"{'was' if len(unknown) == 1 else 'were'} left out: a link reads {', '.join(PARAMS)} "
                         f"(a pair's premise is its text).")
@@ -63,7 +64,7 @@ def read(params: Mapping[str, str], kinds: Mapping[str, str], default: str | Non
         if feature.isascii() and feature.isdigit():
             values.update({"attention-mode": "one feature", "attention-k": int(feature)})
         else:
-            messages.append(f"The link's feature “{feature[:20]}” is not a feature number; showing the default.")
+            messages.append(f"The link's feature {quoted(feature[:20])} is not a feature number; showing the default.")
     return values, messages
 
 

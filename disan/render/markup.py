@@ -1,9 +1,12 @@
-"""Tokens as Streamlit shows them outside figures: labels for widgets that read Markdown, stop words, and
-the sentence shaded token by token (as Ecco does), as HTML.
+"""Tokens as Streamlit shows them outside figures: labels for widgets that read Markdown, tokens quoted in
+prose, stop words, and the sentence shaded token by token (as Ecco does), as HTML.
 
 Tokens are untrusted text. Widget labels (``st.pills`` and the like) interpret Markdown, so
 :func:`markdown_label` backslash-escapes every ASCII punctuation mark; the HTML of
-:func:`shaded_sentence` is built from escaped text only, with colours and numbers computed here.
+:func:`shaded_sentence` is built from escaped text only, with colours and numbers computed here. A token
+may be written right to left (Arabic, Hebrew): set among other words it would take the commas, quotes and
+numbers beside it into its own direction and jumble the line ("Unknown words: “…”, “…”"), so a token quoted
+in prose is isolated (:func:`isolated`, :func:`quoted`, :func:`bdi`).
 """
 from __future__ import annotations
 
@@ -27,6 +30,30 @@ _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation mark,
 def markdown_label(text: str) -> str:
     """``text`` as a Markdown widget label that shows it literally (no emphasis, links, HTML, math or directives)."""
     return _PUNCTUATION.sub(r"\\\1", str(text))
+
+
+# FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE (Unicode's bidirectional algorithm): what is between them takes
+# its direction from its own first letter, and the text around it keeps its order as if it were one neutral mark
+FSI, PDI = "\u2068", "\u2069"
+# the explicit direction controls (embeddings, overrides, isolates): one inside a token would reach past the
+# isolate around it (a stray PDI ends it early), and none shows anything
+_DIRECTION_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def isolated(text) -> str:
+    """Text set among other words in plain text (a caption, a note, a message, hover text), whatever direction
+    it is written in: between :data:`FSI` and :data:`PDI`, without direction controls of its own."""
+    return f"{FSI}{_DIRECTION_CONTROLS.sub('', str(text))}{PDI}"
+
+
+def quoted(text) -> str:
+    """A token (or a sentence) quoted in plain-text or Markdown prose: “text”, :func:`isolated`."""
+    return f"“{isolated(text)}”"
+
+
+def bdi(text) -> str:
+    """Text set in HTML prose: escaped, in a ``<bdi>`` element, which isolates it as :func:`isolated` does."""
+    return f"<bdi>{html.escape(_DIRECTION_CONTROLS.sub('', str(text)))}</bdi>"
 
 
 def token_labels(tokens: Sequence[str]) -> list[str]:
@@ -91,7 +118,7 @@ def shaded_sentence(tokens: Sequence[str], shading: Shading) -> str:
     colours = sample_colorscale(DIVERGING, list((np.nan_to_num(positions) + 1) / 2))  # one call: it is slow
     spans = []
     for token, value, pos, colour in zip(tokens, np.asarray(shading.values, dtype=float), positions, colours):
-        label = html.escape(f"{token}: {shading.text(value)}", quote=True)
+        label = html.escape(f"{isolated(token)}: {shading.text(value)}", quote=True)  # the hover text
         if np.isnan(pos):
             style = f"border:1px dashed {MASKED_BG}"
         else:

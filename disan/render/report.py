@@ -15,7 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from disan.render import views
+from disan.render import markup, views
 from disan.render.attribution import drawing, followed
 from disan.render.kinds import look_of
 
@@ -85,7 +85,8 @@ def report_html(pipe, result, explained) -> str:
     for label, sentence in zip(look_of(pipe.kind).sentences, result.sentences):
         page.paragraph(f"{label}: {sentence.text}")
     if result.unknown:
-        page.paragraph("Unknown words (embedded as <unk>): " + ", ".join(result.unknown), "muted")
+        page.paragraph("Unknown words (embedded as <unk>): " + ", ".join(markup.quoted(t) for t in result.unknown),
+                       "muted")
     page.heading(f"Prediction: {result.prediction.label}")
     page.figure(views.prediction(result))
     for label, sentence in zip(look_of(pipe.kind).sentences, result.sentences):
@@ -98,7 +99,7 @@ def report_html(pipe, result, explained) -> str:
                 page.drawing(view.draw(sentence, view.options()))
             else:
                 page.paragraph(f"The {pipe.model.cfg.encoder} encoder has no {view.lacking}.", "muted")
-    page.heading(f"Attribution to “{followed(attr, pipe.kind)}”")
+    page.heading(f"Attribution to {markup.quoted(followed(attr, pipe.kind))}")
     page.paragraph(f"Integrated gradients ({attr.steps} steps, zero word vectors as the baseline): f(x) = "
                    f"{attr.value:.4f}, f(baseline) = {attr.baseline:.4f}, the attributions sum to within "
                    f"{abs(attr.completeness_gap):.2%} of the difference.", "muted")

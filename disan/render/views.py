@@ -451,7 +451,7 @@ def query_panel(sentence: SentenceTrace, block: str | None = None,
     k = [x.name for x in a.blocks].index(b.name)
     j, tokens = a.query, sentence.tokens
     if not a.masks[k][j].any():
-        return Note(f"In the {b.name} block, query {j} “{tokens[j]}” attends to no token: "
+        return Note(f"In the {b.name} block, query {j} {markup.quoted(tokens[j])} attends to no token: "
                     f"{_NO_KEY.get(b.direction, 'it may attend no token')}.")
     features = query_features(b, j)
     fig = figures.query_view(a.probs[k], j, tokens, a.masks[k], features, scale=options.scale, window=a.window,
@@ -495,8 +495,8 @@ def attention(sentence: SentenceTrace, options: AttentionOptions = AttentionOpti
     n = len(tokens)
     if not any(np.asarray(block.mask).any() for block in tr.blocks):
         return Drawing([Row({"attention-none": Note(
-            f"“{shorten(sentence.text)}” has {n} token{'s' if n != 1 else ''}, and no token may attend another: "
-            f"a DiSA block never lets a token attend to itself (the forward block attends to earlier tokens, "
+            f"{markup.quoted(shorten(sentence.text))} has {n} token{'s' if n != 1 else ''}, and no token may attend "
+            f"another: a DiSA block never lets a token attend to itself (the forward block attends to earlier tokens, "
             f"the backward block to later ones). So there is no token2token attention to show; each block's "
             f"output is u = F ⊙ h, since its attention output s is 0. Type a longer sentence, or see the "
             f"Fusion gates and Source2token pages.")})])
