@@ -51,7 +51,7 @@ from disan.analyses import faithfulness as _faithfulness
 from disan.analyses import stats as _stats
 from disan.render.report import report_html, report_input
 from disan.render.views import AttentionOptions
-from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, SentenceTrace, TraceResult
+from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, Predictions, SentenceTrace, TraceResult
 
 
 def _sentence(trace, sentence: str = "premise") -> SentenceTrace:
@@ -264,4 +264,4 @@ def trace_html(result: TraceResult) -> str:
     return "<div>" + "".join(parts) + "</div>"
 
 
-NOTEBOOK_HTML.update({Prediction: prediction_html, TraceResult: trace_html})
+NOTEBOOK_HTML.update({Prediction: prediction_html, Predictions: notebook.predictions_html, TraceResult: trace_html})

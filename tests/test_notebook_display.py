@@ -5,8 +5,10 @@ The README's notebook block runs cell by cell in a real kernel, and plotly.js tr
 import ast
 import base64
 import html
+import importlib.util
 import json
 import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +19,7 @@ import pytest
 import disan
 from disan.render import notebook, views
 from disan.inspect.pipeline import Prediction
-from tests.test_readme import BLOCKS
+from tests.test_readme import BLOCKS, EXAMPLES, OPTIONAL
 
 ROOT = Path(__file__).resolve().parent.parent
 PLOTLY_JS = re.compile(r"\* plotly\.js v\d")  # the header of the plotly.js bundle
@@ -143,6 +145,82 @@ def test_the_readme_notebook_block_shows_every_result_in_a_kernel():
     assert len(drawn) >= 2  # plotly.js in the first figure only: the others must do without it
     assert PLOTLY_JS.search(drawn[0]) and not any(PLOTLY_JS.search(page) for page in drawn[1:])
     assert not any(re.search(r"<script[^>]*src=", page) for page in shown)  # no script from elsewhere
+
+
+PLAIN_LIMIT = 2_000  # the most characters a cell may show as plain text alone (a page of a notebook)
+
+
+def shown_alone(output) -> str | None:
+    """The text an output shows when it has nothing richer than plain text (a stream, or a value with no HTML)."""
+    if output["output_type"] == "stream":
+        return output["text"]
+    if output["output_type"] in ("execute_result", "display_data") and set(output["data"]) == {"text/plain"}:
+        return output["data"]["text/plain"]
+    return None
+
+
+def test_every_cell_of_the_notebook_page_shows_compactly_in_a_kernel():
+    nbclient, nbformat = pytest.importorskip("nbclient"), pytest.importorskip("nbformat")
+    blocks = [block for page, block in EXAMPLES if page == "docs/notebook.md"
+              and not any(re.search(rf"^\s*(from|import) {name}\b", block, re.M) and importlib.util.find_spec(name) is None
+                          for name in OPTIONAL)]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for block in blocks for c in cells(block)])
+    nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(ROOT)}}).execute()  # raises if a cell fails
+    plain = {cell.source: [t for o in cell.outputs if (t := shown_alone(o)) is not None] for cell in nb.cells}
+    long = {source: [len(t) for t in shown] for source, shown in plain.items() if any(len(t) > PLAIN_LIMIT for t in shown)}
+    assert not long, long  # a tensor, a trace or a list printed whole runs to thousands of lines
+
+    def outputs(start: str) -> list[dict]:
+        return next(cell.outputs for cell in nb.cells if cell.source.startswith(start))
+
+    # a list of predictions is a table; a block's trace and the list of blocks name their tensors by shape
+    predicted = [o["data"] for o in outputs('pipe.predict(["A gorgeous, witty film"])') if "data" in o]
+    assert any("<table" in d.get("text/html", "") and "p_very positive" in d["text/html"] for d in predicted)
+    block = plain['t.backward                                     # the same for the backward block'][0]
+    assert block.startswith("DirectionTrace(name='backward'") and "probs=Tensor(5, 5, 300)" in block
+    blocks_shown = plain[next(s for s in plain if s.startswith("trace.blocks"))][0]
+    assert blocks_shown.count("DirectionTrace(") == 2 and "mask=Tensor(2, 7, 7, bool)" in blocks_shown
+
+
+def table_cells(page: str) -> list[list[str]]:
+    """The text of each cell of each row of an HTML table (headers included)."""
+    rows = []
+
+    class Cells(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "tr":
+                rows.append([])
+            elif tag in ("td", "th"):
+                rows[-1].append("")
+
+        def handle_data(self, data):
+            if rows and rows[-1]:
+                rows[-1][-1] += data.strip()
+
+    Cells().feed(page)
+    return rows
+
+
+@pytest.mark.quick
+def test_a_list_of_predictions_is_a_table_and_a_trace_its_shapes(make_checkpoint):
+    pipe = disan.load(make_checkpoint("classify"))
+    texts = [f"the man is pouring tea {i}" for i in range(12)]
+    predictions = pipe.predict(texts)
+    header, _, *rows = table_cells(predictions._repr_html_())  # the columns, the index's name, a row per input
+    assert header == ["", "prediction", *(f"p_{label}" for label in pipe.labels)]
+    assert [row[1] for row in rows] == [p.label for p in predictions]
+    np.testing.assert_allclose([[float(v) for v in row[2:]] for row in rows],
+                               [list(p.probs.values()) for p in predictions], atol=5e-4)
+    shown = repr(predictions)  # a console: the first few, and how many there are
+    assert shown.count("Prediction(") < len(texts) and shown.endswith(f"({len(texts)} predictions)]")
+    assert repr(predictions[:3]) == "[" + ", ".join(map(repr, predictions[:3])) + "]"  # a slice is a plain list
+    result = pipe.trace("the man is pouring tea")
+    n, sentence = len(result.sentence.tokens), repr(result.sentence)
+    assert "the man is pouring tea" in sentence and f"{n} tokens" in sentence
+    assert f"probs=Tensor({n}, {n}, " in sentence and "tensor(" not in repr(result) and len(repr(result)) < PLAIN_LIMIT
+    scored = disan.load(make_checkpoint("relatedness")).predict([("a man", "a person")])
+    assert table_cells(scored._repr_html_())[0][1] == "score"
 
 
 @pytest.mark.quick

@@ -20,8 +20,10 @@ from disan.nn.heads import TextModel, paper_parameters
 from disan.nn.hooks import HookPoint, hook_points, this_thread
 from disan.nn.model import EncoderTrace
 
-# How a prediction or a trace shows itself in Jupyter: {class: function returning HTML}. The figures live
-# above this layer, so disan.viz fills it in when it is imported (disan.load imports it).
+SHOWN_LABELS = 8  # the classes a Pipeline's or a Prediction's repr names
+
+# How a prediction, a list of them or a trace shows itself in Jupyter: {class: function returning HTML}. The
+# figures and tables live above this layer, so disan.viz fills it in when it is imported (disan.load imports it).
 NOTEBOOK_HTML: dict[type, Callable[[object], str]] = {}
 
 
@@ -38,8 +40,36 @@ class Prediction:
     probs: dict[str, float]     # class (or score level) -> probability
     score: float | None = None  # relatedness only: the expected score
 
+    def __repr__(self) -> str:
+        """The label, the probabilities to 4 decimals (of the first :data:`SHOWN_LABELS` classes; a user's
+        own data may have many) and the score."""
+        shown = [f"{label!r}: {p:.4f}" for label, p in list(self.probs.items())[:SHOWN_LABELS]]
+        more = [f"… {len(self.probs) - SHOWN_LABELS} more"] if len(self.probs) > SHOWN_LABELS else []
+        return f"Prediction(label={self.label!r}, probs={{{', '.join(shown + more)}}}, score={self.score!r})"
+
     def _repr_html_(self) -> str | None:
         return notebook_html(self)
+
+
+SHOWN_PREDICTIONS = 5  # the predictions a list's repr writes out (each takes a line or two)
+
+
+class Predictions(list):
+    """What :meth:`Pipeline.predict` returns: a list of :class:`Prediction`, one per input, which Jupyter shows
+    as a table (the predicted class and every class probability, a row per input) and a console as its
+    first :data:`SHOWN_PREDICTIONS` and how many there are."""
+
+    def __repr__(self) -> str:
+        if len(self) <= SHOWN_PREDICTIONS:
+            return super().__repr__()
+        shown = ", ".join(map(repr, self[:SHOWN_PREDICTIONS]))
+        return f"[{shown}, … {len(self) - SHOWN_PREDICTIONS:,} more ({len(self):,} predictions)]"
+
+    def _repr_html_(self) -> str | None:
+        return notebook_html(self)
+
+
+SHOWN_CHARACTERS = 60  # the start of a sentence that a trace's repr quotes
 
 
 @dataclass
@@ -55,6 +85,13 @@ class SentenceTrace:
     def unknown(self) -> list[str]:
         """The tokens the vocabulary lacks (embedded as <unk>)."""
         return [t for t, i in zip(self.tokens, self.ids) if i == UNK_ID]
+
+    def __repr__(self) -> str:
+        """The sentence (its start), its counts of tokens and unknown words, the model and the trace's tensors
+        by shape (:func:`disan.nn.model.shapes_repr`), not the numbers, which run to thousands of lines."""
+        text = self.text if len(self.text) <= SHOWN_CHARACTERS else self.text[:SHOWN_CHARACTERS - 1] + "…"
+        return (f"SentenceTrace({text!r}: {len(self.tokens)} tokens, {len(self.unknown)} unknown; "
+                f"model={self.model!r}, trace={self.trace!r})")
 
 
 @dataclass
@@ -124,7 +161,6 @@ class Site:
     side: str   # "sentence"; for a pair model "premise" or "hypothesis" (one encoder reads both, in turn)
 
 
-SHOWN_LABELS = 8  # the classes a Pipeline's repr names
 
 
 class Pipeline:
@@ -261,11 +297,11 @@ class Pipeline:
             out[idx] = self.model(*(self.ids([c[i] for i in idx]) for c in columns)).float().cpu()
         return out
 
-    def predict(self, texts, batch_size: int = 64) -> list[Prediction]:
+    def predict(self, texts, batch_size: int = 64) -> Predictions:
         """A prediction for each input of a list: texts, or (premise, hypothesis) tuples for a pair model,
-        in the inputs' order. Inputs are checked as :func:`disan.data.text.check_text` says (ValueError
-        with the reason), then run as :meth:`logits` says."""
-        return [self.prediction(row) for row in self.logits(self._inputs(texts), batch_size)]
+        in the inputs' order (a :class:`Predictions`: in Jupyter, a table). Inputs are checked as
+        :func:`disan.data.text.check_text` says (ValueError with the reason), then run as :meth:`logits` says."""
+        return Predictions(self.prediction(row) for row in self.logits(self._inputs(texts), batch_size))
 
     @torch.no_grad()
     def trace_sentence(self, text: str) -> SentenceTrace:
@@ -292,11 +328,11 @@ class Pipeline:
         return torch.cat(parts)
 
     @torch.no_grad()
-    def predict_encodings(self, *encodings: torch.Tensor) -> list[Prediction]:
+    def predict_encodings(self, *encodings: torch.Tensor) -> Predictions:
         """Predictions from sentence encodings (B, d_out): one tensor for a sentence model, premise and
         hypothesis encodings for a pair model."""
         logits = self.model.head(*(e.to(self.device) for e in encodings)).cpu()
-        return [self.prediction(row) for row in logits]
+        return Predictions(self.prediction(row) for row in logits)
 
     def texts(self, text) -> list[str]:
         """The sentences of one input: ``[text]``, or ``[premise, hypothesis]`` for a pair model."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
@@ -71,6 +71,22 @@ class DiSANConfig:
             raise ValueError("d_e and d_h must be positive")
 
 
+def shapes_repr(trace) -> str:
+    """A trace as a notebook or a console shows it: each tensor by its shape, and its dtype where it is not
+    float32 ("h=Tensor(5, 300)", "mask=Tensor(5, 5, bool)"), the other fields as ``repr`` writes them. The
+    numbers themselves would run to thousands of lines (a block of a 5-token sentence: 3,000 characters)."""
+    parts = []
+    for f in fields(trace):
+        value = getattr(trace, f.name)
+        if isinstance(value, torch.Tensor):
+            dtype = [] if value.dtype == torch.float32 else [str(value.dtype).removeprefix("torch.")]
+            value = f"Tensor({', '.join(map(str, [*value.shape, *dtype]))})"
+        else:
+            value = repr(value)
+        parts.append(f"{f.name}={value}")
+    return f"{type(trace).__name__}({', '.join(parts)})"
+
+
 @dataclass
 class DirectionTrace:
     """What one DiSA block computed. Batched (B, ...) from the encoder; one sentence after ``[b]``."""
@@ -84,11 +100,15 @@ class DirectionTrace:
     u: torch.Tensor      # (B, n, d_h)      u = F * h + (1 - F) * s
     mask: torch.Tensor   # (B, n, n) bool   mask[j, i]: query j may attend token i (padding included)
 
+    __repr__ = shapes_repr
+
 
 @dataclass
 class Source2TokenTrace:
     """What source2token attention computed."""
     probs: torch.Tensor  # (B, n, d): per-feature probability of every token
+
+    __repr__ = shapes_repr
 
 
 @dataclass
@@ -98,6 +118,8 @@ class EncoderTrace:
     source2token: Source2TokenTrace | None
     encoding: torch.Tensor  # (B, d_out)
     lengths: torch.Tensor   # (B,)
+
+    __repr__ = shapes_repr
 
     @property
     def forward(self) -> DirectionTrace | None:

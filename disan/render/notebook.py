@@ -1,12 +1,13 @@
 """How the explorer's results show themselves in Jupyter: as HTML beside plotly's own output, so that a
 notebook exported or rendered statically (nbconvert, a notebook viewer), which does not run plotly's
-renderer, shows the figures too.
+renderer, shows the figures too; a list of predictions as a table.
 
 plotly.js travels once per kernel: inline in the first HTML output that draws a figure, then taken from
 the page (``window.Plotly``) by every later one; never from a CDN, so a notebook works offline.
 """
 from __future__ import annotations
 
+import pandas as pd
 import plotly.graph_objects as go
 
 _plotly_js_sent = False  # whether an HTML output of this kernel already carried plotly.js
@@ -35,3 +36,18 @@ class Figure(go.Figure):
         if "text/html" not in bundle:  # a renderer that already gives HTML (Colab, VS Code) keeps its own
             bundle["text/html"] = figure_html(self)
         return bundle
+
+
+def predictions_table(predictions) -> pd.DataFrame:
+    """Predictions (each with ``label``, ``probs`` and ``score``), a row per input: the predicted class (for
+    relatedness the expected score), then the probability of every class (score level) as ``p_<label>``, the
+    columns ``disan predict`` writes."""
+    rows = [{**({"prediction": p.label} if p.score is None else {"score": p.score}),
+             **{f"p_{label}": v for label, v in p.probs.items()}} for p in predictions]
+    return pd.DataFrame(rows).rename_axis("input")
+
+
+def predictions_html(predictions) -> str:
+    """A list of predictions as Jupyter shows it: :func:`predictions_table` to 3 decimals, cut by pandas to
+    its ``display.max_rows`` when long."""
+    return predictions_table(predictions).round(3)._repr_html_()
