@@ -170,9 +170,7 @@ def job_view() -> None:
         left = progress.remaining_seconds(p, job.config.epochs, job.history) if job.active else None
         eta = (f"; about {progress.duration(left)} left in the run (less if it stops early)" if left is not None
                else "; estimating the time left…" if job.active else "")
-        acc = f", accuracy {p['accuracy']:.3f}" if p.get("accuracy") is not None else ""
-        st.progress(job.fraction(), text=f"epoch {p['epoch']}/{job.config.epochs}, step {p['step']}/{p['steps']}, "
-                                         f"loss {p['loss']:.4f}{acc}{eta}")
+        st.progress(job.fraction(), text=progress.step_line(p, job.config.epochs) + eta)
     elif job.active:
         st.progress(0.0, text="loading data and word vectors…")
     if job.active and st.button("Stop", key="train-stop", help="ends after this step and keeps the best checkpoint"):

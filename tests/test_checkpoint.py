@@ -191,6 +191,8 @@ def test_listing_and_loading_agree_about_metrics(make_checkpoint):
 def test_a_whole_checkpoint_is_listed_with_what_it_is(make_checkpoint):
     entry = listed(make_checkpoint("pair"))
     assert entry.ok and (entry.kind, entry.encoder, entry.headline) == ("pair", "disan", "test accuracy 0.500")
+    # the picker's short label keeps the split: the Training page beside it shows train and dev figures
+    assert entry.short_label == f"{entry.name} — test acc. 0.500"
 
 
 def test_a_run_still_training_is_listed_with_its_dev_figure_so_far(make_checkpoint):

@@ -28,6 +28,14 @@ def test_the_remaining_time_waits_for_measured_steps():
         63 * 0.2 + 14)
 
 
+def test_a_steps_figures_are_named_as_the_training_batches():
+    step = {"epoch": 2, "step": 30, "steps": 100, "eta": 70.0, "loss": 0.51234, "accuracy": 0.8514}
+    line = progress.step_line(step, 5)
+    assert line == "epoch 2/5, step 30/100, train loss 0.5123, train accuracy 0.851"
+    # a relatedness model has no accuracy: the loss alone, named as well
+    assert progress.step_line({**step, "accuracy": None}, 5).endswith(", train loss 0.5123")
+
+
 def test_durations_read_as_people_say_them():
     assert [progress.duration(s) for s in (4.4, 200, 3900)] == ["4 s", "3 min 20 s", "1 h 05 min"]
 

@@ -93,6 +93,7 @@ def test_the_timeline_grows_and_the_whole_run_has_an_eta_while_it_runs(ckdir):
     assert "Attention timeline" in texts(at.subheader)
     bar = at.get("progress")[0].text
     assert "/200" in bar and "left in the run" in bar, bar
+    assert "train loss" in bar and "train accuracy" in bar  # beside the sidebar's test figures: named as training
     at.button(key="train-stop").click().run()
     wait(at, lambda a: "stopped" in status(a) or "done" in status(a) or "failed" in status(a))
 

@@ -1,5 +1,5 @@
-"""What the Training and Models pages say about a run: its remaining time, its curves' metrics, its test
-figures as a table. Pure functions of the job's progress events and metrics (see disan.training.jobs)."""
+"""What the Training and Models pages say about a run: its progress in words, its remaining time, its curves'
+metrics, its test figures as a table. Pure functions of the job's progress events and metrics (see disan.training.jobs)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -10,6 +10,15 @@ import pandas as pd
 def curve_keys(history: Sequence[Mapping]) -> list[str]:
     """The per-epoch metrics worth a curve: the train_ and dev_ figures (not the dev set's size)."""
     return [k for k in (history[0] if history else {}) if k.startswith(("dev_", "train_")) and k != "dev_n"]
+
+
+def step_line(progress: Mapping, epochs: int) -> str:
+    """A training step's progress in words: the epoch and step, and the loss and accuracy (not for relatedness) of
+    this epoch's training batches so far, named as training figures ("train accuracy 0.851"): the sidebar beside
+    it shows the model's test figure, and a bare "accuracy" would read as that one."""
+    accuracy = f", train accuracy {progress['accuracy']:.3f}" if progress.get("accuracy") is not None else ""
+    return (f"epoch {progress['epoch']}/{epochs}, step {progress['step']}/{progress['steps']}, "
+            f"train loss {progress['loss']:.4f}{accuracy}")
 
 
 def remaining_seconds(progress: Mapping, epochs: int, history: Sequence[Mapping] = ()) -> float | None:

@@ -61,14 +61,15 @@ class Entry:
     @property
     def short_label(self) -> str:
         """The label cut to what a narrow picker shows whole: the name, the encoder where it is not DiSAN, and
-        the headline figure without "test", or "training" for a run that has not ended (:attr:`label` says all of it)."""
+        the headline figure ("test acc. 0.912": named as the test split's, since pages beside the picker show
+        training and dev figures), or "training" for a run that has not ended (:attr:`label` says all of it)."""
         if not self.ok:
             return f"{self.name} — broken"
         parts = [self.encoder] if self.encoder != "disan" else []
         if self.headline.startswith(TRAINING):
             parts.append(TRAINING)  # a run still training: its dev figure so far is in the label
         elif self.headline:
-            parts.append(self.headline.removeprefix("test ").replace("accuracy", "acc."))
+            parts.append(self.headline.replace("accuracy", "acc."))
         return f"{self.name} — " + ", ".join(parts) if parts else self.name
 
 
