@@ -8,8 +8,9 @@ if __name__ == "__main__":
     EARLY = early.start()
 
 from disan.app import links  # noqa: E402
-from disan.app.common import (SENTENCE_HELP, default_checkpoint, entries, persistent, reads_pairs,  # noqa: E402
-                              use_app_threads)
+from disan.app.traces import SENTENCE_HELP  # noqa: E402
+from disan.app.models import default_checkpoint, entries, reads_pairs, use_app_threads
+from disan.app.widgets import persistent
 from disan.render import markup  # noqa: E402
 from disan.render.views import PRESET_PAIR, PRESET_SENTENCE  # noqa: E402
 

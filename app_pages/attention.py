@@ -7,17 +7,9 @@ highlighted is always the query the figures draw.
 """
 import streamlit as st
 
-from disan.app.common import (
-    downloads,
-    draw,
-    drawing_width,
-    kept,
-    page_sentences,
-    persistent,
-    setting,
-    side_by_side,
-    token_window,
-)
+from disan.app.drawing import downloads, draw
+from disan.app.opening import drawing_width, page_sentences, side_by_side
+from disan.app.widgets import kept, persistent, setting, token_window
 from disan.render import markup, views
 
 st.header("Token2token attention")

@@ -3,7 +3,9 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import runner
-from disan.app.common import checkpoint_args, draw, open_input
+from disan.app.models import checkpoint_args
+from disan.app.drawing import draw
+from disan.app.opening import open_input
 from disan.analyses import attribution
 from disan.render.attribution import corpus_drawing, drawing
 

@@ -3,7 +3,8 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import runner
-from disan.app.common import checkpoint_args, current_checkpoint, draw
+from disan.app.models import checkpoint_args, current_checkpoint
+from disan.app.drawing import draw
 from disan.render import casestudy as case_render
 from disan.render import views
 from disan.analyses import casestudy, corpus

@@ -1,15 +1,10 @@
 """Two checkpoints on one sentence: predictions, attention on one scale, and their difference."""
 import streamlit as st
 
-from disan.app.common import (
-    current_input,
-    current_pipeline,
-    draw,
-    entries,
-    reads_pairs,
-    run_trace,
-    token_window,
-)
+from disan.app.traces import current_input, run_trace
+from disan.app.models import current_pipeline, entries, reads_pairs
+from disan.app.drawing import draw
+from disan.app.widgets import token_window
 from disan.render import compare as compare_render
 from disan.render import views
 from disan.analyses import compare

@@ -3,7 +3,9 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import runner
-from disan.app.common import checkpoint_args, current_checkpoint, draw, open_in_attention
+from disan.app.models import checkpoint_args, current_checkpoint
+from disan.app.drawing import draw
+from disan.app.traces import open_in_attention
 from disan.analyses import corpus, stats
 from disan.inspect import senses
 from disan.render import corpus as corpus_render

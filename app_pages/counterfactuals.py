@@ -1,7 +1,9 @@
 """Edit the sentence, drop each token, or forbid attention edges, and see what changes."""
 import streamlit as st
 
-from disan.app.common import draw, open_input, token_window
+from disan.app.drawing import draw
+from disan.app.opening import open_input
+from disan.app.widgets import token_window
 from disan.render import counterfactual as cf_render
 from disan.render import views
 from disan.analyses import counterfactual as cf

@@ -4,7 +4,9 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import runner
-from disan.app.common import checkpoint_args, current_checkpoint, draw, persistent, reads_pairs
+from disan.app.models import checkpoint_args, current_checkpoint, reads_pairs
+from disan.app.drawing import draw
+from disan.app.widgets import persistent
 from disan.analyses import explainers, faithfulness
 from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing
 from disan.render.kinds import look_of

@@ -3,7 +3,8 @@ import streamlit as st
 
 from disan.app import analyses as glue
 from disan.app import links, runner
-from disan.app.common import checkpoint_args, current_checkpoint, draw, entry_pipeline
+from disan.app.models import checkpoint_args, current_checkpoint, entry_pipeline
+from disan.app.drawing import draw
 from disan.analyses import atlas
 from disan.analyses import corpus
 from disan.render import atlas as atlas_render

@@ -2,7 +2,8 @@
 import streamlit as st
 
 from disan.app import progress
-from disan.app.common import chart, entries
+from disan.app.drawing import chart
+from disan.app.models import entries
 from disan.inspect import catalog
 from disan.render import figures
 

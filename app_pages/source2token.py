@@ -1,7 +1,7 @@
 """Multi-dimensional source2token attention: which tokens make up the sentence encoding, per feature."""
 import streamlit as st
 
-from disan.app.common import view_page
+from disan.app.opening import view_page
 
 st.header("Source2token attention")
 st.caption("s = Σ_i P_i ⊙ x_i: every feature of the sentence encoding has its own distribution over tokens.")

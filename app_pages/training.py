@@ -5,7 +5,9 @@ import streamlit as st
 
 from disan.app import progress
 from disan.app import training as glue
-from disan.app.common import benchmark_label, chart, entries, kept, stamp
+from disan.app.models import benchmark_label, entries, stamp
+from disan.app.drawing import chart
+from disan.app.widgets import kept
 from disan.inspect import catalog
 from disan.render import figures
 

@@ -1,14 +1,10 @@
 """The same word in two or more contexts: its attention vectors one above the other (the paper's Fig. 6)."""
 import streamlit as st
 
-from disan.app.common import (
-    cached_sentence,
-    checkpoint_args,
-    current_pipeline,
-    draw,
-    kept,
-    persistent,
-)
+from disan.app.traces import cached_sentence
+from disan.app.models import checkpoint_args, current_pipeline
+from disan.app.drawing import draw
+from disan.app.widgets import kept, persistent
 from disan.render import markup, views
 from disan.inspect import senses
 

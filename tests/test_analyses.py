@@ -735,6 +735,6 @@ def test_the_analysis_bench_times_a_fresh_servers_start_without_spacy():
     from disan.tools.analysis_bench import startup_rows
     rows = startup_rows("trec", repeats=1)
     assert [name for name, _ in rows] == [
-        "importing disan.app.common and disan.app.analyses (spaCy imported: False)",
+        "importing disan.app.opening and disan.app.analyses (spaCy imported: False)",
         "reading trec's train, dev, test", "reading trec's test"]
     assert all(cpu >= 0 for _, cpu in rows)

@@ -15,8 +15,8 @@ import tomllib
 from streamlit.testing.v1 import AppTest
 
 import disan
-from disan.app import common
-from disan.app.common import TABLE_PX, column_widths
+from disan.app import traces
+from disan.app.drawing import TABLE_PX, column_widths
 from disan.data.text import MAX_TOKENS, check_text
 from disan.store import diskcache
 from disan.render import views
@@ -549,14 +549,14 @@ def test_a_restarted_server_traces_a_sentence_it_has_traced_before_without_spacy
 def test_kept_tokens_follow_the_tokenizer_and_a_refused_text_is_not_kept(monkeypatch, tmp_path):
     monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
     tokenised = []
-    monkeypatch.setattr(common, "check_text", lambda text: tokenised.append(text) or check_text(text))
-    assert common.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
-    assert common.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
+    monkeypatch.setattr(traces, "check_text", lambda text: tokenised.append(text) or check_text(text))
+    assert traces.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
+    assert traces.sentence_tokens("The glass, broken.") == ["The", "glass", ",", "broken", "."]
     assert tokenised == ["The glass, broken."]  # the second from disk
-    monkeypatch.setattr(common, "tokenizer_version", lambda: "spacy 0.0")  # another spaCy: tokenised afresh
-    common.sentence_tokens("The glass, broken.")
+    monkeypatch.setattr(traces, "tokenizer_version", lambda: "spacy 0.0")  # another spaCy: tokenised afresh
+    traces.sentence_tokens("The glass, broken.")
     assert tokenised == ["The glass, broken."] * 2
     for _ in range(2):
         with pytest.raises(ValueError, match="empty"):
-            common.sentence_tokens("   ")
+            traces.sentence_tokens("   ")
     assert tokenised[2:] == ["   "] * 2

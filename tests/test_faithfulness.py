@@ -470,7 +470,7 @@ def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, mo
 def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation(tmp_path, monkeypatch):
     import streamlit as st
 
-    from disan.app import common, runner
+    from disan.app import models, runner
     from disan.store import diskcache
     from disan.analyses import corpus
     from disan.inspect.pipeline import load
@@ -497,7 +497,7 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
     again = app(**{"faith-n": n})
     st.cache_resource.clear()  # the first page of the session loaded the model
-    monkeypatch.setattr(common, "load", lambda *a, **k: pytest.fail("the model loaded after a restart"))
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model loaded after a restart"))
     visit(again, "app_pages/faithfulness.py")
     assert again.dataframe[0].value.equals(table) and list(charts(again)) == list(drawn)
     for key_, chart in drawn.items():

@@ -173,7 +173,7 @@ def test_the_pages_import_and_classify_words_without_spacy_whose_stop_words_they
     from pathlib import Path
 
     code = ("import sys\n"
-            "import disan.app.common, disan.app.analyses, disan.render.views, disan.render.markup\n"
+            "import disan.app.opening, disan.app.analyses, disan.render.views, disan.render.markup\n"
             "print('spacy' in sys.modules, 'sklearn' in sys.modules)\n"
             "from disan.inspect.measures import is_stop_word, word_class\n"
             "print(word_class('The'), 'spacy' in sys.modules)\n"

@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 
 import disan
-from disan.app import common
+from disan.app import models as app_models
 from disan.analyses import atlas, progressive
 from disan.analyses import attribution, casestudy, corpus
 from disan.render import atlas as atlas_render
@@ -133,7 +133,7 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *a, **k: pytest.fail("computed again after a restart"))
     loads = []
-    monkeypatch.setattr(common, "load", lambda path, load=common.load: loads.append(path) or load(path))
+    monkeypatch.setattr(app_models, "load", lambda path, load=app_models.load: loads.append(path) or load(path))
     again = app()
     for page in (PAGES["case"], PAGES["corpus"], "app_pages/feature_atlas.py", PAGES["attribution"]):
         st.cache_resource.clear()  # no model in memory (the first page of the session loaded one)

@@ -15,7 +15,8 @@ import pandas as pd
 import streamlit as st
 
 from disan.app import runner
-from disan.app.common import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline, upload
+from disan.app.models import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline
+from disan.app.widgets import upload
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums

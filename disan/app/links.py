@@ -7,7 +7,7 @@ that is not a number, or a parameter of another name gives a message and leaves 
 (the Attention page checks k against the model's features).
 
 :func:`input_state` says which of the sidebar's values show a text: a link to the Attention page
-(:func:`attention_url`) and :func:`disan.app.common.open_in_attention` both go by it.
+(:func:`attention_url`) and :func:`disan.app.traces.open_in_attention` both go by it.
 """
 from __future__ import annotations
 

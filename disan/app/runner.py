@@ -18,7 +18,8 @@ import streamlit as st
 
 from disan.analyses import progressive
 from disan.analyses.protocol import Analysis
-from disan.app.common import draw, load_pipeline
+from disan.app.drawing import draw
+from disan.app.models import load_pipeline
 from disan.render.views import Drawing
 from disan.store import diskcache, keys
 
@@ -70,7 +71,7 @@ def part_of(analysis: Analysis, args: tuple[str, float], size: int, before: int 
 
 
 def run(analysis: Analysis, args: tuple[str, float], what: str, drawing: Callable[[Any], Drawing]) -> Any:
-    """The analysis's result on the checkpoint ``args`` (:func:`disan.app.common.checkpoint_args`), computed in
+    """The analysis's result on the checkpoint ``args`` (:func:`disan.app.models.checkpoint_args`), computed in
     stages unless it is kept already: each stage's result is drawn by ``drawing`` under a progress bar naming
     ``what`` is computed and how many items are done, then the partial drawing and the bar go, and the final
     result is returned for the page to draw with its widgets."""

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from disan.app.common import open_in_attention, upload  # noqa: F401  (upload: for the page)
+from disan.app.traces import open_in_attention  # noqa: F401  (upload: for the page)
+from disan.app.widgets import upload
 from disan.data import files, uploads
 from disan.data.files import DEFAULT_FRACTION, TABLES, DataError, guess_columns, kinds_for  # noqa: F401  (for the page)
 from disan.data.kinds import kind_of

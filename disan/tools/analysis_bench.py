@@ -133,7 +133,7 @@ def faithfulness_rows(pipe, items: list, cascade_items: list) -> list[tuple[str,
 
 
 # What a page imports before it draws anything, timed in a fresh interpreter, where nothing is imported yet.
-PAGE_IMPORTS = ("import sys, time\nstart = time.process_time()\nimport disan.app.common, disan.app.analyses\n"
+PAGE_IMPORTS = ("import sys, time\nstart = time.process_time()\nimport disan.app.opening, disan.app.analyses\n"
                 "print(time.process_time() - start, 'spacy' in sys.modules)")
 
 
@@ -142,7 +142,7 @@ def startup_rows(task: str, repeats: int) -> list[tuple[str, float]]:
     benchmark's test split alone and with the other splits (median of ``repeats``)."""
     done = subprocess.run([sys.executable, "-c", PAGE_IMPORTS], capture_output=True, text=True, check=True)
     seconds, spacy = done.stdout.split()
-    rows = [(f"importing disan.app.common and disan.app.analyses (spaCy imported: {spacy == 'True'})",
+    rows = [(f"importing disan.app.opening and disan.app.analyses (spaCy imported: {spacy == 'True'})",
              float(seconds))]
     for splits in (SPLITS, ("test",)):
         cpu = _median_times(lambda: load_task(task, phrases=False, splits=splits), repeats)[1]

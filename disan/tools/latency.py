@@ -104,7 +104,7 @@ from disan.tools.parsers.latency import ANALYSIS_MODELS, parser
 def measure(path: str, n_tokens: int, repeats: int) -> list[tuple[str, float, float]]:
     """(page, median trace ms, median trace + figures + JSON ms) for every view in VIEWS."""
     pipe = load(path)
-    torch.set_num_threads(1)  # as the app runs it (see disan.app.common.THREADS)
+    torch.set_num_threads(1)  # as the app runs it (see disan.app.models.THREADS)
     text = sentence(n_tokens)
     pipe.trace_sentence(text)  # warm-up: first-call allocations, spaCy load
     rows = []
@@ -126,7 +126,7 @@ def page_figures(path: str, n_tokens: int, atlas_sentences: int = 200) -> dict[s
     """Every figure of every view in VIEWS on a sentence of ``n_tokens`` words, with the pages' default options,
     and the maps that Corpus senses and the Feature atlas draw first, over the model's test split."""
     pipe = load(path)
-    torch.set_num_threads(1)  # as the app runs it (see disan.app.common.THREADS)
+    torch.set_num_threads(1)  # as the app runs it (see disan.app.models.THREADS)
     traced = pipe.trace_sentence(sentence(n_tokens))
     figures = {key: fig for view in VIEWS.values() for key, fig in view.draw(traced, view.options()).figures.items()}
     test = corpus.trained_corpus(pipe.config, "test")
