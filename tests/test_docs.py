@@ -25,7 +25,7 @@ def package():
 
 @pytest.mark.quick
 def test_a_role_becomes_a_cross_reference_to_what_it_names_in_its_scope(package, caplog):
-    figures = package["explore.figures"]  # it imports lift's module: a name resolved as Python would
+    figures = package["render.figures"]  # it imports lift's module: a name resolved as Python would
     assert docs_hooks.cross_references(package["inspect.measures"], "see :func:`lift`.") == (
         "see [`lift`][disan.inspect.measures.lift].")
     assert docs_hooks.cross_references(figures, ":func:`~disan.inspect.measures.token_importance`") == (
@@ -42,7 +42,7 @@ def test_a_role_becomes_a_cross_reference_to_what_it_names_in_its_scope(package,
                                        (":func:`_figure`", "private")])
 def test_a_role_that_names_nothing_the_reference_shows_is_a_warning(package, caplog, role, why):
     with caplog.at_level(logging.WARNING, logger="mkdocs.plugins.disan"):
-        shown = docs_hooks.cross_references(package["explore.figures"], role)
+        shown = docs_hooks.cross_references(package["render.figures"], role)
     assert "[" not in shown and shown.startswith("`")
     assert len(caplog.records) == 1 and why in caplog.records[0].getMessage()
     assert caplog.records[0].name.startswith("mkdocs.")  # mkdocs --strict counts its loggers' warnings

@@ -59,7 +59,9 @@ TRACE, GRADIENTS, PASSES = "dense trace", "gradients", "forward passes"
 NEEDS = (TRACE, GRADIENTS, PASSES)
 # cheap: read off the traced forward pass; moderate: a few passes per input, batched over the inputs;
 # expensive: many passes per input, or one input at a time
-CHEAP, MODERATE, EXPENSIVE = "cheap", "moderate", "expensive"
+CHEAP = "cheap"
+MODERATE = "moderate"
+EXPENSIVE = "expensive"
 COSTS = (CHEAP, MODERATE, EXPENSIVE)
 FOLLOWED, FORWARD = "the followed output", "the forward pass"
 EXPLAINS = (FOLLOWED, FORWARD)

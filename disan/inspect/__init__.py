@@ -6,7 +6,9 @@
 * :mod:`~disan.inspect.batched`: the model over many sentences (length-bucketed batched traces, per-token
   vectors from the fast path);
 * :mod:`~disan.inspect.senses`: a word's attention vectors in its contexts;
-* :mod:`~disan.inspect.measures`: every attention measure the pages and analyses quote, each defined once.
+* :mod:`~disan.inspect.measures`: every attention measure the pages and analyses quote, each defined once;
+* :mod:`~disan.inspect.catalog`: the checkpoints there are, each checked without loading it.
 
-Imports :mod:`disan.data` and :mod:`disan.nn` only; :mod:`disan.explore` and :mod:`disan.training` build on it.
+Imports :mod:`disan.data` and :mod:`disan.nn` only; :mod:`disan.analyses`, :mod:`disan.render` and :mod:`disan.training`
+build on it.
 """

@@ -34,7 +34,8 @@ def markdown_label(text: str) -> str:
 
 # FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE (Unicode's bidirectional algorithm): what is between them takes
 # its direction from its own first letter, and the text around it keeps its order as if it were one neutral mark
-FSI, PDI = "\u2068", "\u2069"
+FSI = "\u2068"  # first strong isolate
+PDI = "\u2069"  # pop directional isolate
 # the explicit direction controls (embeddings, overrides, isolates): one inside a token would reach past the
 # isolate around it (a stray PDI ends it early), and none shows anything
 _DIRECTION_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
