@@ -25,7 +25,7 @@ the previous token; negations x4.1").
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -36,8 +36,7 @@ import torch
 # the traces, statistics and word classes this module reads; one place, so that they move together
 from disan.data.text import normalize
 from disan.analyses import stats
-from disan.analyses.corpus import Corpus
-from disan.analyses.protocol import Analysis
+from disan.analyses.corpus import OverSentences
 from disan.data.batching import BUDGET
 from disan.inspect.batched import traces
 from disan.inspect.measures import (
@@ -301,26 +300,14 @@ def profile(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", k: int
 
 
 @dataclass(frozen=True)
-class AtlasAnalysis(Analysis):
+class AtlasAnalysis(OverSentences):
     """The feature atlas of a corpus, additive over its sentences: their measures are summed (:func:`sums`,
     :func:`joined_sums`) and the atlas made of the sums (:func:`atlas_of`), with k by silhouette; a stage's
     sample is typed with :data:`TYPES` types. A chosen k types the result again (:func:`assign_types`), which
     costs no tracing."""
-    corpus: Corpus
     name: ClassVar[str] = "feature atlas"
-    additive: ClassVar[bool] = True
-
-    def total(self) -> int:
-        return len(self.corpus)
-
-    def settings(self) -> dict:
-        return {"corpus": self.corpus.key}
-
-    def part(self, pipe, places: np.ndarray) -> Sums:
-        return sums(pipe, [self.corpus.tokens[i] for i in places])
-
-    def join(self, parts: list[tuple[Sums, np.ndarray]]) -> Sums:
-        return joined_sums(parts)
+    measure: ClassVar[Callable] = staticmethod(sums)
+    combine: ClassVar[Callable] = staticmethod(joined_sums)
 
     def finish(self, part: Sums, size: int) -> Atlas:
         return atlas_of(part, self.sample_name(self.corpus.name, size), None if size == self.total() else TYPES)

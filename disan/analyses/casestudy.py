@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
@@ -46,8 +46,7 @@ import pandas as pd
 import torch
 
 from disan.analyses import progressive, stats
-from disan.analyses.corpus import Corpus
-from disan.analyses.protocol import Analysis
+from disan.analyses.corpus import OverSentences
 from disan.analyses.stats import MIN_SENTENCES, TOO_FEW
 from disan.inspect.batched import traces
 from disan.inspect.measures import WORD_CLASSES, lift_of, mean_gate, received, word_class
@@ -70,30 +69,6 @@ class CaseStudy:
                                # "{b} gini features null"; "tau" (blocks 1 and 2) and its null "tau null"
                                # (the same shuffles in both blocks)
     seconds: float             # how long the measurement took
-
-
-@dataclass(frozen=True)
-class Study(Analysis):
-    """The case study of a corpus (:func:`measure`), additive over its sentences: a sentence's measures do not
-    depend on the others (:func:`combine`)."""
-    corpus: Corpus
-    name: ClassVar[str] = "case study"
-    additive: ClassVar[bool] = True
-
-    def total(self) -> int:
-        return len(self.corpus)
-
-    def settings(self) -> dict:
-        return {"corpus": self.corpus.key}
-
-    def part(self, pipe, places: np.ndarray) -> CaseStudy:
-        return measure(pipe, [self.corpus.tokens[i] for i in places])
-
-    def join(self, parts: list[tuple[CaseStudy, np.ndarray]]) -> CaseStudy:
-        return combine(parts)
-
-    def finish(self, part: CaseStudy, size: int) -> CaseStudy:
-        return dataclasses.replace(part, corpus=self.sample_name(self.corpus.name, size))
 
 
 def measure(pipe, token_lists: Sequence[Sequence[str]], corpus: str = "", seed: int = 0) -> CaseStudy:
@@ -199,6 +174,18 @@ def combine(parts: Sequence[tuple[CaseStudy, Sequence[int]]], corpus: str = "") 
                      progressive.joined([(study.tokens, places) for study, places in parts], "sentence"),
                      progressive.joined([(study.sentences, places) for study, places in parts], "sentence"),
                      sum(study.seconds for study, _ in parts))
+
+
+@dataclass(frozen=True)
+class Study(OverSentences):
+    """The case study of a corpus (:func:`measure`), additive over its sentences: a sentence's measures do not
+    depend on the others (:func:`combine`)."""
+    name: ClassVar[str] = "case study"
+    measure: ClassVar[Callable] = staticmethod(measure)
+    combine: ClassVar[Callable] = staticmethod(combine)
+
+    def finish(self, part: CaseStudy, size: int) -> CaseStudy:
+        return dataclasses.replace(part, corpus=self.sample_name(self.corpus.name, size))
 
 
 def _class_sums(study: CaseStudy, column: str, classes: Sequence[str]) -> np.ndarray:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -240,6 +240,29 @@ def analyse(pipe, corpus: Corpus, word: str, kind: str, k: int | None = None,
     contexts = [context_parts(corpus.tokens[s], p) for s, p in places]
     return Senses(normalize(word), kind, corpus.name, table, vectors, projection.explained, int(labels.max()) + 1,
                   scores, contexts, corpus.scale)
+
+
+@dataclass(frozen=True)
+class OverSentences(Analysis):
+    """An analysis of a corpus that adds up over its sentences, named by the corpus: a subclass names the function
+    that measures some sentences' tokens (``measure(pipe, token_lists)``), the one that joins such measures of
+    disjoint sentences (``combine(parts)``, parts paired with their places) and defines ``finish``."""
+    corpus: Corpus
+    additive: ClassVar[bool] = True
+    measure: ClassVar[Callable]
+    combine: ClassVar[Callable]
+
+    def total(self) -> int:
+        return len(self.corpus)
+
+    def settings(self) -> dict:
+        return {"corpus": self.corpus.key}
+
+    def part(self, pipe, places: np.ndarray):
+        return self.measure(pipe, [self.corpus.tokens[i] for i in places])
+
+    def join(self, parts: list[tuple[object, np.ndarray]]):
+        return self.combine(parts)
 
 
 @dataclass(frozen=True)
