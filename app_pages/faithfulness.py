@@ -1,5 +1,5 @@
-"""Faithfulness: is the attention an explanation of the prediction? Erasure, interventions and randomisation,
-each against its null."""
+"""Faithfulness: is the attention an explanation of the prediction? Erasure (with the explanations' agreement),
+interventions, randomisation and, for SST, plausibility against the human word labels, each against its null."""
 import streamlit as st
 
 from disan.app import analyses as glue
@@ -7,8 +7,8 @@ from disan.app import runner
 from disan.app.models import checkpoint_args, current_checkpoint, reads_pairs
 from disan.app.drawing import draw
 from disan.app.widgets import persistent
-from disan.analyses import explainers, faithfulness
-from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing
+from disan.analyses import explainers, faithfulness, plausibility
+from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing, plausibility_drawing
 from disan.render.kinds import look_of
 
 st.header("Faithfulness")
@@ -17,7 +17,9 @@ st.caption("A heatmap invites a reading: “the model looked at this word”. He
            "gate-weighted attention, gradient × input, integrated gradients, leave-one-out) is tested: removing "
            "its top tokens should move the output more than removing random ones (ERASER's comprehensiveness and "
            "sufficiency); replacing the attention should move it more than noise of the same size; and an "
-           "explanation should change when the model it explains is destroyed. Intervals are 95% bootstrap "
+           "explanation should change when the model it explains is destroyed. Plausibility, a different question "
+           "(on the Stanford Sentiment Treebank, whose words humans labelled): do its top tokens include the words "
+           "humans marked? An explanation can be plausible and unfaithful, or the reverse. Intervals are 95% bootstrap "
            f"intervals over inputs; below {faithfulness.MIN_SENTENCES} inputs there is no verdict.")
 
 entry = current_checkpoint()
@@ -45,8 +47,13 @@ few = items[:faithfulness.CASCADE_SENTENCES]
 
 # The open tab is the session's (a key, a rerun on a switch): a button's rerun keeps the user on its tab, and
 # only the open tab computes
-erasure, interventions, randomisation = st.tabs(["Erasure", "Interventions", "Randomisation"], key="faith-tab",
-                                                on_change="rerun")
+# plausibility needs human word labels, which only the Stanford Sentiment Treebank has
+unlabelled = glue.no_word_labels(entry)
+if unlabelled:
+    st.caption(f"No Plausibility tab: {unlabelled}.")
+tabs = st.tabs(["Erasure", "Interventions", "Randomisation"] + ([] if unlabelled else ["Plausibility"]),
+               key="faith-tab", on_change="rerun")
+erasure, interventions, randomisation = tabs[:3]
 if erasure.open:
     with erasure:
         summary = runner.run(faithfulness.Erasure(items, settings), args,
@@ -81,3 +88,14 @@ if randomisation.open:
             result = runner.run(faithfulness.DataRandomisation(few, settings, other, digest), args,
                                 "Explaining both models", lambda part: agreement_drawing(part, title))
             draw(agreement_drawing(result, title))
+if not unlabelled and tabs[3].open:
+    with tabs[3]:
+        try:
+            labels = glue.word_labels(*args, entry.config, items)
+        except (ValueError, OSError) as e:
+            st.error(f"The human word labels of {entry.task}'s test inputs cannot be read: {e}")
+            st.stop()
+        result = runner.run(plausibility.Plausible(items, settings, labels), args,
+                            f"Explaining {entry.task} test inputs against their human word labels",
+                            plausibility_drawing)
+        draw(plausibility_drawing(result))

@@ -17,6 +17,7 @@
     viz.case_study(pipe, ["first sentence", ...])  # the claims against their nulls (pandas; 20+ texts)
     viz.feature_atlas(pipe, sentences)    # what each attention feature does: .table (pandas), .figures
     viz.faithfulness(pipe, sentences)     # erasure and interventions against their nulls (20+ texts)
+    viz.plausibility(pipe, 100)           # SST: do the explanations single out the words humans marked?
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
@@ -48,6 +49,9 @@ from disan.analyses import compare as _compare
 from disan.analyses import counterfactual as _counterfactual
 from disan.analyses import explainers as _explainers
 from disan.analyses import faithfulness as _faithfulness
+from disan.analyses import plausibility as _plausibility
+from disan.analyses import corpus as _corpus
+from disan.data import treebank as _treebank
 from disan.analyses import stats as _stats
 from disan.render.report import report_html, report_input
 from disan.render.views import AttentionOptions
@@ -227,6 +231,22 @@ def faithfulness(pipe, sentences, cascade: bool = False, settings=None) -> Faith
     return Faithfulness(erasure, interventions, randomised, views.Drawing(rows))
 
 
+def plausibility(pipe, n: int = 100, split: str = "test", seed: int = 0, settings=None) -> views.Drawing:
+    """Do the explanations of a model of the Stanford Sentiment Treebank (sst5, sst2) single out the words
+    humans marked (not neutral)? Over a seeded sample of ``n`` inputs of ``split`` of its data, each
+    explanation's mean average precision against them beside random scores', with intervals and verdicts
+    (see :mod:`disan.analyses.plausibility`), as the Faithfulness page's Plausibility tab draws it; ``settings``
+    as :func:`faithfulness` takes them. ValueError, with the reason, for a model without human word labels."""
+    settings = settings or _faithfulness.Settings(explainers=_explainers.on_pages())
+    items = _corpus.trained_items(pipe.config, split, n, seed)
+    human = _treebank.trained_labels(pipe.config, items, split)
+    if human.labels is None:
+        raise ValueError(f"no plausibility: {human.reason}")
+    labels = tuple(tuple(int(v) for v in row) for row in human.labels)
+    result = _plausibility.Plausible(tuple(items), settings, labels).compute(pipe, len(items))
+    return _faithfulness_drawing.plausibility_drawing(result)
+
+
 def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
@@ -235,7 +255,8 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     return path
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
-           "attribution", "knockout", "compare", "case_study", "feature_atlas", "faithfulness", "report"]
+           "attribution", "knockout", "compare", "case_study", "feature_atlas", "faithfulness", "plausibility",
+           "report"]
 
 
 # ---------------------------------------------------------------- how results show themselves in Jupyter

@@ -361,6 +361,18 @@ def test_the_command_writes_records_that_recompute_outside_the_tool(tmp_path):
                 want = pipe.logits([[edited]]).softmax(dim=-1)[0, target].item() if edited else None
                 if want is not None:
                     assert step[key] == pytest.approx(want, abs=1e-5)
+    # TREC has no human word labels; the taus recompute from the records' scores and rankings
+    assert all(r["labels"] is None and "trec is not the Stanford Sentiment Treebank" in r["no_labels"]
+               for r in records)
+    first = {r["explanation"]: r for r in records[:len(names)]}
+    scores = {name: np.array([np.nan if v is None else v for v in r["scores"]]) for name, r in first.items()
+              if "scores" in r}
+    assert list(scores) == F.explanation_names(pipe)
+    for name, r in first.items():
+        theirs = scores[name] if name in scores else F.ranked_scores(r["ranking"])
+        for other, tau in r["tau"].items():
+            want = stats_tau(theirs, scores[other])
+            assert (tau is None and np.isnan(want)) or tau == pytest.approx(want), (name, other)
 
 
 def save_trec(folder, model, vocab):
@@ -442,28 +454,36 @@ def test_the_faithfulness_results_round_trip_through_the_disk_cache(tmp_path, mo
     pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
     items = [("the cat sat", "a dog"), ("a cat", "the dog sat")]
     settings = F.Settings(random_draws=2, permutation_draws=2, resamples=50)
-    results = {"erasure": F.erasure_summary(F.erasure_records(pipe, items, settings), settings),
+    from disan.analyses import plausibility as P
+
+    records = F.erasure_records(pipe, items, settings)
+    results = {"erasure": F.erasure_summary(records, settings),
                "interventions": F.intervention_summary(F.intervention_records(pipe, items, settings), 2, settings),
-               "cascade": F.cascade(pipe, items, settings)}
+               "cascade": F.cascade(pipe, items, settings),
+               "plausibility": P.plausibility([r.scores for r in records], F.signs(pipe, settings),
+                                              [np.arange(len(r.places)) % 5 for r in records], resamples=50)}
+
+    def same(got, want, where):
+        assert type(got) is type(want), where
+        if isinstance(want, pd.DataFrame):
+            pd.testing.assert_frame_equal(got, want)
+        elif isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+        elif dataclasses.is_dataclass(want):  # an estimate among them: NaN where a ρ or τ is undefined
+            for field in want.__dataclass_fields__:
+                same(getattr(got, field), getattr(want, field), (*where, field))
+        elif isinstance(want, dict):
+            assert list(got) == list(want), where
+            for key in want:
+                same(got[key], want[key], (*where, key))
+        elif isinstance(want, float) and math.isnan(want):
+            assert math.isnan(got), where
+        else:
+            assert got == want, where
+
     for name, result in results.items():
         diskcache.store(name, result)
-        back = diskcache.fetch(name)
-        assert type(back) is type(result), name
-        for field in result.__dataclass_fields__:
-            want, got = getattr(result, field), getattr(back, field)
-            if isinstance(want, pd.DataFrame):
-                pd.testing.assert_frame_equal(got, want)
-            elif isinstance(want, dict):
-                assert list(got) == list(want), (name, field)
-                for key in want:
-                    if isinstance(want[key], np.ndarray):
-                        np.testing.assert_array_equal(got[key], want[key])
-                    elif dataclasses.is_dataclass(want[key]):  # an estimate: NaN where a ρ is undefined
-                        np.testing.assert_equal(dataclasses.astuple(got[key]), dataclasses.astuple(want[key]))
-                    else:
-                        assert got[key] == want[key], (name, field, key)
-            else:
-                assert got == want, (name, field)
+        same(diskcache.fetch(name), result, (name,))
 
 
 @pytest.mark.usefixtures("data_root")
@@ -592,3 +612,181 @@ def test_a_registered_explanation_is_in_the_commands_records_and_on_the_page(tmp
     monkeypatch.setitem(E.EXPLAINERS, "toy noise", dataclasses.replace(toy(), cost=E.EXPENSIVE))
     at = visit(app(**{"faith-n": 3}), "app_pages/faithfulness.py")
     assert "toy noise" not in list(at.dataframe[0].value["explanation"])
+
+
+# ---------------------------------------------------------------- which explanations agree
+
+@pytest.mark.quick
+def test_the_tau_matrix_is_scipys_tau_b_for_every_pair_nan_tokens_left_out():
+    from scipy.stats import kendalltau
+
+    from disan.analyses.stats import kendall_matrix
+
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 4, size=(4, 12)).astype(float)  # few distinct values: ties everywhere
+    x[1, 3] = x[2, [0, 7]] = np.nan
+    y = rng.normal(size=(3, 12))
+    for got, rows, columns in ((kendall_matrix(x), x, x), (kendall_matrix(x, y), x, y)):
+        assert got.shape == (len(rows), len(columns))
+        for a, first in enumerate(rows):
+            for b, second in enumerate(columns):
+                kept = np.isfinite(first) & np.isfinite(second)
+                want = kendalltau(first[kept], second[kept], variant="b").statistic
+                assert got[a, b] == pytest.approx(want, abs=1e-12), (a, b)
+    # a constant row ranks nothing: tau is undefined, not 0
+    assert np.isnan(kendall_matrix(np.array([[1.0, 1, 1], [1, 2, 3]]))[0]).all()
+
+
+@pytest.mark.quick
+def test_the_agreement_of_the_explanations_is_symmetric_one_on_the_diagonal_and_its_null_near_zero():
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    rng = np.random.default_rng(0)
+    items = [" ".join(rng.choice(vocab.itos[2:], int(rng.integers(5, 12)))) for _ in range(24)]
+    settings = F.Settings(random_draws=40, resamples=200, explainers=E.on_pages())
+    records = F.erasure_records(pipe, items, settings)
+    agreement = F.erasure_summary(records, settings).agreement
+    names = F.explanation_names(pipe, settings)
+    assert agreement.names == names and agreement.inputs == len(items)
+    assert list(agreement.matrix.columns) == [*names, F.RANDOM]
+    matrix = agreement.matrix[names].to_numpy()
+    np.testing.assert_allclose(matrix, matrix.T)
+    np.testing.assert_allclose(np.diag(matrix), 1.0)
+    np.testing.assert_allclose(agreement.taus, agreement.taus.transpose(0, 2, 1))
+    # each input's tau is the one of its scores, as erasure ranked it
+    first = records[0]
+    a, b = names.index("integrated gradients"), names.index(E.SOURCE2TOKEN)
+    assert agreement.taus[0, a, b] == pytest.approx(
+        stats_tau(first.scores["integrated gradients"], first.scores[E.SOURCE2TOKEN]))
+    # random rankings agree with nothing: the null is near 0 for every explanation (24 inputs x 40 draws)
+    null = agreement.matrix[F.RANDOM].to_numpy()
+    assert np.all(np.abs(null) < 0.06), null
+    assert agreement.null_taus.shape == (len(items), 40, len(names))
+    for name in names:
+        e = agreement.estimates[name, F.RANDOM]
+        assert e.low <= e.value <= e.high
+
+
+def stats_tau(x, y) -> float:
+    """scipy's tau-b of two score vectors, NaN tokens left out."""
+    from scipy.stats import kendalltau
+
+    x, y = np.asarray(x), np.asarray(y)
+    kept = np.isfinite(x) & np.isfinite(y)
+    return kendalltau(x[kept], y[kept], variant="b").statistic
+
+
+# ---------------------------------------------------------------- plausibility against SST's human word labels
+
+def save_tiny(folder, task: str, kind: str = "classify", classes: int | None = None):
+    """A tiny untrained model saved as a checkpoint of a benchmark ``task``, whose test split the page samples."""
+    from disan.nn import checkpoint
+    from disan.nn.heads import ModelConfig, TextModel
+
+    from .conftest import LABELS
+    model, vocab = make_model(kind)
+    labels = LABELS[kind] if classes is None else [str(c) for c in range(classes)]
+    if classes is not None:  # the benchmark's number of classes (SST-5's five)
+        torch.manual_seed(0)
+        model = TextModel(dataclasses.replace(model.cfg, n_classes=classes)).eval()
+        torch.nn.init.normal_(model.embed.weight)
+    checkpoint.save(folder, model, vocab, {"task": task, "kind": kind, "labels": labels}, {"test": {"accuracy": 0.5}},
+                    "# tiny\n")
+
+
+def test_the_commands_records_carry_the_human_labels_and_each_explanations_average_precision(tmp_path, data_root):
+    from sklearn.metrics import average_precision_score
+
+    from disan.analyses import corpus
+    from disan.data.text import check_text
+    from disan.data.treebank import split_trees, token_labels
+    from disan.tools import faithfulness as command
+
+    save_tiny(tmp_path / "sst5", "sst5", classes=5)
+    out = tmp_path / "f.jsonl"
+    assert command.main([str(tmp_path / "sst5"), "--sentences", "4", "--seed", "2", "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    items = corpus.trained_items({"task": "sst5"}, "test", 4, 2)
+    trees = split_trees("sst5", "test", data_root)
+    signed = {e.name: e.signed for e in E.EXPLAINERS.values()}
+    scored = 0
+    for r in records:
+        text = next(t for t in items if check_text(t) == r["tokens"][0])
+        assert r["labels"] == token_labels(trees[text], r["tokens"][0]).tolist()
+        assert set(r["tau"]) == set(F.explanation_names(load_tiny(tmp_path / "sst5"))) - {r["explanation"]}
+        if r["explanation"].startswith(F.RANDOM):
+            assert "ap" not in r
+            continue
+        marked = np.array(r["labels"]) != 2
+        if r["left_out"]:
+            assert r["ap"] is None and (not marked.any() or marked.all())
+            continue
+        scores = np.array([np.nan if s is None else s for s in r["scores"]])
+        scores = np.abs(scores) if signed[r["explanation"].split(" · ")[0]] else scores
+        # a token without a score ranks last
+        last = np.nan_to_num(scores, nan=np.nanmin(scores) - 1)
+        assert r["ap"] == pytest.approx(average_precision_score(marked, last))
+        assert 0 < r["null_ap"] < 1
+        scored += 1
+    assert scored > 0
+
+
+def load_tiny(folder):
+    from disan.inspect.pipeline import load
+    return load(folder)
+
+
+@pytest.mark.usefixtures("data_root")
+@pytest.mark.parametrize("task, kind", [("trec", "classify"), ("sick-e", "pair")])
+def test_a_model_without_sst_has_no_plausibility_tab_and_a_line_saying_why(task, kind, tmp_path, monkeypatch):
+    from .test_app import app, texts, visit
+
+    save_tiny(tmp_path / f"a-{task}", task, kind)
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    at = visit(app(**{"faith-n": 3}), "app_pages/faithfulness.py")
+    assert [t.label for t in at.tabs] == ["Erasure", "Interventions", "Randomisation"]
+    assert f"No Plausibility tab: {task} is not the Stanford Sentiment Treebank" in texts(at.caption)
+    assert "faith-explanations-tau" in [c.key for c in at.get("plotly_chart")]  # the erasure tab's agreement
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_plausibility_tab_draws_for_a_model_of_sst5(tmp_path, monkeypatch):
+    from disan.analyses import corpus
+    from disan.analyses import plausibility as P
+    from disan.data.treebank import trained_labels
+
+    from .test_app import app, charts, texts, visit
+
+    save_tiny(tmp_path / "a-sst5", "sst5", classes=5)
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    n = 24
+    at = visit(app(**{"faith-n": n}), "app_pages/faithfulness.py")
+    assert [t.label for t in at.tabs][-1] == "Plausibility" and "No Plausibility tab" not in texts(at.caption)
+    at.session_state["faith-tab"] = "Plausibility"
+    at.run()
+    assert not at.exception and "faith-plausibility-bars" in charts(at)
+    table = at.dataframe[0].value
+    assert list(table["explanation"]) == F.explanation_names(load_tiny(tmp_path / "a-sst5"), F.Settings(
+        explainers=E.on_pages()))
+    # the library's figures over the page's sample and labels
+    pipe = load_tiny(tmp_path / "a-sst5")
+    items = corpus.trained_items(pipe.config, "test", n)
+    labels = trained_labels(pipe.config, items).labels
+    settings = F.Settings(explainers=E.on_pages())
+    direct = P.plausibility(F.explain(pipe, E.prepare(pipe, items), settings), F.signs(pipe, settings), labels)
+    assert list(table["verdict"]) == list(direct.summary["verdict"])
+    assert list(table["sentences"]) == list(direct.summary["sentences"])
+
+
+@pytest.mark.usefixtures("data_root")
+def test_viz_draws_plausibility_for_sst5_and_says_why_not_for_trec(tmp_path):
+    from disan import viz
+    from disan.render.views import Drawing
+
+    save_tiny(tmp_path / "sst5", "sst5", classes=5)
+    drawing = viz.plausibility(load_tiny(tmp_path / "sst5"), 3, settings=F.Settings(explainers=(E.SOURCE2TOKEN,)))
+    assert isinstance(drawing, Drawing) and list(drawing) == ["faith-plausibility-bars", "faith-plausibility-table"]
+    assert list(drawing["faith-plausibility-table"]["explanation"]) == [E.SOURCE2TOKEN]
+    save_tiny(tmp_path / "trec", "trec")
+    with pytest.raises(ValueError, match="trec is not the Stanford Sentiment Treebank"):
+        viz.plausibility(load_tiny(tmp_path / "trec"), 3)

@@ -108,3 +108,30 @@ def test_the_explanations_must_match_the_labels():
         score_sentences([{"e": np.ones(2)}, {"f": np.ones(2)}], {"e": False, "f": False}, [[1, 2], [1, 2]])
     with pytest.raises(ValueError, match="signed"):
         score_sentences([{"e": np.ones(2)}], {}, [[1, 2]])
+
+
+def test_the_analysis_adds_up_over_its_inputs_and_is_the_direct_computation():
+    from disan.analyses import explainers as E
+    from disan.analyses import faithfulness as F
+    from disan.analyses.plausibility import Plausible
+    from disan.data.text import check_text
+    from disan.inspect.pipeline import Pipeline
+
+    from .conftest import make_model
+
+    model, vocab = make_model("classify")
+    pipe = Pipeline(model, vocab, {"labels": ["a", "b", "c"]}, {})
+    rng = np.random.default_rng(1)
+    items = tuple(" ".join(rng.choice(vocab.itos[2:], int(rng.integers(3, 9)))) for _ in range(6))
+    labels = tuple(tuple(int(v) for v in rng.choice([1, 2, 2, 3], len(check_text(t)))) for t in items)
+    settings = F.Settings(random_draws=2, resamples=100, explainers=E.on_pages())
+    analysis = Plausible(items, settings, labels)
+    places = [np.array([1, 4]), np.array([0, 2, 3, 5])]
+    joined = analysis.finish(analysis.join([(analysis.part(pipe, p), p) for p in places]), len(items))
+    direct = plausibility(F.explain(pipe, E.prepare(pipe, items), settings), F.signs(pipe, settings),
+                          [np.array(h) for h in labels], resamples=100)
+    assert joined.sentences.equals(direct.sentences) and joined.summary.equals(direct.summary)
+    assert analysis.compute(pipe, len(items)).summary.equals(direct.summary)
+    # the labels name the result: other labels, another entry
+    other = Plausible(items, settings, labels[:-1] + (tuple(2 for _ in labels[-1]),))
+    assert other.settings() != analysis.settings()

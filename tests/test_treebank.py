@@ -87,3 +87,11 @@ def test_a_model_without_sst_has_no_labels_and_says_why():
     assert sick.labels is None and "sick-e" in sick.reason and "not the Stanford Sentiment Treebank" in sick.reason
     with pytest.raises(ValueError, match="not the Stanford"):
         split_trees("trec")
+
+
+def test_whether_a_model_has_labels_is_told_without_reading_the_data():
+    from disan.data.treebank import unlabelled
+
+    assert unlabelled({"task": "sst5"}) == unlabelled({"task": "sst2"}) == ""
+    for config in ({"task": "sick-e"}, {"task": "trec"}, {"task": "sst2", "data": {"path": "mine.csv"}}):
+        assert unlabelled(config) and unlabelled(config) == trained_labels(config, ["a"]).reason

@@ -12,6 +12,11 @@ ranks last, not first (a signed attribution is not folded into its magnitude).
 One input's attributions, measures and taus are :func:`explained` (:func:`attributed` attributes it first); a corpus's taus, one row per sentence,
 :func:`corpus_agreement`, an analysis of :mod:`disan.analyses.protocol` that adds up over its inputs
 (:class:`AttentionAgreement`).
+
+Which explanations agree, beyond attention against gradients: :func:`explanation_agreement` gives the same
+tau between every two explanations of the registry computed on the same inputs (the Faithfulness analysis
+gives it the explanations its erasure ranks by), as a matrix of means over the inputs, with its null: the tau
+between an explanation and random rankings of the same tokens, near 0.
 """
 from __future__ import annotations
 
@@ -159,3 +164,53 @@ class AttentionAgreement(Analysis):
 
     def finish(self, part: pd.DataFrame, size: int) -> CorpusAgreement:
         return summarised(part)
+
+
+# ---------------------------------------------------------------- every explanation against every other
+
+@dataclass
+class ExplanationAgreement:
+    """Kendall's tau-b between every two explanations of the same inputs, and between each and random rankings
+    of the same tokens (the null), per input and as means over the inputs."""
+    names: list[str]                  # the explanations, in the registry's order
+    taus: np.ndarray                  # (N, E, E) tau per input (NaN where undefined: a constant explanation)
+    null_taus: np.ndarray             # (N, D, E) tau of each explanation with each of the input's D random rankings
+    matrix: pd.DataFrame              # explanation x (each explanation, then RANDOM): mean tau over the inputs
+    estimates: dict[tuple[str, str], stats.Estimate]  # (explanation, explanation or RANDOM) -> mean tau, interval
+
+    @property
+    def inputs(self) -> int:
+        """How many inputs the means are over."""
+        return len(self.taus)
+
+
+def explanation_agreement(scores: Sequence[dict[str, np.ndarray]], random: Sequence[np.ndarray],
+                          resamples: int = stats.RESAMPLES, seed: int = 0) -> ExplanationAgreement:
+    """The agreement of the explanations of some inputs: ``scores``, per input, {explanation: (n,) scores of its
+    ranked tokens}, the same explanations for every input; ``random``, per input, (D, n) scores of its random
+    rankings (the first token of a ranking scored highest). Tau ranks the scores as they stand, the
+    registry's rule (:func:`disan.analyses.explainers.ranking`): a signed explanation's evidence against the
+    prediction ranks last, not first, so two explanations agree when they order the tokens alike, sign
+    included; a token an explanation gives no score (NaN) is left out of that explanation's pairs. The means
+    are over the inputs where tau is defined, with 95% cluster-bootstrap intervals; the null of an input is the
+    mean over its random rankings."""
+    if len(scores) != len(random) or not len(scores):
+        raise ValueError(f"{len(scores)} inputs of explanations against {len(random)} of random rankings")
+    names = list(scores[0])
+    e = len(names)
+    taus, nulls = [], []
+    for given, drawn in zip(scores, random):
+        drawn = np.asarray(drawn, dtype=np.float64)
+        explained = np.array([given[name] for name in names], dtype=np.float64).reshape(e, drawn.shape[-1])
+        taus.append(stats.kendall_matrix(explained))
+        nulls.append(stats.kendall_matrix(drawn, explained))
+    taus, nulls = np.array(taus), np.array(nulls)
+    estimates = {}
+    for a, first in enumerate(names):
+        for b in range(a, e):
+            estimates[first, names[b]] = estimates[names[b], first] = stats.sentence_mean(taus[:, a, b], resamples,
+                                                                                         seed)
+        estimates[first, explainers.RANDOM] = stats.sentence_mean(nulls[:, :, a].mean(axis=1), resamples, seed)
+    matrix = pd.DataFrame([[estimates[a, b].value for b in [*names, explainers.RANDOM]] for a in names],
+                          index=pd.Index(names, name="explanation"), columns=[*names, explainers.RANDOM])
+    return ExplanationAgreement(names, taus, nulls, matrix, estimates)

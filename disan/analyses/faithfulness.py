@@ -24,6 +24,10 @@
   and gives each explanation's Spearman correlation with its value on the trained model; the data
   randomisation gives the same correlation against a model trained on shuffled labels.
 
+* **Agreement** between the explanations: erasure's summary gives Kendall's tau-b between every two of the
+  explanations it ranks by, per input, and between each and the input's random rankings, the null
+  (:func:`disan.analyses.attribution.explanation_agreement`), from the same scores: no second pass.
+
 Corpus means come with 95% cluster-bootstrap intervals over sentences
 (:func:`disan.analyses.stats.sentence_mean`); a verdict against random is given from
 :data:`~disan.analyses.stats.MIN_SENTENCES` sentences up, as the case study does.
@@ -54,6 +58,7 @@ from disan.data.checksums import corpus_digest
 from disan.data.text import PAD_ID
 from disan.data.vectors import OOV_RANGE
 from disan.analyses import explainers, progressive, stats
+from disan.analyses.attribution import ExplanationAgreement, explanation_agreement
 from disan.analyses.choices import BOTH, CASCADE_SENTENCES, REMOVALS  # noqa: F401  (CASCADE_SENTENCES, for the page)
 from disan.analyses.explainers import (RANDOM, SOURCE2TOKEN, Batch, Item, edited, prepare, ranking, seeded,
                                        uniform_like, values)
@@ -112,6 +117,11 @@ def explanation_names(pipe, settings: Settings = Settings()) -> list[str]:
     return [name for e in explainers.chosen(settings.explainers) for name in e.names(pipe)]
 
 
+def signs(pipe, settings: Settings = Settings()) -> dict[str, bool]:
+    """Whether each explanation of :func:`explanation_names` is signed, as its registry entry says."""
+    return {name: e.signed for e in explainers.chosen(settings.explainers) for name in e.names(pipe)}
+
+
 def explain(pipe, items: Sequence[Item], settings: Settings = Settings(), known: dict | None = None,
             places: Sequence[int] | None = None) -> list[dict[str, np.ndarray]]:
     """Per item, every explanation's scores of its ranked tokens (in ``item.places`` order); ``known`` as
@@ -150,6 +160,8 @@ class SentenceErasure:
     random_rankings: list[list[int]]
     random_removed: np.ndarray         # (draws, K)
     random_only: np.ndarray            # (draws, K)
+    scores: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)  # explanation -> (n,) its scores of
+                                                                              # the ranked tokens, places' order
 
 
 def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings: Settings = Settings(),
@@ -175,19 +187,20 @@ def erasure_records(pipe, items: Sequence, settings: Settings = Settings(),
     prepared = prepare(pipe, items, settings.side)
     known: dict = {}  # f of the edited inputs run so far
     places = range(len(prepared)) if places is None else places
-    ranked = [{name: ranking(v) for name, v in per.items()}
-              for per in explain(pipe, prepared, settings, known, places)]
+    scores = explain(pipe, prepared, settings, known, places)
+    ranked = [{name: ranking(v) for name, v in per.items()} for per in scores]
     draws = [random_rankings(int(place), len(item.places), settings) for place, item in zip(places, prepared)]
     pairs = [(item, order) for item, named, drawn in zip(prepared, ranked, draws)
              for order in [*named.values(), *drawn]]
     removed, only = erase(pipe, [p[0] for p in pairs], [p[1] for p in pairs], settings, known)
     out, row = [], 0
-    for item, named, drawn in zip(prepared, ranked, draws):
+    for item, named, drawn, given in zip(prepared, ranked, draws, scores):
         e = len(named)
         out.append(SentenceErasure(item.tokens, item.places, item.value, named,
                                    {name: removed[row + j] for j, name in enumerate(named)},
                                    {name: only[row + j] for j, name in enumerate(named)},
-                                   drawn, removed[row + e:row + e + len(drawn)], only[row + e:row + e + len(drawn)]))
+                                   drawn, removed[row + e:row + e + len(drawn)], only[row + e:row + e + len(drawn)],
+                                   given))
         row += e + len(drawn)
     return out
 
@@ -210,7 +223,8 @@ def verdict(diff: stats.Estimate, n: int, higher_is_better: bool) -> str:
 @dataclass
 class ErasureSummary:
     """Corpus means over the sentences: per explanation and measure (comprehensiveness, sufficiency), its
-    AOPC with interval, its difference from random with interval and verdict, and the per-k curves."""
+    AOPC with interval, its difference from random with interval and verdict, and the per-k curves; and the
+    agreement of the explanations ranked by (:func:`~disan.analyses.attribution.explanation_agreement`)."""
     sentences: int
     table: pd.DataFrame      # explanation x (measure AOPC, − random, verdict), intervals as text
     estimates: dict[tuple[str, str], tuple[stats.Estimate, stats.Estimate]]  # (explanation, measure) -> (AOPC, − random)
@@ -218,6 +232,15 @@ class ErasureSummary:
     random_spread: dict[str, stats.NullRange]  # measure -> the spread of random's corpus AOPC over the draws
     ks: tuple[float, ...]    # the fractions of the tokens removed
     random_draws: int        # random rankings per sentence
+    agreement: ExplanationAgreement  # the explanations' Kendall's tau-b with each other and with random rankings
+
+
+def ranked_scores(order: Sequence[int]) -> np.ndarray:
+    """(n,) scores that rank the tokens as ``order`` does (positions, most important first) under the ranking
+    rule: n for the first, down to 1 for the last."""
+    scores = np.empty(len(order))
+    scores[np.asarray(order, dtype=np.int64)] = np.arange(len(order), 0, -1)
+    return scores
 
 
 MEASURES = {"comprehensiveness": True, "sufficiency": False}  # measure -> whether higher is better
@@ -249,8 +272,10 @@ def erasure_summary(records: Sequence[SentenceErasure], settings: Settings = Set
     # random's corpus AOPC of each draw: how far one draw of random rankings strays from their mean
     spread = {m: stats.null_range(per["draws", m].mean(axis=2).mean(axis=0)) for m in MEASURES}
     table = pd.DataFrame([_row(name, estimates, n) for name in names + [RANDOM]])
+    drawn = [np.array([ranked_scores(order) for order in r.random_rankings]) for r in records]
+    agreement = explanation_agreement([r.scores for r in records], drawn, settings.resamples, settings.seed)
     return ErasureSummary(n, table, estimates, pd.DataFrame(curves), spread, tuple(settings.ks),
-                          settings.random_draws)
+                          settings.random_draws, agreement)
 
 
 def _row(name: str, estimates, n: int) -> dict:

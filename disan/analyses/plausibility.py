@@ -19,18 +19,26 @@ on ``sentence``). The corpus figures are means over sentences with 95% cluster-b
 (:func:`disan.analyses.stats.sentence_mean`): the mean AP, the null's, and their difference per sentence,
 whose interval gives the verdict against random (:func:`disan.analyses.faithfulness.verdict`, from
 :data:`~disan.analyses.casestudy.MIN_SENTENCES` sentences up).
+
+Over a model's test inputs, :class:`Plausible` is the analysis of :mod:`disan.analyses.protocol` that the
+Faithfulness page runs: it explains each input as erasure does (:func:`disan.analyses.faithfulness.explain`,
+the same settings) and adds up over the inputs. ``disan faithfulness`` scores the explanations its erasure
+ranked by instead, without explaining twice.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from disan.analyses import stats
+from disan.analyses import progressive, stats
 from disan.analyses.casestudy import sentence_rng
-from disan.analyses.faithfulness import verdict
+from disan.analyses.explainers import prepare
+from disan.analyses.faithfulness import Check, explain, signs, verdict
+from disan.data.checksums import corpus_digest
 from disan.data.treebank import marked
 
 # Random score vectors per sentence: the null's per-sentence mean then strays from the expected AP of a random
@@ -145,3 +153,28 @@ def plausibility(scores: Sequence[Mapping[str, np.ndarray]], signed: Mapping[str
                  draws: int = NULL_DRAWS, seed: int = 0, resamples: int = stats.RESAMPLES) -> Plausibility:
     """:func:`summarise` of :func:`score_sentences`."""
     return summarise(score_sentences(scores, signed, labels, draws, seed), resamples, seed)
+
+
+@dataclass(frozen=True)
+class Plausible(Check):
+    """Plausibility of the explanations of ``items`` (single sentences), given ``labels``, per item the human
+    label 0..4 of each of its tokens (:func:`disan.data.treebank.trained_labels`); additive over the items:
+    an item's average precisions and null depend on it alone (its explanations are seeded by its place, its
+    null by its labels)."""
+    labels: tuple  # per item, a tuple of ints
+    name: ClassVar[str] = "faithfulness plausibility"
+    additive: ClassVar[bool] = True
+
+    def settings(self) -> dict:
+        return {**super().settings(), "labels": corpus_digest([list(map(int, labels)) for labels in self.labels])}
+
+    def part(self, pipe, places: np.ndarray) -> pd.DataFrame:
+        scores = explain(pipe, prepare(pipe, self.sample(places), self.options.side), self.options, places=places)
+        return score_sentences(scores, signs(pipe, self.options), [np.asarray(self.labels[p]) for p in places],
+                               seed=self.options.seed)
+
+    def join(self, parts: list[tuple[pd.DataFrame, np.ndarray]]) -> pd.DataFrame:
+        return progressive.joined(parts, "sentence")
+
+    def finish(self, part: pd.DataFrame, size: int) -> Plausibility:
+        return summarise(part, self.options.resamples, self.options.seed)

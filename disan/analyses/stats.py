@@ -271,6 +271,37 @@ def kendall_tau(x, y) -> float:
     return float(difference / np.sqrt(float(pairs - tied_x) * float(pairs - tied_y)))
 
 
+def _signs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(R, n²) the sign of x_i − x_j of each row of (R, n) scores (0 where either is NaN), and whether both
+    tokens have a score."""
+    valid = np.isfinite(x)
+    with np.errstate(invalid="ignore"):
+        signs = np.nan_to_num(np.sign(x[:, :, None] - x[:, None, :]), nan=0.0, posinf=0.0, neginf=0.0)
+    both = valid[:, :, None] & valid[:, None, :]
+    cells = x.shape[1] ** 2
+    return signs.reshape(len(x), cells), both.reshape(len(x), cells).astype(np.float64)
+
+
+def kendall_matrix(x, y=None) -> np.ndarray:
+    """(R, Q) Kendall's tau-b between every row of (R, n) scores ``x`` and every row of (Q, n) scores ``y``
+    (default: ``x`` itself), as :func:`kendall_tau` gives it for each pair (ties corrected for; a token NaN in
+    either row of a pair left out of that pair; NaN when fewer than two tokens remain or one row is constant
+    on them), all pairs at once: with s_r(i, j) the sign of row r's x_i − x_j (0 where either is NaN),
+    tau(a, b) = Σ s_a s_b / √(Σ s_a² v_b · Σ s_b² v_a), v_r(i, j) saying both tokens have a score in row r.
+    O(R Q n²) in one product, for the few rows and short sentences of one input's explanations, where
+    :func:`kendall_tau`'s per-call checks cost more than the pairs themselves."""
+    x = np.asarray(x, dtype=np.float64)
+    y = x if y is None else np.asarray(y, dtype=np.float64)
+    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[1]:
+        raise ValueError(f"kendall_matrix needs (rows, n) scores of one n, not {x.shape} and {y.shape}")
+    (sx, vx), (sy, vy) = _signs(x), _signs(y)
+    untied_x = (sx ** 2) @ vy.T    # [a, b]: ordered pairs untied in x_a whose tokens both have a score in y_b
+    untied_y = ((sy ** 2) @ vx.T).T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sx @ sy.T) / np.sqrt(untied_x * untied_y)
+    return np.where((untied_x > 0) & (untied_y > 0), tau, np.nan)
+
+
 def gini(x):
     """Gini coefficient of non-negative values: 0 when all are equal, (n - 1) / n when one holds everything.
 

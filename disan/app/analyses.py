@@ -17,6 +17,8 @@ import streamlit as st
 from disan.app import runner
 from disan.app.models import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline
 from disan.app.widgets import upload
+from disan.data import treebank
+from disan.data.checksums import corpus_digest
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
@@ -224,6 +226,22 @@ def test_items(path: str, mtime: float, files: tuple, _config: dict, n: int) -> 
     :func:`trained_data`)."""
     return read_kept(trained_key(_config, "test", items=n),
                      lambda: corpus.sample_items(trained_data(path, mtime, files, _config, "test"), "test", n))
+
+
+def no_word_labels(entry) -> str:
+    """Why a checkpoint's test inputs have no human word labels to test plausibility against, in one line
+    ("" where they have: a model of the Stanford Sentiment Treebank), without reading the data."""
+    return treebank.unlabelled(entry.config)
+
+
+@st.cache_data(max_entries=8, show_spinner="Reading the treebank's word labels…")
+def word_labels(path: str, mtime: float, _config: dict, items: tuple) -> tuple:
+    """Per test input of an SST checkpoint, the human label 0..4 of each token
+    (:func:`disan.data.treebank.trained_labels`), read once per checkpoint and sample and kept on disk (the
+    treebank's trees take about a second to read); ValueError for an input that is not in the treebank."""
+    def read():
+        return tuple(tuple(int(v) for v in labels) for labels in treebank.trained_labels(_config, items).labels)
+    return read_kept(trained_key(_config, "test", word_labels=corpus_digest(items)), read)
 
 
 def compared_model(path: str) -> tuple[Pipeline, dict]:

@@ -73,18 +73,28 @@ class HumanLabels:
     reason: str = ""                 # why ``labels`` is None
 
 
+def unlabelled(config: dict) -> str:
+    """Why the data a checkpoint was trained on (its config) has no human word labels, without reading it: a
+    file of its own, or a benchmark that is not SST; "" for an SST benchmark (sst5, sst2)."""
+    if "data" in config:
+        return "the model was trained on a file of its own, which has no human word labels"
+    task = config["task"]
+    if task not in BENCHMARKS or not BENCHMARKS[task].sst:
+        return f"{task} is not the Stanford Sentiment Treebank: it has no human word labels"
+    return ""
+
+
 def trained_labels(config: dict, items: Sequence, split: str = "test",
                    data_dir: str | os.PathLike | None = None) -> HumanLabels:
     """The human labels of ``items``, inputs of a split of the data a checkpoint was trained on (its config,
     ``config.json``), in their order: what :func:`disan.analyses.corpus.trained_items` drew, say. A label is
     a function of the text alone (see the module's docstring), so inputs are found in the split by their
-    text, whatever sample they are. None with the reason for a model of a file of its own or of a benchmark
-    that is not SST; ValueError for an input that is not a sentence of the split."""
-    if "data" in config:
-        return HumanLabels(None, "the model was trained on a file of its own, which has no human word labels")
+    text, whatever sample they are. None with the reason (:func:`unlabelled`) for a model of a file of its own
+    or of a benchmark that is not SST; ValueError for an input that is not a sentence of the split."""
+    reason = unlabelled(config)
+    if reason:
+        return HumanLabels(None, reason)
     task = config["task"]
-    if task not in BENCHMARKS or not BENCHMARKS[task].sst:
-        return HumanLabels(None, f"{task} is not the Stanford Sentiment Treebank: it has no human word labels")
     trees = split_trees(task, split, data_dir or (config.get("train_config") or {}).get("data_dir"))
     labels = []
     for item in items:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from disan.render import charts
 from disan.render.figures import STOP_CAPTION, token_bars
+from disan.render.tables import interval
 from disan.render.views import Drawing, Row
 
 COLUMNS = ["paper claim", "measured", "null", "holds?", "n"]
@@ -20,7 +21,7 @@ GATES = ("the fusion gate F is smaller for stop words", "gate")
 
 def _interval(e) -> str:
     """An estimate and its interval: "+0.123 [+0.100, +0.150]"."""
-    return f"{e.value:+.3f} [{e.low:+.3f}, {e.high:+.3f}]"
+    return interval(e.value, e.low, e.high)
 
 
 def _undefined(e, resamples: int) -> str:

@@ -158,3 +158,24 @@ def estimate_bars(estimates: Mapping[str, Mapping[str, object]], title: str, val
         fig.add_hline(y=reference, line=dict(color="black", dash="dash"))
     fig.update_yaxes(title=dict(text=esc(value_title)))
     return _finish(fig, title, 380, barmode="group")
+
+
+def correlation_heatmap(values: np.ndarray, rows: Sequence[str], columns: Sequence[str], title: str,
+                        value_title: str, hover: np.ndarray | None = None) -> go.Figure:
+    """A small matrix of correlations (rows x columns, values in [−1, 1]) on the diverging scale centred on 0,
+    each value written in its cell; ``hover``, per cell, more text (an interval), escaped here. NaN cells are
+    grey."""
+    values = np.asarray(values, dtype=float)
+    # a mean that rounds to zero is written 0.00, whichever side of it it lies
+    text = np.array([["" if np.isnan(v) else f"{v:.2f}".replace("-0.00", "0.00") for v in row] for row in values],
+                    dtype=object)
+    more = np.full(values.shape, "", dtype=object) if hover is None else np.vectorize(esc, otypes=[object])(hover)
+    fig = go.Figure(go.Heatmap(
+        z=values, x=[esc(c) for c in columns], y=[esc(r) for r in rows], text=text, texttemplate="%{text}",
+        customdata=more, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, hoverongaps=False,
+        colorbar=dict(title=dict(text=esc(value_title))),
+        hovertemplate="%{y} · %{x}: %{z:.3f} %{customdata}<extra></extra>"))
+    # the column names under the matrix, slanted: long names over the columns would run into the title
+    fig.update_xaxes(type="category", tickangle=-30, automargin=True)
+    fig.update_yaxes(type="category", autorange="reversed", automargin=True)
+    return _finish(fig, title, height_for(len(rows), per_row=40, base=260, low=400), plot_bgcolor=MASKED_BG)

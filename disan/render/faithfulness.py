@@ -1,10 +1,17 @@
 """What the Faithfulness page and ``viz.faithfulness`` draw of the checks of :mod:`disan.analyses.faithfulness`:
-erasure's bars and table, the interventions' table and the randomisation checks' bars and table, read from
-the results' fields."""
+erasure's bars and table with the explanations' agreement matrix, the interventions' table, the randomisation
+checks' bars and table, and plausibility's bars and table (:mod:`disan.analyses.plausibility`, also
+``viz.plausibility``), read from the results' fields."""
 from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
 
 from disan.render import charts
 from disan.render.kinds import look_of
+from disan.render.tables import interval
 from disan.render.views import Drawing, Row
 
 
@@ -23,7 +30,48 @@ def erasure_drawing(summary, kind: str | None = None) -> Drawing:
             "(sufficiency, lower is better)",
             f"{followed}; k = {', '.join(f'{k:.0%}' for k in summary.ks)} of the tokens, at least one. Random's "
             f"corpus AOPC over its {summary.random_draws} draws (mean [5th, 95th percentile]): {spread}."),
-        Row({"faith-erasure-table": summary.table})])
+        Row({"faith-erasure-table": summary.table}),
+        *agreement_rows(summary.agreement)])
+
+
+def agreement_matrix(agreement) -> pd.DataFrame:
+    """An explanation agreement's matrix as a table: the mean tau of every two explanations (2 decimals, "—"
+    where undefined), then the null's, mean tau with random rankings, with its 95% interval."""
+    table = agreement.matrix[agreement.names].map(lambda v: "—" if np.isnan(v) else f"{v:+.2f}")
+    null = null_of(agreement)
+    table[f"{null} (null)"] = [interval(e.value, e.low, e.high) for e in
+                               (agreement.estimates[name, null] for name in agreement.names)]
+    return table
+
+
+def null_of(agreement) -> str:
+    """The column of an explanation agreement's matrix that holds its null: the one that is no explanation."""
+    return next(c for c in agreement.matrix.columns if c not in agreement.names)
+
+
+def agreement_rows(agreement) -> list[Row]:
+    """Which explanations agree (an explanation agreement): the heatmap of mean Kendall's tau-b over the
+    inputs, each explanation against every other and against random rankings, and its table."""
+    columns = list(agreement.matrix.columns)
+    hover = np.array([[_bracket(agreement.estimates[name, other]) for other in columns] for name in agreement.names],
+                     dtype=object)
+    title = f"Which explanations agree: mean Kendall's τ-b over {agreement.inputs} inputs"
+    return [Row({"faith-explanations-tau": charts.correlation_heatmap(agreement.matrix.to_numpy(), agreement.names,
+                                                                      columns, title, "mean τ-b", hover)},
+                "Which explanations agree",
+                "Kendall's τ-b between two explanations' scores of the same tokens, per input, then the mean over "
+                "the inputs (95% bootstrap interval on hover). The scores rank as they stand, the one ranking rule "
+                "erasure removes tokens by: highest first, a signed explanation's evidence against the prediction "
+                "last, not folded into its size, so two explanations agree when they order the tokens alike, sign "
+                f"included; a token without a score is left out of its pairs. The column {null_of(agreement)}: the "
+                "τ with the "
+                "random rankings erasure draws of the same tokens, the null (near 0)."),
+            Row({"faith-explanations-tau-table": agreement_matrix(agreement)})]
+
+
+def _bracket(e) -> str:
+    """An estimate's interval for a hover: "[−0.10, +0.20]"; nothing where it is undefined."""
+    return "" if np.isnan(e.low) else f"[{e.low:+.3f}, {e.high:+.3f}]"
 
 
 def intervention_drawing(summary) -> Drawing:
@@ -48,3 +96,46 @@ def agreement_drawing(result, title: str) -> Drawing:
                         title, "An explanation that keeps its ranking when the model it explains is destroyed "
                                "does not explain that model: ρ near 1 is the failure."),
                     Row({"faith-agreement-table": result.table})])
+
+
+PLAUSIBILITY_COLUMNS = {"ap": "average precision", "null": "random scores (null)", "difference": "AP − random"}
+
+
+def plausibility_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """A plausibility summary as a table: per explanation, its mean average precision, random scores' and the
+    difference, each with its 95% interval, the verdict, and the sentences used and left out."""
+    rows = []
+    for row in summary.to_dict("records"):
+        cells = {"explanation": row["explanation"]}
+        for column, label in PLAUSIBILITY_COLUMNS.items():
+            value = row["null ap" if column == "null" else column]
+            cells[label] = interval(value, row[f"{column} low"], row[f"{column} high"])
+        rows.append(cells | {"verdict": row["verdict"], "sentences": row["sentences"], "left out": row["left out"]})
+    return pd.DataFrame(rows, columns=["explanation", *PLAUSIBILITY_COLUMNS.values(), "verdict", "sentences",
+                                       "left out"])
+
+
+def plausibility_drawing(result) -> Drawing:
+    """Plausibility (its summary): each explanation's mean average precision against the tokens humans marked
+    beside random scores', with intervals, and the table of differences with their verdicts."""
+    summary = result.summary
+    bars = {}
+    for row in summary.to_dict("records"):
+        bars[row["explanation"]] = {
+            label: SimpleNamespace(value=row["null ap" if column == "null" else column], low=row[f"{column} low"],
+                                   high=row[f"{column} high"])
+            for column, label in list(PLAUSIBILITY_COLUMNS.items())[:2]}
+    used = int(summary["sentences"].max()) if len(summary) else 0
+    left = int(summary["left out"].max()) if len(summary) else 0
+    return Drawing([
+        Row({"faith-plausibility-bars": charts.estimate_bars(
+                bars, f"Plausibility over {used} sentences: average precision of the tokens humans marked",
+                "average precision")},
+            "Plausibility: do an explanation's top tokens include the words humans marked?",
+            "The Stanford Sentiment Treebank labels every word with a sentiment; the tokens humans marked are those "
+            "not labelled neutral. Per sentence, an explanation's ranking of the tokens is scored by its average "
+            "precision against them (ERASER's AUPRC; a signed explanation is ranked by the size of its scores, "
+            "since a word against the prediction is as much a reason a human marks), beside the same for random "
+            "scores, the null. Means over the sentences with 95% bootstrap intervals"
+            + (f"; {left} sentences where humans marked no token or every token are left out." if left else ".")),
+        Row({"faith-plausibility-table": plausibility_table(summary)})])

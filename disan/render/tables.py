@@ -20,6 +20,11 @@ LENGTH_BINS = (0, 5, 10, 15, 20, 25, 30, 45, 1000)  # bin edges [lo, hi) of sent
 BLOCK_FIELDS = ("h", "probs", "s", "gate", "u", "mask")  # arrays of a DirectionTrace
 
 
+def interval(value: float, low: float, high: float) -> str:
+    """An estimate and its 95% interval as a table's cell: "+0.123 [+0.100, +0.150]"."""
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
 def _array(x) -> np.ndarray | None:
     """A torch tensor (possibly on a GPU or requiring grad) or an array -> numpy; None stays None."""
     if x is None:
