@@ -13,8 +13,7 @@ from disan.render.kinds import look_of
 
 st.header("Faithfulness")
 st.caption("A heatmap invites a reading: “the model looked at this word”. Here each explanation of the prediction "
-           "(source2token importance, the attention each DiSA block gives a token as lift over uniform, the "
-           "gate-weighted attention, gradient × input, integrated gradients, leave-one-out) is tested: removing "
+           f"({', '.join(explainers.on_pages())}; per DiSA block where it reads one) is tested: removing "
            "its top tokens should move the output more than removing random ones (ERASER's comprehensiveness and "
            "sufficiency); replacing the attention should move it more than noise of the same size; and an "
            "explanation should change when the model it explains is destroyed. Plausibility, a different question "
@@ -36,8 +35,10 @@ side = faithfulness.BOTH
 if reads_pairs(entry):
     side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True,
                     key="faith-side")
-# the expensive explanations (captum's) are left to `disan faithfulness`
 settings = faithfulness.Settings(removal=removal, side=side, explainers=explainers.on_pages())
+if explainers.on_command_only():
+    st.caption(f"Left to `disan faithfulness` for their cost (one input at a time): "
+               f"{', '.join(explainers.on_command_only())}.")
 try:
     items = tuple(glue.test_items(*args, glue.data_stamp(entry), entry.config, n))
 except (glue.DataError, ValueError, OSError) as e:

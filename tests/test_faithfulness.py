@@ -608,10 +608,13 @@ def test_a_registered_explanation_is_in_the_commands_records_and_on_the_page(tmp
     at = visit(app(**{"faith-n": 3}), "app_pages/faithfulness.py")
     table = at.dataframe[0].value
     assert list(table["explanation"])[-2:] == ["toy noise", F.RANDOM]
-    # an expensive one is left to the command
+    assert "toy noise" in at.caption[0].value  # the page says what it tests
+    # an expensive one is left to the command, and the page says so
     monkeypatch.setitem(E.EXPLAINERS, "toy noise", dataclasses.replace(toy(), cost=E.EXPENSIVE))
     at = visit(app(**{"faith-n": 3}), "app_pages/faithfulness.py")
     assert "toy noise" not in list(at.dataframe[0].value["explanation"])
+    left = [c.value for c in at.caption if "Left to `disan faithfulness`" in c.value]
+    assert len(left) == 1 and "toy noise" in left[0] and "toy noise" not in at.caption[0].value
 
 
 # ---------------------------------------------------------------- which explanations agree

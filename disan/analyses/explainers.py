@@ -292,6 +292,11 @@ def on_pages() -> tuple[str, ...]:
     return tuple(e.name for e in EXPLAINERS.values() if e.cost != EXPENSIVE)
 
 
+def on_command_only() -> tuple[str, ...]:
+    """The explanations a page leaves to ``disan faithfulness`` for their cost: the expensive ones."""
+    return tuple(e.name for e in EXPLAINERS.values() if e.cost == EXPENSIVE)
+
+
 # ---------------------------------------------------------------- the entries
 
 def source2token_importance(trace) -> dict[None, np.ndarray]:
