@@ -5,6 +5,7 @@ from disan.app import analyses as glue
 from disan.app import runner
 from disan.app.models import checkpoint_args
 from disan.app.drawing import draw
+from disan.app.widgets import number
 from disan.app.opening import open_input, report_download
 from disan.analyses import attribution
 from disan.render.attribution import corpus_drawing, drawing
@@ -31,7 +32,7 @@ missing = glue.no_split(entry)
 if missing is not None:
     st.info(missing)
     st.stop()
-n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
+n = number(st, "Test sentences sampled", "attr-sample", 200, 2000, 200, step=100)
 try:
     items = glue.test_items(*args, glue.data_stamp(entry), entry.config, n)
 except glue.DataError as e:  # the file the model was trained on is gone or has changed
