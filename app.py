@@ -9,8 +9,8 @@ if __name__ == "__main__":
 
 from disan.app import links  # noqa: E402
 from disan.app.traces import SENTENCE_HELP  # noqa: E402
-from disan.app.models import default_checkpoint, entries, reads_pairs, use_app_threads
-from disan.app.widgets import persistent
+from disan.app.models import checkpoint_args, default_checkpoint, entries, model_version, reads_pairs, use_app_threads
+from disan.app.widgets import persistent, start_url
 from disan.render import markup  # noqa: E402
 from disan.render.views import PRESET_PAIR, PRESET_SENTENCE  # noqa: E402
 
@@ -43,19 +43,25 @@ def pages() -> list:
 
 
 def follow_link(good, default: str) -> list[str]:
-    """On a session's first run, take the model and sentence from the URL (``?model=…&text=…``); the
-    messages say what was not used and why."""
+    """On a session's first run, take the model, the sentence and the page's settings from the URL
+    (``?model=…&text=…``; see disan.app.links); the messages say what was not used and why, and whether the
+    link's model has changed since the link was made."""
     if st.session_state.get("link-read"):
         return []
     st.session_state["link-read"] = True
     values, messages = links.read(st.query_params.to_dict(), {e.name: e.kind for e in good}, default)
+    digest = values.pop(links.DIGEST, None)
     st.session_state.update(values)
+    if digest is not None and "checkpoint" in values:  # a digest is the link's model's, not the default's
+        entry = next(e for e in good if e.name == values["checkpoint"])
+        messages += links.changed(entry.name, digest, model_version(*checkpoint_args(entry)))
     return messages
 
 
-def sidebar() -> list[str]:
-    """The model, its input and the download format; returns the messages about the link followed."""
-    messages = []
+def sidebar() -> tuple[list[str], dict[str, str]]:
+    """The model, its input and the download format; returns the messages about the link followed and the
+    URL's parameters of the model and its input."""
+    messages, params = [], {}
     with st.sidebar:
         st.title("DiSAN Explorer")
         all_entries = entries()
@@ -84,10 +90,9 @@ def sidebar() -> list[str]:
             else:
                 st.session_state.setdefault("text", PRESET_SENTENCE)
                 persistent(st.text_area, "Sentence", "text", height=100, help=SENTENCE_HELP)
-            # the URL follows the model and the input, so that it can be shared
-            params = links.write(entry.name, entry.kind, st.session_state)
-            if st.query_params.to_dict() != params:
-                st.query_params.from_dict(params)
+            # the URL follows the model and the input, so that it can be shared (see start_url)
+            digest = model_version(*checkpoint_args(entry))
+            params = links.write(entry.name, entry.kind, st.session_state, digest=digest)
         else:
             st.info("No checkpoint yet. Train one on the Training page or with "
                     "`python -m disan train --task trec --out checkpoints/trec`.")
@@ -98,7 +103,7 @@ def sidebar() -> list[str]:
             with st.expander(f"{len(broken)} broken checkpoint(s)"):
                 for e in broken:
                     st.text(f"{e.name}: {e.error}")
-    return messages
+    return messages, params
 
 
 # The browser tab's icon: an emoji, which Streamlit draws as an inline SVG. A page's ":material/…:" icon would
@@ -110,9 +115,10 @@ FAVICON = "🔎"
 if __name__ == "__main__":
     # the icon before the navigation: the browser takes a page's own icon as the tab's when none is set yet
     st.set_page_config(page_icon=FAVICON)
-    link_messages = sidebar()
+    link_messages, link_params = sidebar()
     # every page listed: past twelve pages Streamlit folds the menu behind "View N more" by default
     page = st.navigation(pages(), expanded=True)
+    start_url(link_params, page.url_path)
     st.set_page_config(page_title=f"{page.title} · DiSAN Explorer", layout="wide")
     for message in link_messages:
         st.warning(markup.markdown_label(message))

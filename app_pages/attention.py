@@ -8,7 +8,7 @@ highlighted is always the query the figures draw.
 import streamlit as st
 
 from disan.app.drawing import downloads, draw
-from disan.app.opening import drawing_width, page_sentences, side_by_side
+from disan.app.opening import drawing_width, page_sentences, report_download, side_by_side
 from disan.app.widgets import kept, persistent, setting, token_window
 from disan.render import markup, views
 
@@ -65,3 +65,4 @@ for role, sentence, where in side_by_side(sentences):
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
     draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")
     downloads(sentence, f"attention-{role}", where, role)
+report_download()

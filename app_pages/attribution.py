@@ -5,7 +5,8 @@ from disan.app import analyses as glue
 from disan.app import runner
 from disan.app.models import checkpoint_args
 from disan.app.drawing import draw
-from disan.app.opening import open_input
+from disan.app.widgets import number
+from disan.app.opening import open_input, report_download
 from disan.analyses import attribution
 from disan.render.attribution import corpus_drawing, drawing
 
@@ -22,6 +23,7 @@ attr = glue.attribute(*args, text, result.sentences)
 st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline:.4f}; the integrated gradients "
            f"sum to within {abs(attr.completeness_gap):.2%} of the difference.")
 draw(drawing(attribution.explained(attr, result.sentences), entry.kind))
+report_download()
 
 st.subheader("Agreement over a corpus")
 st.caption(f"Integrated gradients over {attribution.CORPUS_STEPS} steps for each input (their completeness gap is "
@@ -30,7 +32,7 @@ missing = glue.no_split(entry)
 if missing is not None:
     st.info(missing)
     st.stop()
-n = int(st.number_input("Test sentences sampled", 200, 2000, 200, step=100, key="attr-sample"))
+n = number(st, "Test sentences sampled", "attr-sample", 200, 2000, 200, step=100)
 try:
     items = glue.test_items(*args, glue.data_stamp(entry), entry.config, n)
 except glue.DataError as e:  # the file the model was trained on is gone or has changed

@@ -5,6 +5,7 @@ from disan.app import analyses as glue
 from disan.app import runner
 from disan.app.models import checkpoint_args, current_checkpoint
 from disan.app.drawing import draw
+from disan.app.widgets import number
 from disan.render import casestudy as case_render
 from disan.render import views
 from disan.analyses import casestudy, corpus
@@ -28,8 +29,8 @@ chosen = glue.pick_corpus(entry, "case")
 if chosen is None:
     draw(views.Drawing(case_render.paper_rows(paper, paper_found)))
     st.stop()
-n = int(st.number_input("Sentences (a seeded random sample of the corpus)", 1, corpus.SAMPLE_SENTENCES,
-                        min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100, key="case-n"))
+n = number(st, "Sentences (a seeded random sample of the corpus)", "case-n", 1, corpus.SAMPLE_SENTENCES,
+           min(corpus.SAMPLE_SENTENCES, len(chosen)), step=100)
 sampled = corpus.sample(chosen, n)
 analysis = casestudy.Study(sampled)
 study = runner.run(analysis, args, f"Tracing and measuring sentences of {chosen.name}",

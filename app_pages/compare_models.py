@@ -4,7 +4,7 @@ import streamlit as st
 from disan.app.traces import current_input, run_trace
 from disan.app.models import current_pipeline, entries, reads_pairs
 from disan.app.drawing import draw
-from disan.app.widgets import token_window
+from disan.app.widgets import setting, token_window
 from disan.render import compare as compare_render
 from disan.render import views
 from disan.analyses import compare
@@ -21,14 +21,14 @@ if not others:
             "same task with the disan-nodir or bilstm encoder.")
     st.stop()
 labels = {e.name: e.label for e in others}
-chosen = st.selectbox("Model B", list(labels), format_func=labels.get, key="compare-other")
+chosen = setting(st.selectbox, "Model B", "compare-other", list(labels), format_func=labels.get)
 other = next(e for e in others if e.name == chosen)  # drawn once: in the generator it was drawn per model
 text = current_input(pipe)
 result_a = run_trace(entry, text)
 result_b = run_trace(other, text)
 which = "sentence"
 if pipe.is_pair:
-    which = st.radio("Sentence", ["premise", "hypothesis"], horizontal=True, key="compare-sentence")
+    which = setting(st.radio, "Sentence", "compare-sentence", ["premise", "hypothesis"], horizontal=True)
 sides = [compare.Side(e.name, e.encoder, r.prediction, getattr(r, which))
          for e, r in ((entry, result_a), (other, result_b))]
 comparison = compare.comparison(*sides)

@@ -6,6 +6,7 @@ from disan.app import runner
 from disan.app.models import checkpoint_args, current_checkpoint
 from disan.app.drawing import draw
 from disan.app.traces import open_in_attention
+from disan.app.widgets import kept, number, persistent, setting
 from disan.analyses import corpus, stats
 from disan.inspect import senses
 from disan.render import corpus as corpus_render
@@ -26,12 +27,13 @@ if chosen.skipped:
     st.caption(f"{chosen.skipped} empty or over-long line{' was' if chosen.skipped == 1 else 's were'} left out.")
 words = glue.frequent_words(chosen)
 c1, c2 = st.columns(2)
-word = c1.selectbox("Word", words, key="corpus-word", accept_new_options=True,
-                    help="the corpus's most frequent content words first; type any other word")
-kind = c2.radio("Vector", kinds, format_func=senses.VECTORS.get, key="corpus-kind")
+kept("corpus-word", words, words[0] if words else None)  # another corpus starts at its most frequent word
+word = persistent(c1.selectbox, "Word", "corpus-word", options=words, accept_new_options=True,
+                  help="the corpus's most frequent content words first; type any other word")
+kind = setting(c2.radio, "Vector", "corpus-kind", kinds, format_func=senses.VECTORS.get)
 c1, c2 = st.columns(2)
-picked = c1.radio("Clusters", ["k by silhouette", "chosen k"], horizontal=True, key="corpus-k-mode")
-k = int(c2.number_input("k", 2, 10, corpus.CLUSTERS, key="corpus-k")) if picked == "chosen k" else None
+picked = setting(c1.radio, "Clusters", "corpus-k-mode", ["k by silhouette", "chosen k"], horizontal=True)
+k = number(c2, "k", "corpus-k", 2, 10, corpus.CLUSTERS) if picked == "chosen k" else None
 if not word:
     st.stop()
 # a stage takes the word's first occurrences in corpus order; the search for k by silhouette waits for all
@@ -52,9 +54,11 @@ def points(result: corpus.Senses, chosen: corpus.Corpus) -> None:
     """Colouring and picking an occurrence redraw this part only; the vectors are not fetched again."""
     table = result.table
     labelled = any(chosen.labels)
-    colour = st.radio("Colour by", ["cluster", "label"], horizontal=True, key="corpus-colour", disabled=not labelled)
-    selected = st.selectbox("Occurrence", range(len(table)), key="corpus-selected",
-                            format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
+    colour = setting(st.radio, "Colour by", "corpus-colour", ["cluster", "label"], horizontal=True,
+                     disabled=not labelled)
+    kept("corpus-selected", (chosen.name, result.word, len(table)), 0)  # another word starts at its first occurrence
+    selected = persistent(st.selectbox, "Occurrence", "corpus-selected", options=range(len(table)),
+                          format_func=lambda i: f"#{i} · cluster {table.cluster[i]} · {table.context[i][:90]}")
     draw(corpus_render.drawing(result, colour if labelled else "cluster", selected,
                                corpus.neighbours(result, selected)))
     c1, c2 = st.columns(2)

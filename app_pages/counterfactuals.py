@@ -3,7 +3,7 @@ import streamlit as st
 
 from disan.app.drawing import draw
 from disan.app.opening import open_input
-from disan.app.widgets import token_window
+from disan.app.widgets import kept, persistent, setting, tabs, token_window
 from disan.render import counterfactual as cf_render
 from disan.render import views
 from disan.analyses import counterfactual as cf
@@ -16,8 +16,8 @@ entry, pipe, _, result = open_input()
 sentences = result.sentences
 which = 0
 if pipe.is_pair:
-    which = ["premise", "hypothesis"].index(st.radio("Sentence to change", ["premise", "hypothesis"],
-                                                     horizontal=True, key="cf-sentence"))
+    which = ["premise", "hypothesis"].index(setting(st.radio, "Sentence to change", "cf-sentence",
+                                                    ["premise", "hypothesis"], horizontal=True))
 sentence = sentences[which]
 tokens = sentence.tokens
 occluded = cf.occlusion(pipe, sentences, which)
@@ -29,11 +29,12 @@ important = int(occluded.position[0]) if len(occluded) else 0
 def edit_part() -> None:
     """Delete, replace or mask one token; the widgets here redraw this part only."""
     c1, c2, c3 = st.columns(3)
-    op = c1.radio("Edit", cf.EDITS, horizontal=True, key="cf-op",
-                  index=cf.EDITS.index("delete" if len(tokens) > 1 else "mask"))
-    position = c2.selectbox("Token", range(len(tokens)), index=important, key="cf-position",
-                            format_func=lambda j: views.token_label(tokens, j))
-    replacement = c3.text_input("Replace with", "", key="cf-replacement", disabled=op != "replace")
+    op = setting(c1.radio, "Edit", "cf-op", cf.EDITS, default="delete" if len(tokens) > 1 else "mask",
+                 horizontal=True)
+    kept("cf-position", tokens, important)  # a new sentence starts at its most important token
+    position = persistent(c2.selectbox, "Token", "cf-position", options=range(len(tokens)),
+                          format_func=lambda j: views.token_label(tokens, j))
+    replacement = persistent(c3.text_input, "Replace with", "cf-replacement", default="", disabled=op != "replace")
     try:
         edited = cf.edit(tokens, op, position, replacement)
     except ValueError as e:
@@ -51,12 +52,15 @@ def knockout_part() -> None:
     if not names:
         st.info(f"The {entry.encoder} encoder has no token2token attention to knock out.")
         return
-    blocks = st.multiselect("Blocks", names, default=names, key="cf-blocks")
+    kept("cf-blocks", names, names)
+    blocks = persistent(st.multiselect, "Blocks", "cf-blocks", options=names)
     c1, c2 = st.columns(2)
-    keys = c1.multiselect("Attended tokens i (the keys whose edges are removed)", range(len(tokens)),
-                          default=[important], key="cf-keys", format_func=lambda j: views.token_label(tokens, j))
-    queries = c2.multiselect("Query tokens j (none: every query)", range(len(tokens)), key="cf-queries",
-                             format_func=lambda j: views.token_label(tokens, j))
+    kept("cf-keys", tokens, [important])  # a new sentence starts again from its most important token
+    kept("cf-queries", tokens, [])
+    keys = persistent(c1.multiselect, "Attended tokens i (the keys whose edges are removed)", "cf-keys",
+                      options=range(len(tokens)), format_func=lambda j: views.token_label(tokens, j))
+    queries = persistent(c2.multiselect, "Query tokens j (none: every query)", "cf-queries",
+                         options=range(len(tokens)), format_func=lambda j: views.token_label(tokens, j))
     try:
         knocked = cf.knockout(pipe, sentences, which, blocks, keys, queries)
     except ValueError as e:
@@ -66,7 +70,7 @@ def knockout_part() -> None:
     draw(cf_render.knockout_drawing(pipe.kind, knocked, blocks, window))
 
 
-edit_tab, occlusion_tab, knockout_tab = st.tabs(["Edit a token", "Occlusion", "Attention knockout"])
+edit_tab, occlusion_tab, knockout_tab = tabs(["Edit a token", "Occlusion", "Attention knockout"], "cf-tab")
 with edit_tab:
     edit_part()
 with occlusion_tab:

@@ -6,7 +6,7 @@ from disan.app import analyses as glue
 from disan.app import runner
 from disan.app.models import checkpoint_args, current_checkpoint, reads_pairs
 from disan.app.drawing import draw
-from disan.app.widgets import persistent
+from disan.app.widgets import number, persistent, setting, tabs
 from disan.analyses import explainers, faithfulness, plausibility
 from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing, plausibility_drawing
 from disan.render.kinds import look_of
@@ -28,13 +28,13 @@ if missing is not None:
     st.info(missing)
     st.stop()
 c1, c2, c3 = st.columns(3)
-n = int(c1.number_input("Test inputs sampled", 1, 2000, 100, step=50, key="faith-n"))
-removal = c2.radio("Removed tokens", faithfulness.REMOVALS, horizontal=True, key="faith-removal",
-                   format_func={"delete": "deleted", "unk": "as <unk>"}.get)
+n = number(c1, "Test inputs sampled", "faith-n", 1, 2000, 100, step=50)
+removal = setting(c2.radio, "Removed tokens", "faith-removal", faithfulness.REMOVALS, horizontal=True,
+                  format_func={"delete": "deleted", "unk": "as <unk>"}.get)
 side = faithfulness.BOTH
 if reads_pairs(entry):
-    side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True,
-                    key="faith-side")
+    side = setting(c3.radio, "Side ranked and removed", "faith-side",
+                   [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True)
 settings = faithfulness.Settings(removal=removal, side=side, explainers=explainers.on_pages())
 if explainers.on_command_only():
     st.caption(f"Left to `disan faithfulness` for their cost (one input at a time): "
@@ -46,15 +46,13 @@ except (glue.DataError, ValueError, OSError) as e:
     st.stop()
 few = items[:faithfulness.CASCADE_SENTENCES]
 
-# The open tab is the session's (a key, a rerun on a switch): a button's rerun keeps the user on its tab, and
-# only the open tab computes
-# plausibility needs human word labels, which only the Stanford Sentiment Treebank has
+# The open tab is the session's (a rerun on a switch): a button's rerun keeps the user on its tab, and only the
+# open tab computes; plausibility needs human word labels, which only the Stanford Sentiment Treebank has
 unlabelled = glue.no_word_labels(entry)
 if unlabelled:
     st.caption(f"No Plausibility tab: {unlabelled}.")
-tabs = st.tabs(["Erasure", "Interventions", "Randomisation"] + ([] if unlabelled else ["Plausibility"]),
-               key="faith-tab", on_change="rerun")
-erasure, interventions, randomisation = tabs[:3]
+panes = tabs(["Erasure", "Interventions", "Randomisation"] + ([] if unlabelled else ["Plausibility"]), "faith-tab")
+erasure, interventions, randomisation = panes[:3]
 if erasure.open:
     with erasure:
         summary = runner.run(faithfulness.Erasure(items, settings), args,
@@ -89,8 +87,8 @@ if randomisation.open:
             result = runner.run(faithfulness.DataRandomisation(few, settings, other, digest), args,
                                 "Explaining both models", lambda part: agreement_drawing(part, title))
             draw(agreement_drawing(result, title))
-if not unlabelled and tabs[3].open:
-    with tabs[3]:
+if not unlabelled and panes[3].open:
+    with panes[3]:
         try:
             labels = glue.word_labels(*args, entry.config, items)
         except (ValueError, OSError) as e:

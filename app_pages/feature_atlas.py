@@ -5,6 +5,7 @@ from disan.app import analyses as glue
 from disan.app import links, runner
 from disan.app.models import checkpoint_args, current_checkpoint, entry_pipeline
 from disan.app.drawing import draw
+from disan.app.widgets import number, persistent, setting
 from disan.analyses import atlas
 from disan.analyses import corpus
 from disan.render import atlas as atlas_render
@@ -22,10 +23,10 @@ chosen = glue.pick_corpus(entry, "atlas")
 if chosen is None:
     st.stop()
 c1, c2, c3 = st.columns(3)
-size = int(c1.number_input("Sentences", 10, corpus.MAX_UPLOAD, corpus.SAMPLE_SENTENCES, step=100, key="atlas-n",
-                           help="a seeded random sample of the corpus when it is larger"))
-picked = c2.radio("Types", ["k by silhouette", "chosen k"], horizontal=True, key="atlas-k-mode")
-k = int(c3.number_input("k", 2, 12, atlas.TYPES, key="atlas-k")) if picked == "chosen k" else None
+size = number(c1, "Sentences", "atlas-n", 10, corpus.MAX_UPLOAD, corpus.SAMPLE_SENTENCES, step=100,
+              help="a seeded random sample of the corpus when it is larger")
+picked = setting(c2.radio, "Types", "atlas-k-mode", ["k by silhouette", "chosen k"], horizontal=True)
+k = number(c3, "k", "atlas-k", 2, 12, atlas.TYPES) if picked == "chosen k" else None
 sample = corpus.sample(chosen, size)
 if not len(sample):
     st.info(f"{chosen.name} has no sentence to measure.")
@@ -55,15 +56,15 @@ st.caption(f"{len(sample)} sentences, {int(result.lengths.sum())} tokens, {len(r
 @st.fragment
 def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     """Colouring, searching and picking a feature redraw this part only; the profiles are not measured again."""
-    colour = st.radio("Colour the map by", atlas_render.COLOURS, horizontal=True, key="atlas-colour")
+    colour = setting(st.radio, "Colour the map by", "atlas-colour", atlas_render.COLOURS, horizontal=True)
     c1, c2, c3 = st.columns([1, 2, 3])
-    block = c1.selectbox("Block", result.blocks, key="atlas-block")
+    block = setting(c1.selectbox, "Block", "atlas-block", result.blocks)
     measures = glue.atlas_measures(result)
-    order_by = c2.selectbox("Sort features by", measures, index=measures.index("entropy ÷ uniform"),
-                            key="atlas-sort", help="lowest first")
+    order_by = setting(c2.selectbox, "Sort features by", "atlas-sort", measures, default="entropy ÷ uniform",
+                       help="lowest first")
     rows = glue.block_features(result, block, order_by)
-    feature = int(c3.selectbox("Feature", rows["feature"], key="atlas-feature",
-                               format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
+    feature = int(setting(c3.selectbox, "Feature", "atlas-feature", rows["feature"],
+                          format_func=lambda f: f"k = {f} · {result.row(block, f)['summary']}"))
     draw(drawing(result, colour, result.position(block, feature)))
     st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{entry.name}.csv", "text/csv",
                        key="atlas-csv")
@@ -71,8 +72,9 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
         st.dataframe(rows, hide_index=True)
 
     st.subheader("Search")
-    query = st.text_input("Features that attend most to a word or a word class", "negations", key="atlas-search",
-                          help=f"words separated by spaces or commas (pooled), or a class: {', '.join(atlas.CLASSES)}")
+    query = persistent(st.text_input, "Features that attend most to a word or a word class", "atlas-search",
+                       default="negations",
+                       help=f"words separated by spaces or commas (pooled), or a class: {', '.join(atlas.CLASSES)}")
     if query.strip():
         try:
             st.dataframe(atlas.search(result, query), hide_index=True, key="atlas-search-table")

@@ -4,7 +4,7 @@ import streamlit as st
 from disan.app.traces import cached_sentence
 from disan.app.models import checkpoint_args, current_pipeline
 from disan.app.drawing import draw
-from disan.app.widgets import kept, persistent
+from disan.app.widgets import kept, persistent, setting
 from disan.render import markup, views
 from disan.inspect import senses
 
@@ -25,10 +25,9 @@ def edited() -> None:
 
 
 entry, pipe = current_pipeline()
-st.session_state.setdefault("senses-preset", FIRST)
-st.session_state.setdefault("senses-text", "\n".join(senses.PRESETS[FIRST]))
-persistent(st.selectbox, "Preset", "senses-preset", after=load_preset, options=[OWN, *senses.PRESETS])
-text = persistent(st.text_area, "Sentences, one per line", "senses-text", after=edited, height=110)
+persistent(st.selectbox, "Preset", "senses-preset", after=load_preset, default=FIRST, options=[OWN, *senses.PRESETS])
+text = persistent(st.text_area, "Sentences, one per line", "senses-text", after=edited,
+                  default="\n".join(senses.PRESETS[FIRST]), height=110)
 traces = []
 for line in filter(str.strip, text.splitlines()):
     try:
@@ -38,18 +37,14 @@ for line in filter(str.strip, text.splitlines()):
 # The vector choice is drawn whatever the sentences, so that it never leaves the page and comes
 # back showing a choice other than the one the chart uses.
 kinds = senses.vector_kinds(traces[0].trace) if traces else list(senses.VECTORS)
-if st.session_state.get("senses-kind") not in kinds:
-    st.session_state["senses-kind"] = kinds[0]
-kind = persistent(st.radio, "Vector", "senses-kind", options=kinds, format_func=senses.VECTORS.get,
-                  horizontal=True, disabled=not traces)
+kind = setting(st.radio, "Vector", "senses-kind", kinds, format_func=senses.VECTORS.get, horizontal=True,
+               disabled=not traces)
 try:
     words, _ = views.senses_choices(traces)
 except views.Unavailable as e:
     st.info(markup.markdown_label(str(e)))
     st.stop()
-if st.session_state.get("senses-word") not in words:
-    st.session_state["senses-word"] = words[views.default_word(words)]
-word = persistent(st.selectbox, "Word", "senses-word", options=words)
+word = setting(st.selectbox, "Word", "senses-word", words, default=words[views.default_word(words)])
 # a picker per sentence that has the word more than once, side by side
 places = [senses.positions(s.tokens, word) for s in traces]
 repeated = [i for i, p in enumerate(places) if len(p) > 1]

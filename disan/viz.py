@@ -53,7 +53,7 @@ from disan.analyses import plausibility as _plausibility
 from disan.analyses import corpus as _corpus
 from disan.data import treebank as _treebank
 from disan.analyses import stats as _stats
-from disan.render.report import report_html, report_input
+from disan.render.report import report_file, report_input
 from disan.render.views import AttentionOptions
 from disan.inspect.pipeline import NOTEBOOK_HTML, Prediction, Predictions, SentenceTrace, TraceResult
 
@@ -251,7 +251,7 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
     result = pipe.trace(report_input(pipe, text, hypothesis))
-    path.write_text(report_html(pipe, result, _attribution.attributed(pipe, result.sentences)), encoding="utf-8")
+    path.write_bytes(report_file(pipe, result, _attribution.attributed(pipe, result.sentences)))
     return path
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",

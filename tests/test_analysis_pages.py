@@ -57,12 +57,12 @@ def test_every_analysis_page_draws_with_its_defaults(models):
 def test_the_corpus_page_draws_the_library_view_and_opens_a_sentence(models, tmp_path):
     at = visit(app(), PAGES["corpus"])
     trec = corpus.benchmark_corpus("trec", "test")
-    word = at.selectbox(key="corpus-word").value
+    word = at.selectbox(key="_corpus-word").value
     assert word == corpus.frequent_words(trec)[0]
     pipe = disan.load(tmp_path / "a-trec")
     result = corpus.analyse(pipe, trec, word, "source2token")
     assert_page_draws(at, corpus_render.drawing(result, "cluster", 0, corpus.neighbours(result, 0)))
-    at.selectbox(key="corpus-selected").set_value(2).run()
+    at.selectbox(key="_corpus-selected").set_value(2).run()
     at.button(key="corpus-open").click().run()
     assert at.session_state["text"] == trec.texts[int(result.table.sentence[2])]
     assert "Token2token attention" in texts(at.header)
@@ -74,7 +74,7 @@ def test_without_benchmark_data_the_pages_say_how_to_get_it(models, monkeypatch,
     assert "python -m disan download" in texts(at.info)
     at.file_uploader(key="corpus-upload").set_value(
         ("mine.txt", b"the glass bottle is big\na man is pouring a glass of tea\nthe glass\n", "text/plain")).run()
-    assert not at.exception and at.selectbox(key="corpus-word").value == "glass"
+    assert not at.exception and at.selectbox(key="_corpus-word").value == "glass"
     assert "corpus-scatter" in charts(at)
     visit(at, PAGES["case"])
     assert "python -m disan download" in texts(at.info) and "case-paper-1-gates" in charts(at)
@@ -84,22 +84,22 @@ def test_without_benchmark_data_the_pages_say_how_to_get_it(models, monkeypatch,
 
 def test_counterfactual_widgets_change_what_is_drawn(models):
     at = visit(app(text="the glass bottle is big"), PAGES["counterfactuals"])
-    at.radio(key="cf-op").set_value("replace").run()
-    at.selectbox(key="cf-position").set_value(1).run()
-    at.text_input(key="cf-replacement").input("tea").run()
+    at.radio(key="_cf-op").set_value("replace").run()
+    at.selectbox(key="_cf-position").set_value(1).run()
+    at.text_input(key="_cf-replacement").input("tea").run()
     assert "After: the tea bottle is big" in texts(at.text)
-    at.multiselect(key="cf-keys").set_value([0, 2]).run()
-    at.multiselect(key="cf-blocks").set_value(["backward"]).run()
+    at.multiselect(key="_cf-keys").set_value([0, 2]).run()
+    at.multiselect(key="_cf-blocks").set_value(["backward"]).run()
     drawn = charts(at)
     assert "cf-knockout-backward" in drawn and "cf-knockout-forward" not in drawn
-    at.multiselect(key="cf-keys").set_value([]).run()
+    at.multiselect(key="_cf-keys").set_value([]).run()
     assert "choose at least one attended token" in texts(at.info)
 
 
 def test_pair_models_edit_the_chosen_sentence(models):
     models("c-sick-e", task="sick-e")
     at = visit(app(checkpoint="c-sick-e"), PAGES["counterfactuals"])
-    at.radio(key="cf-sentence").set_value("hypothesis").run()
+    at.radio(key="_cf-sentence").set_value("hypothesis").run()
     assert not at.exception
     occlusion = next(df.value for df in at.dataframe)
     assert sorted(occlusion.token) == sorted(at.session_state["hypothesis"].split())
@@ -111,14 +111,14 @@ def test_compare_says_what_an_encoder_lacks(models):
     models("d-bilstm", encoder="bilstm")
     models("e-sick-e", task="sick-e")  # a pair model is never offered against a sentence model
     at = visit(app(), PAGES["compare"])
-    assert at.selectbox(key="compare-other").options == ["d-bilstm — trec, bilstm, test accuracy 0.500"]
+    assert at.selectbox(key="_compare-other").options == ["d-bilstm — trec, bilstm, test accuracy 0.500"]
     statements = texts(at.text)
     assert "has every part of DiSAN" in statements and "d-bilstm (bilstm) has no token2token attention" in statements
     drawn = charts(at)
     assert "compare-attention-a-forward" in drawn and not any(k.startswith("compare-attention-b") for k in drawn)
     models("g-trec-nodir", encoder="disan-nodir")
     at = visit(app(), PAGES["compare"])
-    at.selectbox(key="compare-other").set_value("g-trec-nodir").run()  # not the first model offered
+    at.selectbox(key="_compare-other").set_value("g-trec-nodir").run()  # not the first model offered
     assert not at.exception and "compare-attention-b-diag_1" in charts(at)
 
 
@@ -146,8 +146,8 @@ def file_model(tmp_path, monkeypatch):
 def test_the_corpus_pages_use_the_recorded_test_split_and_say_when_the_file_changed(file_model):
     data, test = file_model
     at = visit(app(), PAGES["corpus"])
-    assert at.radio(key="corpus-source").value == "test split of reviews.csv"
-    words = at.selectbox(key="corpus-word").options
+    assert at.radio(key="_corpus-source").value == "test split of reviews.csv"
+    words = at.selectbox(key="_corpus-word").options
     assert words and set(words) <= {w.strip(",").lower() for text in test for w in text.split()}
     assert "corpus-scatter" in charts(at)
     visit(at, PAGES["attribution"])
@@ -178,14 +178,14 @@ def test_compare_and_counterfactuals_move_their_window_over_a_long_sentence(mode
     for key in ("compare-attention-a-forward", "compare-attention-b-diag_1", "compare-s2t", "compare-gates"):
         assert "tokens 0–29 of 75" in title(at, key), key
     visit(at, PAGES["counterfactuals"])
-    at.radio(key="cf-op").set_value("delete").run()
-    at.selectbox(key="cf-position").set_value(70).run()
+    at.radio(key="_cf-op").set_value("delete").run()
+    at.selectbox(key="_cf-position").set_value(70).run()
     start, stop = views.default_window(n, 70)
     assert at.slider(key="_cf-edit-window").value == (start, stop - 1)
     at.slider(key="_cf-edit-window").set_value((0, 29)).run()
     # the heatmaps draw the 74 tokens both sentences share: the window's 30, token 70 being deleted outside it
     assert title(at, "cf-edit-forward").endswith("tokens 0–29 of 74")
-    at.multiselect(key="cf-keys").set_value([60, 10]).run()
+    at.multiselect(key="_cf-keys").set_value([60, 10]).run()
     start, stop = views.default_window(n, 10)
     assert at.slider(key="_cf-knockout-window").value == (start, stop - 1)
     assert title(at, "cf-knockout-forward").endswith(f"tokens {start}–{stop - 1} of {n}")

@@ -15,7 +15,7 @@ import tomllib
 from streamlit.testing.v1 import AppTest
 
 import disan
-from disan.app import traces
+from disan.app import links, traces
 from disan.app.drawing import TABLE_PX, column_widths
 from disan.data.text import MAX_TOKENS, check_text
 from disan.store import diskcache
@@ -415,7 +415,9 @@ def test_a_link_opens_the_app_with_its_model_and_sentence_and_follows_changes(ch
     assert at.pills(key="_attention-query-sentence").options[:3] == ["What", "is", "the"]
     # the URL follows the session's model and text (AppTest reruns only the page script, so a fresh
     # session stands for a changed one; the browser test types into the sidebar)
-    assert app(checkpoint="trec", text="the tea").query_params == {"model": "trec", "text": "the tea"}
+    # (and the model's digest, by which a link to a model that changed since says so)
+    assert app(checkpoint="trec", text="the tea").query_params == {
+        "model": "trec", "text": "the tea", "digest": links.version(checkpoints / "trec")}
     pair = AppTest.from_file(APP, default_timeout=60)
     pair.query_params.update(model="b-entailment", text="A man is pouring tea", hypothesis="A man drinks")
     pair.run()

@@ -311,13 +311,13 @@ def test_the_page_draws_the_library_view_and_links_to_the_feature(models, tmp_pa
     at = visit(app(), PAGE)
     trec = corpus.benchmark_corpus("trec", "test")
     result = atlas.profile(disan.load(tmp_path / "a-trec"), trec.tokens, trec.name)
-    block, feature = at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value
+    block, feature = at.selectbox(key="_atlas-block").value, at.selectbox(key="_atlas-feature").value
     first = result.table[result.table["block"] == block].sort_values("entropy ÷ uniform", kind="stable")
     assert (block, feature) == ("forward", first["feature"].iloc[0])  # the sharpest feature first
     pipe = disan.load(tmp_path / "a-trec")
     for block, feature in (("forward", feature), ("backward", 3)):
-        at.selectbox(key="atlas-block").set_value(block).run()
-        at.selectbox(key="atlas-feature").set_value(feature).run()
+        at.selectbox(key="_atlas-block").set_value(block).run()
+        at.selectbox(key="_atlas-feature").set_value(feature).run()
         selected = result.blocks.index(block) * result.d + feature
         shown = (atlas_render.drawing(result, atlas.overview(result), "type", selected).rows
                  + atlas_render.explained(atlas.explanation(pipe, result, trec.texts, block, feature)).rows)
@@ -328,12 +328,12 @@ def test_the_page_draws_the_library_view_and_links_to_the_feature(models, tmp_pa
     assert params == {"model": ["a-trec"], "feature": ["3"],
                       "text": [trec.texts[atlas.top_sentences(result, "backward", 3)[0]]]}
     assert "trec test has no negations" in texts(at.info)  # the default search: TREC's questions have none
-    at.text_input(key="atlas-search").set_value("what, how").run()
+    at.text_input(key="_atlas-search").set_value("what, how").run()
     expected = atlas.search(result, "what, how")
     searched = [d.value for d in at.dataframe if list(d.value.columns) == list(expected.columns)]
     assert len(searched) == 1
     pd.testing.assert_frame_equal(searched[0].reset_index(drop=True), expected)
-    at.number_input(key="atlas-n").set_value(50).run()
+    at.number_input(key="_atlas-n").set_value(50).run()
     assert "50 sentences" in texts(at.caption)
 
 

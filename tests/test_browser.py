@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from playwright.sync_api import expect
 
+from disan.app.links import version
 from disan.render import figures, views
 from disan.nn import checkpoint
 from disan.tools.browser import (
@@ -151,7 +152,8 @@ def test_a_link_opens_its_model_and_sentence_and_the_url_follows_the_input(url, 
     type_sentence(page, "Who wrote Hamlet ?")
     wait_drawn(page, "query 2: Hamlet")
     page.wait_for_function("() => location.search.includes('Hamlet')", timeout=30_000)
-    assert parse_qs(urlparse(page.url).query) == {"model": ["trec"], "text": ["Who wrote Hamlet ?"]}
+    assert parse_qs(urlparse(page.url).query) == {"model": ["trec"], "text": ["Who wrote Hamlet ?"],
+                                                  "digest": [version(ROOT / "checkpoints" / "trec")]}
     page.goto(f"{url}/?model=nonexistent&text=" + "word+" * 300)
     wait_drawn(page, "· query ")
     warnings = " ".join(texts(page, '[data-testid="stAlert"]'))

@@ -1,9 +1,10 @@
 """The explorer's state in a real browser (the fixtures of test_browser: Chromium at 1600x1000 against
 `streamlit run app.py` on the shipped checkpoints): the highlighted query token is always the query the
-figures draw, on one sentence and on both sides of a pair, and the view settings follow the user across
-pages. Screenshots go to test-artifacts/screenshots/state-*.png.
+figures draw, on one sentence and on both sides of a pair, the view settings follow the user across
+pages, and a link carries them. Screenshots go to test-artifacts/screenshots/state-*.png.
 """
 import re
+from urllib.parse import parse_qs, urlencode, urlparse
 
 from disan.tools.browser import choose, navigate, sentence, type_sentence, wait_drawn, wait_idle
 
@@ -135,4 +136,42 @@ def test_view_settings_follow_the_user_across_pages(url, page):
     wait_drawn(page, "query 5: ,")
     assert any("max over features, probability" in t for t in texts(page, ".js-plotly-plot .gtitle"))
     assert highlighted(page) == [(5, ",")]
+    no_exception(page)
+
+
+def test_a_link_opens_the_page_with_its_settings_and_the_url_follows_them(url, page, browser):
+    text = sentence(120, seed=4, marks={70: "otter"})
+    page.goto(f"{url}/?" + urlencode({"model": "sst5", "text": text, "attention-mode": "max",
+                                      "attention-scale": "probability", "attention-query-sentence": "70",
+                                      "attention-window-sentence": "50-109"}))
+    wait_drawn(page, "query 70: otter")
+    wait_idle(page)
+    titles = texts(page, ".js-plotly-plot .gtitle")
+    assert any("max over features, probability, tokens 50–109 of 120" in t for t in titles), titles
+    checked = texts(page, '[data-testid="stMain"] [data-testid="stRadio"] label:has(input:checked)')
+    assert checked == ["max", "probability"], checked
+    assert highlighted(page) == [(70, "otter")] and queries(page) == {(70, "otter")}
+    # a change shows in the URL at once (the default scale leaves it), and the URL opens the same page elsewhere
+    choose(page, "lift over uniform")
+    wait_drawn(page, "max over features, lift over uniform, tokens 50–109 of 120")
+    params = parse_qs(urlparse(page.url).query)
+    assert "attention-scale" not in params and params["attention-window-sentence"] == ["50-109"], params
+    assert params["attention-query-sentence"] == ["70"] and params["model"] == ["sst5"]
+    shared = browser.new_context(viewport=page.viewport_size).new_page()
+    shared.goto(page.url)
+    titles = texts(page, ".js-plotly-plot .gtitle")
+    shared.wait_for_function("n => document.querySelectorAll('.js-plotly-plot .gtitle').length >= n",
+                             arg=len(titles), timeout=180_000)
+    wait_idle(shared)
+    assert texts(shared, ".js-plotly-plot .gtitle") == titles
+    shot(shared, "shared-link")
+    shared.context.close()
+    # a tab is a setting too; a value the page cannot show gets a message, and the rest of the link is followed
+    page.goto(f"{url}/counterfactuals?" + urlencode({"model": "sst5", "text": "the cast is warm", "cf-op": "swap",
+                                                     "cf-tab": "Attention knockout"}))
+    page.get_by_role("heading", name="Counterfactuals").first.wait_for(timeout=120_000)
+    wait_idle(page)
+    assert page.locator('[role="tab"][aria-selected="true"]').inner_text() == "Attention knockout"
+    warnings = " ".join(texts(page, '[data-testid="stAlert"]'))
+    assert "edit “\u2068swap\u2069” is not among this page's choices" in warnings, warnings
     no_exception(page)

@@ -1,4 +1,5 @@
 """Shareable links (disan.app.links): reading and writing the URL's query parameters."""
+import re
 from urllib.parse import parse_qs
 
 import pytest
@@ -70,3 +71,81 @@ def test_a_link_to_the_attention_page_opens_the_input_as_the_model_reads_it():
     assert opened("sick-e", "A man") == {"checkpoint": "sick-e", "premise": "A man"}
     assert opened("trec", "What is it ?", feature=3) == {
         "checkpoint": "trec", "text": "What is it ?", "attention-mode": "one feature", "attention-k": 3}
+
+
+@pytest.mark.quick
+def test_the_pages_settings_are_read_by_name_and_others_refused():
+    assert links.setting_of("attention-query-premise") == "attention-query-{role}"
+    assert links.setting_of("senses-occurrence-2") == "senses-occurrence-{i}"
+    assert links.setting_of("faith-n") == "faith-n"
+    for name in ("attention-query-other", "faith-shuffled", "_attention-mode", "attention-mode-x"):
+        assert links.setting_of(name) is None, name
+    values, messages = links.read({"model": "trec", "attention-mode": "max", "faith-n": "50", "cf-tab": "Occlusion",
+                                   "faith-shuffled": "/etc"}, KINDS, "trec")
+    assert values == {"checkpoint": "trec",
+                      links.LINKED: {"attention-mode": "max", "faith-n": "50", "cf-tab": "Occlusion"}}
+    assert len(messages) == 1 and "“\u2068faith-shuffled\u2069” is not read here" in messages[0]
+
+
+def test_a_link_carries_the_models_digest_and_says_when_the_model_changed(make_checkpoint):
+    path = make_checkpoint()
+    digest = links.version(path)
+    assert len(digest) == links.DIGEST_CHARACTERS and links.version(path) == digest
+    params = links.write("trec", "classify", {"text": "a"}, digest=digest)
+    assert params["digest"] == digest
+    assert links.read(params, KINDS, "trec")[0][links.DIGEST] == digest
+    assert links.changed("trec", digest, digest) == []
+    config = path / "config.json"
+    config.write_text(config.read_text().replace("{", '{"note": "retrained", ', 1))  # another version of the model
+    assert links.version(path) != digest
+    message = links.changed("trec", digest, links.version(path))[0]
+    assert "another version of trec" in message and digest in message
+    values, messages = links.read({"model": "trec", "digest": "../x"}, KINDS, "trec")
+    assert links.DIGEST not in values and "not a model's digest" in messages[0]
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("key,text,current,bounds,expected", [
+    ("attention-mode", "max", "mean", {"options": ["mean", "max", "one feature"]}, "max"),
+    ("attention-query-sentence", "3", 5, {"options": range(11)}, 3),
+    ("atlas-feature", "7", 2, {"options": [2, 7, 0]}, 7),
+    ("cf-keys", "4,1", [0], {"options": range(6)}, [4, 1]),
+    ("cf-queries", "", [2], {"options": range(6)}, []),
+    ("faith-n", "250", 100, {"low": 1, "high": 2000}, 250),
+    ("attention-window-sentence", "10-69", (30, 89), {"low": 0, "high": 119}, (10, 69)),
+    ("senses-text", "a glass of water\nthe glass ceiling", "", {}, "a glass of water\nthe glass ceiling"),
+])
+def test_a_links_setting_within_the_widgets_bounds_is_taken_as_it_is(key, text, current, bounds, expected):
+    assert links.bounded(key, text, current, **bounds) == (expected, None)
+    assert links.encoded(expected) == text  # what the URL holds reads back to the same value
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("key,text,current,bounds,expected,said", [
+    ("faith-n", "5000", 100, {"low": 1, "high": 2000}, 2000, "5000 is outside what this page allows (1 to 2000)"),
+    ("faith-n", "0", 100, {"low": 1, "high": 2000}, 1, "showing 1"),
+    ("attention-window-sentence", "90-500", (30, 89), {"low": 0, "high": 119}, (90, 119), "showing 90-119"),
+    ("attention-window-sentence", "69-10", (30, 89), {"low": 0, "high": 119}, (10, 69), None),  # ends in any order
+])
+def test_a_links_number_or_window_beyond_the_bounds_is_brought_inside_them_with_a_message(
+        key, text, current, bounds, expected, said):
+    value, message = links.bounded(key, text, current, **bounds)
+    assert value == expected
+    assert (message is None) if said is None else (said in message)
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("key,text,current,bounds,said", [
+    ("attention-mode", "all", "mean", {"options": ["mean", "max"]},
+     "“\u2068all\u2069” is not among this page's choices (“\u2068mean\u2069”, “\u2068max\u2069”)"),
+    ("attention-query-sentence", "99", 5, {"options": range(11)}, "choices (0 to 10); showing “\u20685\u2069”"),
+    ("cf-keys", "1,x,9", [0], {"options": range(6)}, "“\u2068x\u2069”, “\u20689\u2069” are not among"),
+    ("faith-n", "many", 100, {"low": 1, "high": 2000}, "is not a whole number"),
+    ("faith-n", "1e9", 100, {"low": 1, "high": 2000}, "is not a whole number"),
+    ("attention-window-sentence", "10", (30, 89), {"low": 0, "high": 119}, "is not two token numbers"),
+    ("cf-replacement", "a\x00b", "", {}, "control character U+0000 at character 2"),
+])
+def test_a_links_setting_that_cannot_be_used_is_refused_with_what_the_page_shows_instead(
+        key, text, current, bounds, said):
+    with pytest.raises(ValueError, match=re.escape(said)):
+        links.bounded(key, text, current, **bounds)

@@ -101,7 +101,7 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
     computed = {PAGES["case"]: figures_of(at, set(charts(at)))}
 
     visit(at, PAGES["corpus"])
-    words = at.selectbox(key="corpus-word").options
+    words = at.selectbox(key="_corpus-word").options
     assert words == corpus.frequent_words(trec)
     senses = corpus.analyse(pipe, trec, words[0], "source2token")
     assert_page_draws(at, corpus_render.drawing(senses, "cluster", 0, corpus.neighbours(senses, 0)))
@@ -109,7 +109,7 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
 
     visit(at, "app_pages/feature_atlas.py")
     direct = atlas.profile(pipe, sampled.tokens, sampled.name)
-    selected = direct.position(at.selectbox(key="atlas-block").value, at.selectbox(key="atlas-feature").value)
+    selected = direct.position(at.selectbox(key="_atlas-block").value, at.selectbox(key="_atlas-feature").value)
     for key, fig in atlas_render.drawing(direct, atlas.overview(direct), "type", selected).figures.items():
         assert_same_json(figures_of(at, {key})[key], decoded(json.loads(fig.to_json())), key)
     computed["app_pages/feature_atlas.py"] = figures_of(at, set(charts(at)))
@@ -145,4 +145,4 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
         # only the Attribution page loads the model: the sidebar's sentence is traced and attributed above it
         assert bool(loads) == (page == PAGES["attribution"]), page
     # the corpus's word list, read back without classifying its words again
-    assert visit(again, PAGES["corpus"]).selectbox(key="corpus-word").options == words
+    assert visit(again, PAGES["corpus"]).selectbox(key="_corpus-word").options == words

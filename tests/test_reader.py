@@ -110,7 +110,7 @@ def training_upload(at, name=None, data=None):
 
 def corpus_upload(at, name=None, data=None):
     """The Corpus senses page's uploader, and the file ``name`` uploaded there when given."""
-    at.radio(key="corpus-source").set_value("upload a file").run()
+    at.radio(key="_corpus-source").set_value("upload a file").run()
     if name is not None:
         at.file_uploader(key="corpus-upload").set_value((name, data, "text/plain")).run()
     assert not at.exception

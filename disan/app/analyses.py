@@ -16,7 +16,7 @@ import streamlit as st
 
 from disan.app import runner
 from disan.app.models import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline
-from disan.app.widgets import upload
+from disan.app.widgets import setting, upload
 from disan.data import treebank
 from disan.data.checksums import corpus_digest
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
@@ -143,14 +143,14 @@ def pick_corpus(entry, key: str) -> corpus.Corpus | None:
     sources = ([own] if own else []) + (["another benchmark"] if data else []) + ["upload a file"]
     if not data:
         st.info(DOWNLOAD_HINT)
-    source = st.radio("Corpus", sources, horizontal=True, key=f"{key}-source")
+    source = setting(st.radio, "Corpus", f"{key}-source", sources, horizontal=True)
     try:
         if source == own:
             return trained(*checkpoint_args(entry), data_stamp(entry), entry.config, "test")
         if source == "another benchmark":
             c1, c2 = st.columns(2)
-            task = c1.selectbox("Benchmark", list(BENCHMARKS), format_func=benchmark_label, key=f"{key}-task")
-            split = c2.selectbox("Split", SPLITS, index=SPLITS.index("test"), key=f"{key}-split")
+            task = setting(c1.selectbox, "Benchmark", f"{key}-task", BENCHMARKS, format_func=benchmark_label)
+            split = setting(c2.selectbox, "Split", f"{key}-split", SPLITS, default="test")
             return benchmark(task, split)
         try:
             file = upload("A file of sentences: one a line, or a table's text or sentence column (and its label "

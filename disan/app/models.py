@@ -7,6 +7,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
+from disan.app.links import version
 from disan.data.kinds import kind_of
 from disan.data.registry import BENCHMARKS
 from disan.inspect import catalog
@@ -44,6 +45,14 @@ def load_pipeline(path: str, mtime: float) -> Pipeline:
     """The checkpoint's pipeline, loaded once per server and checkpoint version."""
     # Shared by every session: pipelines run in eval mode under no_grad and never change the model.
     return load(path)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def model_version(path: str, mtime: float) -> str:
+    """The digest a link carries of a listed checkpoint (:func:`disan.app.links.version`), once per checkpoint
+    version as its pipeline is loaded (:func:`checkpoint_args`), not on every run: hashing reads the word
+    vectors again where the cache folder cannot remember their digest."""
+    return version(path)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

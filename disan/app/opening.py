@@ -1,9 +1,10 @@
 """How a page that reads the sidebar's input opens: the model, its trace of the input and the prediction above
-the page; a page that draws one registered view of it."""
+the page; a page that draws one registered view of it; the input's standalone report."""
 from __future__ import annotations
 
 import streamlit as st
 
+from disan.analyses.attribution import attributed
 from disan.app.drawing import chart, downloads, draw
 from disan.app.models import current_pipeline
 from disan.app.traces import current_input, run_trace
@@ -11,6 +12,7 @@ from disan.inspect import catalog
 from disan.inspect.pipeline import Pipeline, SentenceTrace, TraceResult
 from disan.render import markup, views
 from disan.render.kinds import look_of
+from disan.render.report import report_file
 
 
 def open_input() -> tuple[catalog.Entry, Pipeline, object, TraceResult]:
@@ -74,3 +76,22 @@ def view_page(name: str, key: str) -> None:
         draw(view.draw(sentence, view.options(), drawing_width(sentences)), where,
              prefix=f"{role}-" if len(sentences) > 1 else "")
         downloads(sentence, f"{key}-{role}", where, role)
+    report_download()
+
+
+def report_download(where=st) -> None:
+    """A button that downloads the sidebar's input as the standalone HTML report, the file ``python -m disan
+    report`` writes for it (:func:`disan.render.report.report_file`: the prediction, the attention, the gates,
+    source2token and the attribution, plotly.js inside). Made only when clicked, since its attribution runs
+    the model through every integrated-gradients step."""
+    entry, pipe = current_pipeline()
+    text = current_input(pipe)
+    result = run_trace(entry, text)  # the page's trace, from the server's trace cache
+
+    def made() -> bytes:
+        return report_file(pipe, result, attributed(pipe, result.sentences))
+    where.download_button("Report of this input (HTML)", made, f"disan-report-{entry.name}.html", "text/html",
+                          key="report", on_click="ignore",
+                          help="One HTML file that opens offline: the prediction, the attention of both blocks, "
+                               "the fusion gates, source2token and the attribution, as `python -m disan report` "
+                               "writes it.")

@@ -1,7 +1,9 @@
 """One standalone HTML file of a sentence (or a sentence pair): the prediction, the forward and backward
 attention, the fusion gates, source2token and the attribution, with plotly.js embedded so that it opens
-offline. Written by ``python -m disan report`` and ``viz.report``, which trace the input (:func:`report_input`
-says what ``pipe.trace`` takes) and explain it (:func:`disan.analyses.attribution.explained`) first.
+offline. :func:`report_file` makes the file's bytes for ``python -m disan report``, ``viz.report`` and the
+app's report button, which trace the input (:func:`report_input` says what ``pipe.trace`` takes) and explain
+it (:func:`disan.analyses.attribution.attributed`) first: the same input by the same model gives the same
+bytes wherever it is made.
 
 Every string from the user reaches the page escaped: the text through :func:`html.escape`, tokens through
 the figures' own escaping (and plotly's JSON escaping of ``<`` and ``/`` inside the script tags), tables
@@ -38,11 +40,14 @@ def report_input(pipe, text: str, hypothesis: str | None):
 
 
 class _Page:
-    """The report's body, section by section; plotly.js goes in with the first figure only."""
+    """The report's body, section by section; plotly.js goes in with the first figure only. Figures are named
+    by their place in the page (plotly would draw a random name for each), so a report is the same file
+    each time it is made."""
 
     def __init__(self):
         self.parts: list[str] = []
         self.plotly_included = False
+        self.figures = 0
 
     def heading(self, text: str, level: int = 2) -> None:
         self.parts.append(f"<h{level}>{html.escape(text)}</h{level}>")
@@ -57,8 +62,9 @@ class _Page:
             return panel.body
         if isinstance(panel, views.Note):
             return f'<p class="muted">{html.escape(panel.text)}</p>'
+        self.figures += 1
         fragment = pio.to_html(panel, full_html=False, include_plotlyjs=not self.plotly_included,
-                               config={"displaylogo": False})
+                               config={"displaylogo": False}, div_id=f"figure-{self.figures}")
         self.plotly_included = True
         return fragment
 
@@ -107,3 +113,9 @@ def report_html(pipe, result, explained) -> str:
     title = html.escape(f"DiSAN report: {result.sentences[0].text[:80]}")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
             f"<style>{STYLE}</style></head><body>\n" + "\n".join(page.parts) + "\n</body></html>\n")
+
+
+def report_file(pipe, result, explained) -> bytes:
+    """The report file (:func:`report_html`) as the bytes written: UTF-8, with the page's own line ends on every
+    platform."""
+    return report_html(pipe, result, explained).encode("utf-8")

@@ -34,12 +34,11 @@ def main(argv=None) -> int:
     # imported here, not at the top: ``disan report --help`` imports this module and needs no torch or plotly
     from disan.analyses.attribution import attributed
     from disan.inspect.pipeline import load
-    from disan.render.report import report_html, report_input
+    from disan.render.report import report_file, report_input
     try:
         pipe = load(args.checkpoint)
         result = pipe.trace(report_input(pipe, args.text, args.hypothesis))
-        page = report_html(pipe, result, attributed(pipe, result.sentences, args.steps))
-        Path(args.out).write_text(page, encoding="utf-8")
+        Path(args.out).write_bytes(report_file(pipe, result, attributed(pipe, result.sentences, args.steps)))
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
