@@ -64,6 +64,7 @@ COSTS = (CHEAP, MODERATE, EXPENSIVE)
 FOLLOWED, FORWARD = "the followed output", "the forward pass"
 EXPLAINS = (FOLLOWED, FORWARD)
 SOURCE2TOKEN = "source2token"
+ATTENTION_LIFT = "attention lift"  # the entry of the attention each DiSA block's heatmap shows (received lift)
 RANDOM = "random"  # the null's rankings: a name no explanation may take
 ATTENTION_STEPS = 32  # the attention IG's points on its path (captum's Gauss-Legendre quadrature)
 
@@ -333,7 +334,7 @@ def leave_one_out(batch: Batch) -> list[Scores]:
 register(Explainer(SOURCE2TOKEN, TRACE, CHEAP, FORWARD, signed=False,
                    attention="importance: the mean over features of source2token's attention to the token",
                    read=source2token_importance))
-register(Explainer("attention lift", TRACE, CHEAP, FORWARD, signed=False,
+register(Explainer(ATTENTION_LIFT, TRACE, CHEAP, FORWARD, signed=False,
                    attention="received lift: the attention the token receives from every query, mean over "
                              "features, ÷ what uniform attention over the same keys gives (NaN where no query "
                              "may attend it)", read=received_lifts, per_block=True))
