@@ -7,7 +7,7 @@ from disan.app import runner
 from disan.app.models import checkpoint_args, current_checkpoint, reads_pairs
 from disan.app.drawing import draw
 from disan.app.widgets import persistent
-from disan.analyses import explainers, faithfulness
+from disan.analyses import faithfulness
 from disan.render.faithfulness import agreement_drawing, erasure_drawing, intervention_drawing
 from disan.render.kinds import look_of
 
@@ -27,15 +27,14 @@ if missing is not None:
     st.info(missing)
     st.stop()
 c1, c2, c3 = st.columns(3)
-n = int(c1.number_input("Test inputs sampled", 1, 2000, 100, step=50, key="faith-n"))
+n = int(c1.number_input("Test inputs sampled", 1, 2000, glue.FAITHFULNESS_SAMPLE, step=50, key="faith-n"))
 removal = c2.radio("Removed tokens", faithfulness.REMOVALS, horizontal=True, key="faith-removal",
                    format_func={"delete": "deleted", "unk": "as <unk>"}.get)
 side = faithfulness.BOTH
 if reads_pairs(entry):
     side = c3.radio("Side ranked and removed", [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True,
                     key="faith-side")
-# the expensive explanations (captum's) are left to `disan faithfulness`
-settings = faithfulness.Settings(removal=removal, side=side, explainers=explainers.on_pages())
+settings = glue.faithfulness_settings(removal=removal, side=side)
 try:
     items = tuple(glue.test_items(*args, glue.data_stamp(entry), entry.config, n))
 except (glue.DataError, ValueError, OSError) as e:

@@ -708,3 +708,30 @@ def test_a_readings_line_says_what_its_top_tokens_do_to_f_against_random_ones():
     r.sides = ("hypothesis",)
     assert "(20% of the 5 in the hypothesis)" in reading_line(r, "pair")
 
+
+@pytest.mark.usefixtures("data_root")
+def test_the_reading_links_to_the_faithfulness_page_until_its_result_is_kept_then_gives_its_verdicts(tmp_path,
+                                                                                                    monkeypatch):
+    from disan.app import analyses as glue
+
+    from .test_app import app, texts, visit
+
+    model, vocab = make_model("classify")
+    save_trec(tmp_path / "a-trec", model, vocab)
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setattr(glue, "FAITHFULNESS_SAMPLE", 24)  # the page's default sample, small: a verdict from 20
+    at = app(text="the glass bottle is big")
+    lines = [c for c in at.caption if "ranks highest" in c.value]
+    assert len(lines) == 2 and "test inputs:" not in texts(lines)
+    link, = at.get("page_link")
+    assert link.proto.page == "faithfulness"
+    visit(at, "app_pages/faithfulness.py")
+    table = at.dataframe[0].value.set_index("explanation")
+    visit(at, "app_pages/attention.py")
+    lines = [texts([c]) for c in at.caption if "ranks highest" in c.value]
+    for block, line in zip(("forward", "backward"), lines):
+        name = f"{E.ATTENTION_LIFT} · {block}"
+        assert line.startswith(name) and line.endswith(
+            f"Over 24 test inputs: comprehensiveness {table.loc[name, 'comprehensiveness: verdict']}, sufficiency "
+            f"{table.loc[name, 'sufficiency: verdict']}.")
+    assert not at.get("page_link")
