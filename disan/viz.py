@@ -251,7 +251,7 @@ def reading(pipe, text, explanations=None, corpus=None) -> Readings:
     :func:`disan.analyses.faithfulness.reading`). ``explanations``: the registry's entries (default: every one a
     page runs); ``corpus``: an erasure summary of the same model (``viz.faithfulness(pipe, sentences).erasure``),
     whose verdicts end each line."""
-    readings = _faithfulness.reading(pipe, text, explanations or _explainers.on_pages())
+    readings = _faithfulness.reading(pipe, _explainers.tokens_of(pipe, text), explanations or _explainers.on_pages())
     return Readings(readings, [reading_line(r, pipe.kind, corpus) for r in readings])
 
 

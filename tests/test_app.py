@@ -226,14 +226,14 @@ def test_a_model_without_a_test_split_has_its_explanations_read_under_its_heatma
 
     path = make_checkpoint(kind, name="a-own", labels=labels)  # a task of its own: no test split to sample
     pipe = disan.load(path)
-    item = views.PRESET_PAIR if pipe.is_pair else views.PRESET_SENTENCE
+    tokens = [s.tokens for s in pipe.trace(views.PRESET_PAIR if pipe.is_pair else views.PRESET_SENTENCE).sentences]
     at = app(checkpoint="a-own")
     for page, entries in (("app_pages/attention.py", (explainers.ATTENTION_LIFT,)),
                           ("app_pages/source2token.py", (explainers.SOURCE2TOKEN,)),
                           ("app_pages/attribution.py", (*attribution.METHODS, *attribution.ATTENTION))):
         visit(at, page)
         lines = [texts([c]) for c in at.caption if "ranks highest" in c.value]
-        assert lines == [reading_line(r, kind) for r in faithfulness.reading(pipe, item, entries)], page
+        assert lines == [reading_line(r, kind) for r in faithfulness.reading(pipe, tokens, entries)], page
         assert len(lines) == {"app_pages/attention.py": 2, "app_pages/source2token.py": 1}.get(page, 5)
         assert not at.get("page_link")  # the Faithfulness page has no test split to sample either
     visit(at, "app_pages/attention.py")

@@ -190,7 +190,7 @@ def test_the_summarys_random_row_is_the_hand_computed_expectation():
     item, = E.prepare(pipe, ["the movie is great"])
     orders = F.random_rankings(0, 4, settings)
     removed, only = F.erase(pipe, [item] * len(orders), orders, settings)
-    record = F.SentenceErasure(item.tokens, item.places, item.value, {}, {}, {}, orders, removed, only)
+    record = F.SentenceErasure(item.tokens, item.places, item.value, item.target, {}, {}, {}, orders, removed, only)
     summary = F.erasure_summary([record], settings)
     drop = sigmoid(5) - 0.5
     curves = summary.curves[summary.curves["explanation"] == F.RANDOM].set_index(["measure", "k"])["mean"]
@@ -399,7 +399,7 @@ def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_
 def test_the_commands_records_are_one_per_explanation_and_random_draw():
     from disan.tools import faithfulness as command
 
-    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
+    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, 1, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
                                {"x": np.array([0.8, 0.9])}, [[0, 1], [1, 0]], np.array([[0.5, 0.1], [0.6, 0.1]]),
                                np.array([[0.7, 0.9], [0.4, 0.9]]))
     lines = command.lines([record], (0.5, 1.0))
@@ -494,9 +494,10 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     drawn, table = charts(at), at.dataframe[0].value
     st.cache_data.clear()
     st.cache_resource.clear()
-    monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
     again = app(**{"faith-n": n})
-    st.cache_resource.clear()  # the first page of the session loaded the model
+    # the first page of the session (Attention) loaded the model and erased its sentence for its reading
+    st.cache_resource.clear()
+    monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model loaded after a restart"))
     visit(again, "app_pages/faithfulness.py")
     assert again.dataframe[0].value.equals(table) and list(charts(again)) == list(drawn)
@@ -604,9 +605,9 @@ def test_a_reading_is_f_of_its_edited_inputs_each_predicted_alone(kind):
     pipe = Pipeline(model, vocab, {"labels": LABELS[kind]}, {})
     item = ("the man is pouring tea", "a man is big") if model.kind.pairs else "the glass bottle is big a man of tea"
     names = (E.SOURCE2TOKEN, E.ATTENTION_LIFT, "leave-one-out")
-    readings = F.reading(pipe, item, names)
     sentences = pipe.trace(item).sentences
     tokens = [s.tokens for s in sentences]
+    readings = F.reading(pipe, tokens, names)
     places = [(s, p) for s, t in enumerate(tokens) for p in range(len(t))]  # both sentences of a pair, by default
     n = len(places)
 
@@ -713,12 +714,14 @@ def test_a_readings_line_says_what_its_top_tokens_do_to_f_against_random_ones():
 def test_the_reading_links_to_the_faithfulness_page_until_its_result_is_kept_then_gives_its_verdicts(tmp_path,
                                                                                                     monkeypatch):
     from disan.app import analyses as glue
+    from disan.store import diskcache
 
     from .test_app import app, texts, visit
 
     model, vocab = make_model("classify")
     save_trec(tmp_path / "a-trec", model, vocab)
     monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path / "cache"))  # not the page's result of another test's model
     monkeypatch.setattr(glue, "FAITHFULNESS_SAMPLE", 24)  # the page's default sample, small: a verdict from 20
     at = app(text="the glass bottle is big")
     lines = [c for c in at.caption if "ranks highest" in c.value]

@@ -170,10 +170,16 @@ def erase(pipe, items: Sequence[Item], orders: Sequence[Sequence[int]], settings
 
 def erasure_records(pipe, items: Sequence, settings: Settings = Settings(),
                     places: Sequence[int] | None = None) -> list[SentenceErasure]:
-    """The erasure curves of every input; ``places``: the inputs' places in the whole sample (default 0, 1,
-    ...), which seed their random rankings, so that an input's curves are the same in any part of the sample
-    it is computed with."""
-    prepared = prepare(pipe, items, settings.side)
+    """The erasure curves of every input (texts, or (premise, hypothesis) pairs); ``places``: the inputs' places
+    in the whole sample (default 0, 1, ...), which seed their random rankings, so that an input's curves are the
+    same in any part of the sample it is computed with."""
+    return erased(pipe, prepare(pipe, items, settings.side), settings, places)
+
+
+def erased(pipe, prepared: Sequence[Item], settings: Settings = Settings(),
+           places: Sequence[int] | None = None) -> list[SentenceErasure]:
+    """:func:`erasure_records` of inputs prepared already (:func:`~disan.analyses.explainers.prepare`, or
+    :func:`~disan.analyses.explainers.from_tokens`), their ranked tokens those of ``settings.side``."""
     known: dict = {}  # f of the edited inputs run so far
     places = range(len(prepared)) if places is None else places
     ranked = [{name: ranking(v) for name, v in per.items()}
@@ -269,7 +275,7 @@ def _row(name: str, estimates, n: int) -> dict:
 
 # The random rankings a reading draws of its one input: twice the corpus's RANDOM_DRAWS, since one input has no
 # others to average over, and a count of 20 reads at once ("19 of 20 draws"). The reading of both DiSA blocks of a
-# 40-token SST-5 sentence takes about half a second of one core (docs/performance.md).
+# 40-token SST-5 sentence takes 0.24 s of one core (docs/performance.md).
 READING_DRAWS = 20
 # The fraction of the tokens a reading's line is said at, the same for every input and explanation: the k at which
 # an explanation happens to beat random most would overstate it. Of K_FRACTIONS, 1% and 5% are one token of any
@@ -310,13 +316,16 @@ class Reading:
         return int(better.sum())
 
 
-def reading(pipe, item, names: Sequence[str], settings: Settings = READING) -> list[Reading]:
-    """The erasure test, on one input (a text, or a (premise, hypothesis) pair), of each explanation of the
-    registry's entries ``names`` (a per-block entry gives one per block) against ``settings.random_draws``
-    random rankings of the input's tokens, with the other settings (the k's, removal, side, seed) as
-    :func:`erasure_records` takes them: every edited input runs once, in length-bucketed batches."""
+def reading(pipe, tokens: Sequence[Sequence[str]], names: Sequence[str], settings: Settings = READING
+            ) -> list[Reading]:
+    """The erasure test, on one input given as the tokens of its sentences (one, or a premise's and a
+    hypothesis's, as its trace holds them; :func:`~disan.analyses.explainers.tokens_of` tokenises a text), of
+    each explanation of the registry's entries ``names`` (a per-block entry gives one per block) against
+    ``settings.random_draws`` random rankings of the input's tokens, with the other settings (the k's, removal,
+    side, seed) as :func:`erasure_records` takes them: every edited input runs once, in length-bucketed
+    batches."""
     settings = dataclasses.replace(settings, explainers=tuple(names))
-    record, = erasure_records(pipe, [item], settings)
+    record, = erased(pipe, explainers.from_tokens(pipe, [tokens], settings.side), settings)
     j = int(np.argmin([abs(k - READING_K) for k in settings.ks]))
     n = len(record.places)
     target = None if record.target is None else pipe.labels[record.target]

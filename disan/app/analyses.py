@@ -17,6 +17,7 @@ import streamlit as st
 
 from disan.app import runner
 from disan.app.models import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline
+from disan.app.traces import sentence_tokens
 from disan.app.widgets import upload
 from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
@@ -268,5 +269,8 @@ def kept_erasure(entry) -> faithfulness.ErasureSummary | None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def reading(path: str, mtime: float, text, names: tuple[str, ...]) -> list[faithfulness.Reading]:
     """The erasure test of one input's explanations of the registry's entries ``names``
-    (:func:`disan.analyses.faithfulness.reading`), once per checkpoint, input and entries: a rerun reads it."""
-    return faithfulness.reading(load_pipeline(path, mtime), text, names)
+    (:func:`disan.analyses.faithfulness.reading`), once per checkpoint, input and entries: a rerun reads it. The
+    input's tokens are those its trace was made of (:func:`disan.app.traces.sentence_tokens`, kept on disk), so
+    a restarted server does not tokenise it again."""
+    pipe = load_pipeline(path, mtime)
+    return faithfulness.reading(pipe, [sentence_tokens(t) for t in pipe.texts(text)], names)
