@@ -24,6 +24,10 @@
   and gives each explanation's Spearman correlation with its value on the trained model; the data
   randomisation gives the same correlation against a model trained on shuffled labels.
 
+One input's **reading** (:func:`reading`) is erasure on that input alone, each explanation against
+:data:`READING_DRAWS` random rankings of its tokens, the draws it beats counted: the line the pages write
+under a heatmap.
+
 Corpus means come with 95% cluster-bootstrap intervals over sentences
 (:func:`disan.analyses.stats.sentence_mean`); a verdict against random is given from
 :data:`~disan.analyses.stats.MIN_SENTENCES` sentences up, as the case study does.

@@ -96,6 +96,9 @@ def show_reading(where, names: Sequence[str]) -> None:
     lines = where.empty()
     lines.caption("Erasing this input's top tokens, and random ones…")
     readings = glue.reading(*checkpoint_args(entry), current_input(pipe), tuple(names))
+    if not readings:  # an encoder without what the entries read (a baseline's missing blocks)
+        lines.empty()
+        return
     summary = glue.kept_erasure(entry)
     with lines.container():
         for reading in readings:
