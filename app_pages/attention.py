@@ -7,9 +7,10 @@ highlighted is always the query the figures draw.
 """
 import streamlit as st
 
-from disan.app.drawing import downloads, draw
-from disan.app.opening import drawing_width, page_sentences, report_download, side_by_side
+from disan.app.drawing import downloads
+from disan.app.opening import ReadingRoom, drawing_width, page_sentences, report_download, side_by_side
 from disan.app.widgets import kept, persistent, setting, token_window
+from disan.analyses import explainers
 from disan.render import markup, views
 
 st.header("Token2token attention")
@@ -33,6 +34,9 @@ if mode in ("one feature", "sharpest features"):
 # a link's feature (``&feature=k``, see disan.app.links): the one feature every side starts at, once
 linked = st.session_state.pop("attention-k", None)
 pair = len(sentences) > 1
+# each block's heatmap ranks the tokens by the attention they receive (the registry's attention lift, the mean
+# over features whatever feature the heatmap shows): tested on this input once the figures are drawn
+room = ReadingRoom(sentences, (explainers.ATTENTION_LIFT,), views.VIEWS["attention"].ranked)
 for role, sentence, where in side_by_side(sentences):
     tokens, n, tr = sentence.tokens, len(sentence.tokens), sentence.trace
     labels = markup.token_labels(tokens)
@@ -63,6 +67,7 @@ for role, sentence, where in side_by_side(sentences):
                              key, options=choices,
                              format_func=lambda k, tr=tr: views.feature_label(tr, rank_by, k))
     options = views.AttentionOptions(mode, feature, rank_by, query, scale, window, shade)
-    draw(views.attention(sentence, options, drawing_width(sentences)), where, prefix=f"{role}-" if pair else "")
+    room.draw(views.attention(sentence, options, drawing_width(sentences)), where, f"{role}-" if pair else "")
     downloads(sentence, f"attention-{role}", where, role)
 report_download()
+room.show()

@@ -6,7 +6,7 @@ from disan.app import runner
 from disan.app.models import checkpoint_args
 from disan.app.drawing import draw
 from disan.app.widgets import number
-from disan.app.opening import open_input, report_download
+from disan.app.opening import open_input, report_download, show_reading
 from disan.analyses import attribution
 from disan.render.attribution import corpus_drawing, drawing
 
@@ -24,6 +24,7 @@ st.caption(f"Completeness: f(x) = {attr.value:.4f}, f(baseline) = {attr.baseline
            f"sum to within {abs(attr.completeness_gap):.2%} of the difference.")
 draw(drawing(attribution.explained(attr, result.sentences), entry.kind))
 report_download()
+show_reading(st, (*attribution.METHODS, *attribution.ATTENTION))  # each column of the heatmap, tested on this input
 
 st.subheader("Agreement over a corpus")
 st.caption(f"Integrated gradients over {attribution.CORPUS_STEPS} steps for each input (their completeness gap is "

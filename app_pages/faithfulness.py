@@ -28,14 +28,14 @@ if missing is not None:
     st.info(missing)
     st.stop()
 c1, c2, c3 = st.columns(3)
-n = number(c1, "Test inputs sampled", "faith-n", 1, 2000, 100, step=50)
+n = number(c1, "Test inputs sampled", "faith-n", 1, 2000, glue.FAITHFULNESS_SAMPLE, step=50)
 removal = setting(c2.radio, "Removed tokens", "faith-removal", faithfulness.REMOVALS, horizontal=True,
                   format_func={"delete": "deleted", "unk": "as <unk>"}.get)
 side = faithfulness.BOTH
 if reads_pairs(entry):
     side = setting(c3.radio, "Side ranked and removed", "faith-side",
                    [faithfulness.BOTH, *look_of(entry.kind).sentences], horizontal=True)
-settings = faithfulness.Settings(removal=removal, side=side, explainers=explainers.on_pages())
+settings = glue.faithfulness_settings(removal=removal, side=side)
 if explainers.on_command_only():
     st.caption(f"Left to `disan faithfulness` for their cost (one input at a time): "
                f"{', '.join(explainers.on_command_only())}.")

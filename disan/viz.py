@@ -18,6 +18,7 @@
     viz.feature_atlas(pipe, sentences)    # what each attention feature does: .table (pandas), .figures
     viz.faithfulness(pipe, sentences)     # erasure and interventions against their nulls (20+ texts)
     viz.plausibility(pipe, 100)           # SST: do the explanations single out the words humans marked?
+    viz.reading(pipe, "A gorgeous, witty film")  # each explanation's erasure test on this input, in words
     viz.report(pipe, "A gorgeous, witty film", "report.html")         # one standalone HTML file
 
 A trace argument is what ``pipe.trace`` returns (for a pair model, ``sentence="hypothesis"`` picks the
@@ -43,6 +44,7 @@ from disan.render import compare as _compare_render
 from disan.render import counterfactual as _counterfactual_render
 from disan.render import attribution as _attribution_drawing
 from disan.render import faithfulness as _faithfulness_drawing
+from disan.render.faithfulness import reading_line
 from disan.analyses import attribution as _attribution
 from disan.analyses import casestudy as _casestudy
 from disan.analyses import compare as _compare
@@ -247,6 +249,32 @@ def plausibility(pipe, n: int = 100, split: str = "test", seed: int = 0, setting
     return _faithfulness_drawing.plausibility_drawing(result)
 
 
+class Readings:
+    """What :func:`reading` measured: ``.readings``, one :class:`~disan.analyses.faithfulness.Reading` per
+    explanation, and ``.lines``, each in words as the pages write it under their heatmaps; in Jupyter and in a
+    console, the lines."""
+
+    def __init__(self, readings: list, lines: list[str]):
+        self.readings, self.lines = readings, lines
+
+    def _repr_html_(self) -> str:
+        return "<div>" + "".join(f"<p>{html.escape(line)}</p>" for line in self.lines) + "</div>"
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def reading(pipe, text, explanations=None, corpus=None) -> Readings:
+    """Each explanation's erasure test on one input (a text, or a (premise, hypothesis) pair), as the Attention,
+    Source2token and Attribution pages write it under their heatmaps: f without the tokens it ranks highest and
+    with only them, against random rankings of the input's tokens (see
+    :func:`disan.analyses.faithfulness.reading`). ``explanations``: the registry's entries (default: every one a
+    page runs); ``corpus``: an erasure summary of the same model (``viz.faithfulness(pipe, sentences).erasure``),
+    whose verdicts end each line."""
+    readings = _faithfulness.reading(pipe, _explainers.tokens_of(pipe, text), explanations or _explainers.on_pages())
+    return Readings(readings, [reading_line(r, pipe.kind, corpus) for r in readings])
+
+
 def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
     """Write the standalone HTML report of a sentence (as ``python -m disan report``); returns its path."""
     path = Path(path)
@@ -256,7 +284,7 @@ def report(pipe, text: str, path, hypothesis: str | None = None) -> Path:
 
 __all__ = ["attention", "query", "difference", "gates", "gate_heatmap", "source2token", "word_senses",
            "attribution", "knockout", "compare", "case_study", "feature_atlas", "faithfulness", "plausibility",
-           "report"]
+           "reading", "report"]
 
 
 # ---------------------------------------------------------------- how results show themselves in Jupyter

@@ -17,10 +17,11 @@ LABELS = {"classify": ["negative", "positive", "neutral"], "pair": ["entailment"
           "relatedness": ["1", "2", "3", "4", "5"]}
 
 
-def make_model(kind: str = "classify", encoder: str = "disan", seed: int = 0) -> tuple[TextModel, Vocab]:
+def make_model(kind: str = "classify", encoder: str = "disan", seed: int = 0,
+               classes: int | None = None) -> tuple[TextModel, Vocab]:
     torch.manual_seed(seed)
     vocab = Vocab.build([WORDS])
-    cfg = ModelConfig(vocab_size=len(vocab), n_classes=len(LABELS[kind]), kind=kind, encoder=encoder, d_fc=8,
+    cfg = ModelConfig(vocab_size=len(vocab), n_classes=classes or len(LABELS[kind]), kind=kind, encoder=encoder, d_fc=8,
                       encoder_cfg=DiSANConfig(d_e=6, d_h=5, dropout=0.0))
     model = TextModel(cfg)
     torch.nn.init.normal_(model.embed.weight)
@@ -29,11 +30,12 @@ def make_model(kind: str = "classify", encoder: str = "disan", seed: int = 0) ->
 
 @pytest.fixture
 def make_checkpoint(tmp_path):
-    """Save a tiny untrained model of a kind; returns its directory."""
-    def make(kind="classify", name=None, encoder="disan"):
-        model, vocab = make_model(kind, encoder)
+    """Save a tiny untrained model of a kind (with ``labels``, its classes; default LABELS'); returns its directory."""
+    def make(kind="classify", name=None, encoder="disan", labels=None):
+        labels = labels or LABELS[kind]
+        model, vocab = make_model(kind, encoder, classes=len(labels))
         path = tmp_path / (name or f"tiny-{kind}")
-        checkpoint.save(path, model, vocab, {"task": f"tiny-{kind}", "kind": kind, "labels": LABELS[kind]},
+        checkpoint.save(path, model, vocab, {"task": f"tiny-{kind}", "kind": kind, "labels": labels},
                         {"test": {"accuracy": 0.5}}, "# tiny\n")
         return path
     return make

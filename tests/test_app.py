@@ -210,6 +210,45 @@ def test_pair_models_show_premise_and_hypothesis_side_by_side(checkpoints):
     assert "query 4: a ·" in title(at, "premise-attention-query-forward")  # the premise keeps its middle
 
 
+def elements(node) -> list:
+    """Every element and block under ``node`` in the order the page shows them (depth first)."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out += [child, *elements(child)]
+    return out
+
+
+@pytest.mark.parametrize("kind,labels", [("classify", ["bad", "good"]), ("pair", None)])
+def test_a_model_without_a_test_split_has_its_explanations_read_under_its_heatmaps(checkpoints, make_checkpoint,
+                                                                                 kind, labels):
+    from disan.analyses import attribution, explainers, faithfulness
+    from disan.render.faithfulness import reading_line
+
+    path = make_checkpoint(kind, name="a-own", labels=labels)  # a task of its own: no test split to sample
+    pipe = disan.load(path)
+    tokens = [s.tokens for s in pipe.trace(views.PRESET_PAIR if pipe.is_pair else views.PRESET_SENTENCE).sentences]
+    at = app(checkpoint="a-own")
+    for page, entries in (("app_pages/attention.py", (explainers.ATTENTION_LIFT,)),
+                          ("app_pages/source2token.py", (explainers.SOURCE2TOKEN,)),
+                          ("app_pages/attribution.py", (*attribution.METHODS, *attribution.ATTENTION))):
+        visit(at, page)
+        lines = [texts([c]) for c in at.caption if "ranks highest" in c.value]
+        assert lines == [reading_line(r, kind) for r in faithfulness.reading(pipe, tokens, entries)], page
+        assert len(lines) == {"app_pages/attention.py": 2, "app_pages/source2token.py": 1}.get(page, 5)
+        assert not at.get("page_link")  # the Faithfulness page has no test split to sample either
+    visit(at, "app_pages/attention.py")
+    shown = [e for e in elements(at.main) if e.type in ("caption", "subheader")]
+    at_lines = [k for k, e in enumerate(shown) if "ranks highest" in e.value]
+    if pipe.is_pair:  # one reading of both sentences, above their columns
+        assert shown[at_lines[-1] + 1].value == "Premise"
+        return
+    # under the heatmaps, before the sharpest features
+    assert shown[at_lines[0] - 1].value.startswith("Grey cells are masked")
+    assert shown[at_lines[-1] + 1].value == "Sharpest features"
+    at.sidebar.text_area[0].input("tea").run()  # one token: no heatmap, and no reading of one
+    assert not charts(at) and not [c for c in at.caption if "ranks highest" in c.value]
+
+
 def senses_title(at) -> str:
     """The title of the Word senses chart: it names the word and the vector kind drawn."""
     return json.loads(charts(at)["senses-heatmaps"].proto.spec)["layout"]["title"]["text"]

@@ -190,7 +190,7 @@ def test_the_summarys_random_row_is_the_hand_computed_expectation():
     item, = E.prepare(pipe, ["the movie is great"])
     orders = F.random_rankings(0, 4, settings)
     removed, only = F.erase(pipe, [item] * len(orders), orders, settings)
-    record = F.SentenceErasure(item.tokens, item.places, item.value, {}, {}, {}, orders, removed, only)
+    record = F.SentenceErasure(item.tokens, item.places, item.value, item.target, {}, {}, {}, orders, removed, only)
     summary = F.erasure_summary([record], settings)
     drop = sigmoid(5) - 0.5
     curves = summary.curves[summary.curves["explanation"] == F.RANDOM].set_index(["measure", "k"])["mean"]
@@ -411,7 +411,7 @@ def test_the_page_draws_erasure_from_the_library_and_the_cascade_on_request(tmp_
 def test_the_commands_records_are_one_per_explanation_and_random_draw():
     from disan.tools import faithfulness as command
 
-    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
+    record = F.SentenceErasure([["a", "b"]], [(0, 0), (0, 1)], 0.9, 1, {"x": [1, 0]}, {"x": np.array([0.2, 0.1])},
                                {"x": np.array([0.8, 0.9])}, [[0, 1], [1, 0]], np.array([[0.5, 0.1], [0.6, 0.1]]),
                                np.array([[0.7, 0.9], [0.4, 0.9]]))
     lines = command.lines([record], (0.5, 1.0))
@@ -514,9 +514,10 @@ def test_the_page_keeps_its_results_and_its_stages_end_in_the_direct_computation
     drawn, table = charts(at), at.dataframe[0].value
     st.cache_data.clear()
     st.cache_resource.clear()
-    monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
     again = app(**{"faith-n": n})
-    st.cache_resource.clear()  # the first page of the session loaded the model
+    # the first page of the session (Attention) loaded the model and erased its sentence for its reading
+    st.cache_resource.clear()
+    monkeypatch.setattr(F, "erasure_records", lambda *a, **k: pytest.fail("computed again after a restart"))
     monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("the model loaded after a restart"))
     visit(again, "app_pages/faithfulness.py")
     assert again.dataframe[0].value.equals(table) and list(charts(again)) == list(drawn)
@@ -793,3 +794,150 @@ def test_viz_draws_plausibility_for_sst5_and_says_why_not_for_trec(tmp_path):
     save_tiny(tmp_path / "trec", "trec")
     with pytest.raises(ValueError, match="trec is not the Stanford Sentiment Treebank"):
         viz.plausibility(load_tiny(tmp_path / "trec"), 3)
+
+
+
+
+# ---------------------------------------------------------------- one input's reading, beside its heatmap
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_reading_is_f_of_its_edited_inputs_each_predicted_alone(kind):
+    from .conftest import LABELS
+
+    model, vocab = make_model(kind)
+    pipe = Pipeline(model, vocab, {"labels": LABELS[kind]}, {})
+    item = ("the man is pouring tea", "a man is big") if model.kind.pairs else "the glass bottle is big a man of tea"
+    names = (E.SOURCE2TOKEN, E.ATTENTION_LIFT, "leave-one-out")
+    sentences = pipe.trace(item).sentences
+    tokens = [s.tokens for s in sentences]
+    readings = F.reading(pipe, tokens, names)
+    places = [(s, p) for s, t in enumerate(tokens) for p in range(len(t))]  # both sentences of a pair, by default
+    n = len(places)
+
+    def logits(kept) -> torch.Tensor:
+        """The model's logits for the input with only the tokens at the places ``kept``, run on its own."""
+        ids = []
+        for s, t in enumerate(tokens):
+            words = [w for p, w in enumerate(t) if (s, p) in kept]
+            ids.append(torch.tensor([vocab.encode(words)]) if words else torch.zeros(1, 1, dtype=torch.long))
+        with torch.no_grad():
+            return model(*ids)
+
+    whole = logits(set(places))
+    target = None if model.kind.scored else int(whole.argmax())
+
+    def f(kept) -> float:
+        out = logits(kept)
+        return float(model.kind.read(out)) if target is None else out.softmax(dim=-1)[0, target].item()
+
+    value = f(set(places))
+    scores = {}  # explanation -> (n,) scores in place order
+    for name in (E.SOURCE2TOKEN, E.ATTENTION_LIFT):
+        per = [E.EXPLAINERS[name].read(s.trace) for s in sentences]
+        for block in per[0]:
+            scores[E.EXPLAINERS[name].named(block)] = np.concatenate([got[block] for got in per])
+    scores["leave-one-out"] = np.array([value - f(set(places) - {q}) for q in places])
+
+    def curves(order) -> dict[str, np.ndarray]:
+        """Per measure, f(x) − f(edited) at each k of the ranking ``order`` (indices into places)."""
+        out = {"comprehensiveness": [], "sufficiency": []}
+        for k in F.K_FRACTIONS:
+            top = {places[i] for i in order[:max(1, math.ceil(k * n))]}
+            out["comprehensiveness"].append(value - f(set(places) - top))
+            out["sufficiency"].append(value - f(top))
+        return {m: np.array(v) for m, v in out.items()}
+
+    assert [r.explanation for r in readings] == list(scores)
+    draws = readings[0].draws
+    assert draws >= F.RANDOM_DRAWS  # at least as many as the corpus's
+    rng = np.random.default_rng([0, 0])  # the draws of the first input of a sample seeded 0
+    drawn = [curves(list(rng.permutation(n))) for _ in range(draws)]
+    k = F.K_FRACTIONS.index(0.2)  # the reading's k: 20%
+    for r in readings:
+        assert r.value == pytest.approx(value, abs=1e-5)
+        assert r.target == (None if target is None else LABELS[kind][target])
+        assert (r.tokens, r.k, r.count) == (n, 0.2, max(1, math.ceil(0.2 * n)))
+        s = np.where(np.isnan(scores[r.explanation]), -np.inf, scores[r.explanation])
+        own = curves(sorted(range(n), key=lambda i: (-s[i], i)))  # highest first, ties in order, NaN last
+        for m, higher in (("comprehensiveness", True), ("sufficiency", False)):
+            assert r.aopc[m] == pytest.approx(own[m].mean(), abs=1e-5)
+            assert r.at_k[m] == pytest.approx(own[m][k], abs=1e-5)
+            np.testing.assert_allclose(r.random_aopc[m], [d[m].mean() for d in drawn], atol=1e-5)
+            np.testing.assert_allclose(r.random_at_k[m], [d[m][k] for d in drawn], atol=1e-5)
+            for aopc, mine, theirs in ((True, own[m].mean(), [d[m].mean() for d in drawn]),
+                                       (False, own[m][k], [d[m][k] for d in drawn])):
+                margin = (mine - np.array(theirs)) * (1 if higher else -1)  # > 0: this draw is beaten
+                # float noise between a batch and a lone input may reorder a near tie, and only that
+                assert (margin > 1e-6).sum() <= r.beaten(m, aopc) <= (margin > -1e-6).sum(), (r.explanation, m)
+
+
+@pytest.mark.quick
+def test_a_readings_line_says_what_its_top_tokens_do_to_f_against_random_ones():
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from disan.render.faithfulness import reading_line
+
+    ks = (0.01, 0.05, 0.1, 0.2, 0.5)
+    # removing its 8 tokens: 0.62 − 0.31 = 0.31, against drops of 0.1 (19 draws) and 0.4 (1); keeping only them:
+    # 0.62 − 0.07 = 0.55, against 0.62 − 0.2 = 0.42 (17 draws, beaten) and 0.62 (3)
+    r = F.Reading("attention lift · forward", "positive", 0.62, ("sentence",), 40, ks, 0.2, 8,
+                  {"comprehensiveness": 0.31, "sufficiency": 0.07},
+                  {"comprehensiveness": np.array([0.1] * 19 + [0.4]), "sufficiency": np.array([0.2] * 17 + [0.0] * 3)},
+                  {"comprehensiveness": 0.2, "sufficiency": 0.1},
+                  {"comprehensiveness": np.array([0.05] * 12 + [0.3] * 8), "sufficiency": np.full(20, 0.3)})
+    assert reading_line(r, "classify") == (
+        "attention lift · forward: removing the 8 tokens (20% of 40) it ranks highest takes p(\u2068positive\u2069) "
+        "from 0.620 to 0.310, lower than removing 8 random ones leaves it in 19 of 20 draws; keeping only them leaves "
+        "0.550, higher than keeping 8 random ones in 17 of 20. By AOPC over k = 1% to 50% it beats 12 "
+        "(comprehensiveness) and 20 (sufficiency) of the 20 random rankings.")
+    # a relatedness model's score, over both sentences of a pair, one token of five; with the corpus's verdicts
+    r = F.Reading("source2token", None, 3.9, ("premise", "hypothesis"), 5, ks, 0.2, 1,
+                  {"comprehensiveness": 0.8, "sufficiency": 1.5}, {"comprehensiveness": np.zeros(2),
+                                                                   "sufficiency": np.ones(2)},
+                  {"comprehensiveness": 0.8, "sufficiency": 1.5}, {"comprehensiveness": np.zeros(2),
+                                                                   "sufficiency": np.ones(2)})
+    summary = SimpleNamespace(sentences=100, random_spread={"comprehensiveness": None, "sufficiency": None},
+                              table=pd.DataFrame({"explanation": ["source2token", "random"],
+                                                  "comprehensiveness: verdict": ["better than random", "—"],
+                                                  "sufficiency: verdict": ["no better", "—"]}))
+    assert reading_line(r, "relatedness", summary) == (
+        "source2token: removing the 1 token (20% of the 5 in both sentences) it ranks highest takes the relatedness "
+        "score from 3.90 to 3.10, lower than removing 1 random one leaves it in 2 of 2 draws; keeping only them "
+        "leaves 2.40, higher than keeping 1 random one in 0 of 2. By AOPC over k = 1% to 50% it beats 2 "
+        "(comprehensiveness) and 0 (sufficiency) of the 2 random rankings. Over 100 test inputs: comprehensiveness "
+        "better than random, sufficiency no better.")
+    # one side of a pair
+    r.sides = ("hypothesis",)
+    assert "(20% of the 5 in the hypothesis)" in reading_line(r, "pair")
+
+
+@pytest.mark.usefixtures("data_root")
+def test_the_reading_links_to_the_faithfulness_page_until_its_result_is_kept_then_gives_its_verdicts(tmp_path,
+                                                                                                    monkeypatch):
+    from disan.app import analyses as glue
+    from disan.store import diskcache
+
+    from .test_app import app, texts, visit
+
+    model, vocab = make_model("classify")
+    save_trec(tmp_path / "a-trec", model, vocab)
+    monkeypatch.setenv("DISAN_CHECKPOINTS", str(tmp_path))
+    monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path / "cache"))  # not the page's result of another test's model
+    monkeypatch.setattr(glue, "FAITHFULNESS_SAMPLE", 24)  # the page's default sample, small: a verdict from 20
+    at = app(text="the glass bottle is big")
+    lines = [c for c in at.caption if "ranks highest" in c.value]
+    assert len(lines) == 2 and "test inputs:" not in texts(lines)
+    link, = at.get("page_link")
+    assert link.proto.page == "faithfulness"
+    visit(at, "app_pages/faithfulness.py")
+    table = at.dataframe[0].value.set_index("explanation")
+    visit(at, "app_pages/attention.py")
+    lines = [texts([c]) for c in at.caption if "ranks highest" in c.value]
+    for block, line in zip(("forward", "backward"), lines):
+        name = f"{E.ATTENTION_LIFT} · {block}"
+        assert line.startswith(name) and line.endswith(
+            f"Over 24 test inputs: comprehensiveness {table.loc[name, 'comprehensiveness: verdict']}, sufficiency "
+            f"{table.loc[name, 'sufficiency: verdict']}.")
+    assert not at.get("page_link")

@@ -45,7 +45,8 @@ CORPUS_STEPS = 16
 FIRST = 20
 GAP = "completeness gap"  # the column of each input's |completeness gap| in the corpus table
 METHODS = (INTEGRATED, GRADIENT_INPUT)
-ATTENTION = {explainers.SOURCE2TOKEN: "source2token", "attention lift": "received"}  # entry -> its columns here
+# the registry's entry -> its columns here
+ATTENTION = {explainers.SOURCE2TOKEN: "source2token", explainers.ATTENTION_LIFT: "received"}
 
 
 def attention_measures(sentence: SentenceTrace) -> pd.DataFrame:

@@ -66,6 +66,7 @@ COSTS = (CHEAP, MODERATE, EXPENSIVE)
 FOLLOWED, FORWARD = "the followed output", "the forward pass"
 EXPLAINS = (FOLLOWED, FORWARD)
 SOURCE2TOKEN = "source2token"
+ATTENTION_LIFT = "attention lift"  # the entry of the attention each DiSA block's heatmap shows (received lift)
 RANDOM = "random"  # the null's rankings: a name no explanation may take
 ATTENTION_STEPS = 32  # the attention IG's points on its path (captum's Gauss-Legendre quadrature)
 
@@ -98,15 +99,25 @@ def sides_of(pipe, side: str) -> list[int]:
     return [names.index(side)]
 
 
+def tokens_of(pipe, item) -> list[list[str]]:
+    """The tokens of each sentence of an input (a text, or a (premise, hypothesis) pair for a pair model); bad
+    input raises ValueError with the reason."""
+    return [check_text(t) for t in pipe.texts(item)]
+
+
 def prepare(pipe, items: Sequence, side: str = BOTH) -> list[Item]:
-    """The inputs (texts, or (premise, hypothesis) pairs for a pair model) tokenised, with their predicted
-    target and f(x); the tokens of ``side`` (:func:`sides_of`) ranked. Bad input raises ValueError with the
-    reason."""
+    """The inputs (texts, or (premise, hypothesis) pairs for a pair model) tokenised (:func:`tokens_of`), as
+    :func:`from_tokens` prepares them."""
+    return from_tokens(pipe, [tokens_of(pipe, item) for item in items], side)
+
+
+def from_tokens(pipe, inputs: Sequence[Sequence[Sequence[str]]], side: str = BOTH) -> list[Item]:
+    """Inputs given as the tokens of each of their sentences (as a trace holds them: nothing is tokenised
+    again), with their predicted target and f(x); the tokens of ``side`` (:func:`sides_of`) ranked."""
     chosen = sides_of(pipe, side)
     out = []
-    for item in items:
-        texts = pipe.texts(item)
-        tokens = [check_text(t) for t in texts]
+    for sentences in inputs:
+        tokens = [list(t) for t in sentences]
         out.append(Item(tokens, [pipe.vocab.encode(t) for t in tokens], None, float("nan"),
                         [(s, p) for s in chosen for p in range(len(tokens[s]))]))
     logits = _logits(pipe, [tuple(it.ids) for it in out])
@@ -340,7 +351,7 @@ def leave_one_out(batch: Batch) -> list[Scores]:
 register(Explainer(SOURCE2TOKEN, TRACE, CHEAP, FORWARD, signed=False,
                    attention="importance: the mean over features of source2token's attention to the token",
                    read=source2token_importance))
-register(Explainer("attention lift", TRACE, CHEAP, FORWARD, signed=False,
+register(Explainer(ATTENTION_LIFT, TRACE, CHEAP, FORWARD, signed=False,
                    attention="received lift: the attention the token receives from every query, mean over "
                              "features, ÷ what uniform attention over the same keys gives (NaN where no query "
                              "may attend it)", read=received_lifts, per_block=True))

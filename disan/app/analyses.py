@@ -5,7 +5,8 @@ page lists it, the case study's findings kept beside its result.
 Every analysis is computed by :mod:`disan.analyses`, on the protocol of :mod:`disan.analyses.protocol`, and staged,
 kept and shown by the one runner, :mod:`disan.app.runner`. Arguments with a leading underscore are left out of
 Streamlit's cache keys. :class:`DataError` is the pages' to catch: a checkpoint's own data file is gone or has
-changed.
+changed. The reading of one input's explanations, beside a page's heatmap, is cached here too, with the
+Faithfulness page's defaults, whose kept erasure result gives it the corpus's verdicts.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import streamlit as st
 
 from disan.app import runner
 from disan.app.models import benchmark_label, checkpoint_args, entry_pipeline, load_pipeline
+from disan.app.traces import sentence_tokens
 from disan.app.widgets import setting, upload
 from disan.data import treebank
 from disan.data.checksums import corpus_digest
@@ -23,7 +25,7 @@ from disan.data.files import FORMATS, DataError, TaskData, trained_task
 from disan.data.loaders import SPLITS, data_dir
 from disan.data.registry import BENCHMARKS, task_checksums
 from disan.data.text import tokenizer_version
-from disan.analyses import atlas, casestudy, corpus, gradients
+from disan.analyses import atlas, casestudy, corpus, explainers, faithfulness, gradients
 from disan.store import diskcache, keys
 from disan.inspect.pipeline import Pipeline, load
 
@@ -250,3 +252,43 @@ def compared_model(path: str) -> tuple[Pipeline, dict]:
     (:func:`disan.store.keys.model_digest`), which names it in the analysis's settings."""
     pipe = load(path)
     return pipe, keys.model_digest(pipe)
+
+
+# The Faithfulness page's test inputs by default; its other defaults are faithfulness_settings()'s
+FAITHFULNESS_SAMPLE = 100
+
+
+def faithfulness_settings(**choices) -> faithfulness.Settings:
+    """The Faithfulness page's settings: the ``choices`` of its widgets (removal, side; their defaults are the
+    Settings' own) and the explanations a page runs (:func:`disan.analyses.explainers.on_pages`: the expensive
+    ones are left to ``disan faithfulness``)."""
+    return faithfulness.Settings(explainers=explainers.on_pages(), **choices)
+
+
+def kept_erasure(entry) -> faithfulness.ErasureSummary | None:
+    """The Faithfulness page's erasure summary of a checkpoint at its defaults (:data:`FAITHFULNESS_SAMPLE` test
+    inputs, :func:`faithfulness_settings`) where it is kept on disk; None where it is not, or where there is no
+    test split to sample (:func:`no_split`). Nothing is computed: a benchmark's sample is looked for only where
+    it is kept as well (the page keeps it), so that a page asking does not read a benchmark for seconds to
+    learn that the result is not there."""
+    if no_split(entry) is not None:
+        return None
+    args = checkpoint_args(entry)
+    sample = trained_key(entry.config, "test", items=FAITHFULNESS_SAMPLE)
+    if sample is not None and not diskcache.known(sample):
+        return None
+    try:
+        items = tuple(test_items(*args, data_stamp(entry), entry.config, FAITHFULNESS_SAMPLE))
+    except (DataError, ValueError, OSError):
+        return None
+    return diskcache.fetch(runner.key(faithfulness.Erasure(items, faithfulness_settings()), args[0]))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def reading(path: str, mtime: float, text, names: tuple[str, ...]) -> list[faithfulness.Reading]:
+    """The erasure test of one input's explanations of the registry's entries ``names``
+    (:func:`disan.analyses.faithfulness.reading`), once per checkpoint, input and entries: a rerun reads it. The
+    input's tokens are those its trace was made of (:func:`disan.app.traces.sentence_tokens`, kept on disk), so
+    a restarted server does not tokenise it again."""
+    pipe = load_pipeline(path, mtime)
+    return faithfulness.reading(pipe, [sentence_tokens(t) for t in pipe.texts(text)], names)

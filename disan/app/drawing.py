@@ -41,6 +41,20 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
                 chart(place, panel, prefix + key)
 
 
+def draw_with_room(drawing: views.Drawing, beside: set[str], where=st, prefix: str = ""):
+    """Draw a view's rows as :func:`draw` does, leaving an empty container under the first row that has a panel
+    keyed in ``beside`` (a heatmap), for what the page writes there once its figures are sent; returns it, or
+    None (and no room) where the drawing has no such panel."""
+    at = next((i + 1 for i, row in enumerate(drawing.rows) if beside & row.panels.keys()), None)
+    if at is None:
+        draw(drawing, where, prefix)
+        return None
+    draw(views.Drawing(drawing.rows[:at]), where, prefix)
+    room = where.container()
+    draw(views.Drawing(drawing.rows[at:]), where, prefix)
+    return room
+
+
 HEADER_CHAR_PX = 8  # a character of a table's bold 14 px header, with room to spare
 
 

@@ -1,7 +1,8 @@
 """What the Faithfulness page and ``viz.faithfulness`` draw of the checks of :mod:`disan.analyses.faithfulness`:
 erasure's bars and table with the explanations' agreement matrix, the interventions' table, the randomisation
 checks' bars and table, and plausibility's bars and table (:mod:`disan.analyses.plausibility`, also
-``viz.plausibility``), read from the results' fields."""
+``viz.plausibility``), read from the results' fields; and the line of one input's reading that the Attention,
+Source2token and Attribution pages and ``viz.reading`` write under an explanation."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from disan.render import charts
+from disan.render import charts, markup
 from disan.render.kinds import look_of
 from disan.render.tables import interval
 from disan.render.views import Drawing, Row
@@ -139,3 +140,39 @@ def plausibility_drawing(result) -> Drawing:
             "scores, the null. Means over the sentences with 95% bootstrap intervals"
             + (f"; {left} sentences where humans marked no token or every token are left out." if left else ".")),
         Row({"faith-plausibility-table": plausibility_table(summary)})])
+
+
+def reading_line(reading, kind: str, summary=None) -> str:
+    """One explanation's reading of one input (a :class:`~disan.analyses.faithfulness.Reading`) in one line of
+    plain text: f without the tokens it ranks highest at the reading's k and with only them, each against as many
+    random tokens in every draw; how many draws it beats by AOPC over every k; and, given the Faithfulness
+    page's erasure summary (``summary``) of the model, that explanation's verdicts over the test inputs.
+    ``kind``, the model's, names f and the sentences."""
+    look = look_of(kind)
+    if reading.target is None:
+        f, number = f"the {look.followed}", "{:.2f}".format
+    else:
+        f, number = f"p({markup.isolated(reading.target)})", "{:.3f}".format
+    if len(look.sentences) == 1:
+        among = f"{reading.k:.0%} of {reading.tokens}"
+    else:
+        sentences = "both sentences" if len(reading.sides) > 1 else f"the {reading.sides[0]}"
+        among = f"{reading.k:.0%} of the {reading.tokens} in {sentences}"
+    count, draws = reading.count, reading.draws
+    tokens = f"{count} token{'s' if count != 1 else ''}"
+    without = reading.value - reading.at_k["comprehensiveness"]
+    only = reading.value - reading.at_k["sufficiency"]
+    line = (f"{reading.explanation}: removing the {tokens} ({among}) it ranks highest takes {f} from "
+            f"{number(reading.value)} to {number(without)}, lower than removing {count} random "
+            f"{'ones' if count != 1 else 'one'} leaves it in {reading.beaten('comprehensiveness', aopc=False)} of "
+            f"{draws} draws; keeping only them leaves {number(only)}, higher than keeping {count} random "
+            f"{'ones' if count != 1 else 'one'} in {reading.beaten('sufficiency', aopc=False)} of {draws}. By AOPC "
+            f"over k = {reading.ks[0]:.0%} to {reading.ks[-1]:.0%} it beats {reading.beaten('comprehensiveness')} "
+            f"(comprehensiveness) and {reading.beaten('sufficiency')} (sufficiency) of the {draws} random rankings.")
+    if summary is not None:
+        table = summary.table.set_index("explanation")
+        if reading.explanation in table.index:
+            verdicts = ", ".join(f"{m} {table.loc[reading.explanation, f'{m}: verdict']}"
+                                 for m in summary.random_spread)
+            line += f" Over {summary.sentences} test inputs: {verdicts}."
+    return line

@@ -637,6 +637,8 @@ class View:
     options: type                 # its options dataclass: ``options()`` are the page's defaults
     needs: str                    # the part of the trace it draws: "blocks" or "source2token"
     lacking: str                  # what an encoder without that part is said to lack
+    ranked: frozenset[str] = frozenset()  # the panels that draw what an explanation ranks the tokens by: a
+                                          # page's reading of that explanation goes under the first drawn
 
     def available(self, trace) -> bool:
         """Whether the trace has what this view draws (the baselines have no DiSA blocks)."""
@@ -644,9 +646,11 @@ class View:
 
 
 VIEWS: dict[str, View] = {
-    "attention": View(attention, AttentionOptions, "blocks", "token2token attention; see the Source2token page"),
+    "attention": View(attention, AttentionOptions, "blocks", "token2token attention; see the Source2token page",
+                      frozenset({"attention-pair", "attention-ranked"})),
     "gates": View(gates, GatesOptions, "blocks", "fusion gates"),
-    "source2token": View(source2token, Source2TokenOptions, "source2token", "source2token attention"),
+    "source2token": View(source2token, Source2TokenOptions, "source2token", "source2token attention",
+                         frozenset({"s2t-importance"})),
 }
 
 
