@@ -14,6 +14,7 @@ from disan.data.text import UNK
 from disan.render import casestudy as case_render
 from disan.render import compare as compare_render
 from disan.render import corpus as corpus_render
+from disan.render import counterfactual as cf_render
 from disan.render import views
 from disan.analyses import attribution, casestudy, compare, corpus, gradients, stats
 from disan.render.attribution import corpus_drawing
@@ -322,6 +323,7 @@ def test_a_stage_of_corpus_senses_takes_the_first_occurrences():
     assert corpus.SensesAnalysis(c, "glass", "output", 2).compute(pipeline(), 5).k == 2
 
 
+@pytest.mark.quick
 def test_ordinal_labels_are_coloured_in_their_order_and_tiny_clusters_are_flagged():
     scale = ["very negative", "negative", "neutral", "positive", "very positive"]
     texts = [f"the glass {w} is big" for w in ("bottle", "tea", "man")] * 2
@@ -390,6 +392,25 @@ def test_an_edit_predicts_as_the_edited_sentence_does():
     # forward attention of the queries before the edit cannot change: they never see the edited token
     np.testing.assert_array_equal(before[:2], after[:2])
 
+
+
+@pytest.mark.quick
+def test_an_edit_is_drawn_as_its_predictions_and_the_attention_of_the_tokens_both_sentences_share():
+    pipe = pipeline()
+    s = pipe.trace(TEXT).sentence
+    result = cf.compare_edit(pipe, [s], 0, cf.edit(s.tokens, "delete", 2))
+    drawing = cf_render.edit_drawing(pipe.kind, result)
+    bars = drawing["cf-edit-prediction"]
+    # the two predictions side by side, each the probabilities the model gives its sentence
+    assert [list(trace.x) for trace in bars.data] == [list(result.prediction_before.probs.values()),
+                                                      list(result.prediction_after.probs.values())]
+    # the heatmaps show only the tokens both sentences have, in their order
+    heat = drawing["cf-edit-forward"].data[0]
+    assert [label.split(": ", 1)[1] for label in heat.x] == result.aligned.tokens == ["the", "glass", "is", "big"]
+    before, after = result.aligned.attention["forward"]
+    shown = np.asarray(heat.z, dtype=float)
+    drawn = np.isfinite(shown)
+    np.testing.assert_allclose(shown[drawn], (after - before)[drawn], atol=1e-6)  # red where it grew after the edit
 
 def test_occlusion_drops_each_token_and_sorts_by_change():
     pipe = pipeline()
@@ -524,6 +545,7 @@ def side(encoder, text=TEXT, name=None):
     return compare.Side(name or encoder, encoder, r.prediction, r.sentence)
 
 
+@pytest.mark.quick
 def test_what_an_encoder_lacks():
     assert compare.lacks(side("disan")) == []
     nodir, bilstm = compare_render.statements(compare.comparison(side("disan-nodir"), side("bilstm")))
@@ -655,6 +677,7 @@ def test_the_claims_table_says_whether_each_claim_holds():
     assert list(holds.n) == [40] * len(holds)  # sentences: the unit the bootstrap resamples
 
 
+@pytest.mark.quick
 def test_the_case_study_drawing_shows_the_paper_sentences():
     pipe = pipeline()
     study = casestudy.measure(pipe, [TEXT.split(), "a man is pouring tea".split()])
@@ -680,6 +703,7 @@ def test_the_word_senses_page_offers_the_attention_outputs_too():
     np.testing.assert_array_equal(vector, torch.cat([s.trace.forward.s[2], s.trace.backward.s[2]]).numpy())
 
 
+@pytest.mark.quick
 def test_the_corpus_summary_counts_the_sentences_with_a_tau():
     frame = pd.DataFrame({"input": [0, 1, 2], "sentence": ["a", "b", "c"], "tokens": [3, 4, 1],
                           attribution.GAP: [0.001, 0.003, 0.002],

@@ -587,6 +587,7 @@ def test_a_restarted_server_traces_a_sentence_it_has_traced_before_without_spacy
     assert (first_spacy, again_spacy) == ("True", "False") and again_figure == first_figure
 
 
+@pytest.mark.quick
 def test_kept_tokens_follow_the_tokenizer_and_a_refused_text_is_not_kept(monkeypatch, tmp_path):
     monkeypatch.setenv(diskcache.DIR_ENV, str(tmp_path))
     tokenised = []
@@ -601,3 +602,45 @@ def test_kept_tokens_follow_the_tokenizer_and_a_refused_text_is_not_kept(monkeyp
         with pytest.raises(ValueError, match="empty"):
             traces.sentence_tokens("   ")
     assert tokenised[2:] == ["   "] * 2
+
+
+@pytest.mark.quick
+def test_a_kept_value_stays_while_what_it_belongs_to_does_and_a_number_keeps_to_its_bounds():
+    def script():
+        import streamlit as st
+
+        from disan.app import widgets
+        st.session_state["runs"] = st.session_state.get("runs", 0) + 1
+        st.markdown(str(widgets.kept("query", st.session_state.get("sentence", "a"), lambda: st.session_state["runs"])))
+        st.markdown(str(widgets.number(st, "Inputs", "n", 5, 50, 20)))
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert [m.value for m in at.markdown] == ["1", "20"]
+    at.run()
+    assert at.markdown[0].value == "1"  # the same sentence: the value chosen for it is kept
+    at.session_state["sentence"] = "b"
+    at.session_state["n"] = 500  # a kept value past the bound (another corpus's) comes back inside it
+    at.run()
+    assert [m.value for m in at.markdown] == ["3", "50"]
+
+
+@pytest.mark.quick
+def test_a_listed_checkpoint_is_keyed_by_its_folder_and_its_configs_time_and_says_whether_it_reads_pairs(
+        make_checkpoint):
+    from disan.app import models
+    from disan.inspect.catalog import list_checkpoints
+    one, two = make_checkpoint("classify", name="one"), make_checkpoint("pair", name="two")
+    listed = {e.name: e for e in list_checkpoints(one.parent)}
+    path, stamp = models.checkpoint_args(listed["one"])
+    assert path == str(listed["one"].directory) and stamp == (one / checkpoint.CONFIG).stat().st_mtime
+    os.utime(one / checkpoint.CONFIG, (stamp + 10, stamp + 10))  # a run saved a better model: another key
+    assert models.checkpoint_args(listed["one"])[1] == stamp + 10
+    assert not models.reads_pairs(listed["one"]) and models.reads_pairs(listed["two"])
+    assert models.default_checkpoint(list(listed.values())) in listed
+
+
+@pytest.mark.quick
+def test_a_pair_is_drawn_at_half_width_and_a_sentence_at_the_whole_page():
+    from disan.app import opening
+    assert opening.drawing_width(["sentence"]) == views.FULL
+    assert opening.drawing_width(["premise", "hypothesis"]) == views.HALF < views.FULL

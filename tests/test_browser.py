@@ -273,3 +273,16 @@ def test_the_analysis_pages_render_in_chromium(url, page):
         assert page.locator(".js-plotly-plot").count() >= fewest, title
         assert page.locator(".js-plotly-plot b").count() == 0, title  # the sentence's HTML is never rendered
         page.screenshot(path=str(SHOTS / f"{slug}.png"), full_page=True)
+
+
+@pytest.mark.quick
+def test_the_harness_sentences_have_the_length_asked_and_their_marks_in_place():
+    from disan.data.text import check_text
+    from disan.tools import browser
+
+    for n in (1, 9, 40, 126):
+        assert len(check_text(browser.sentence(n))) == n
+    marked = check_text(browser.sentence(30, marks={0: "carousel", 29: "dogs"}))
+    assert marked[0] == "carousel" and marked[29] == "dogs"
+    shuffled = browser.sentence(30, seed=3)
+    assert shuffled != browser.sentence(30) and sorted(shuffled.split()) == sorted(browser.sentence(30).split())

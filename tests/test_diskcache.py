@@ -88,6 +88,7 @@ def test_every_analysis_result_round_trips_exactly(cache, make_checkpoint):
     assert_same(mixed, diskcache.fetch("mixed"))
 
 
+@pytest.mark.quick
 def test_nothing_but_data_is_stored(cache):
     with pytest.raises(TypeError, match="cannot be stored"):
         diskcache.store("code", {"f": print})

@@ -1,7 +1,9 @@
 """Analyses over growing samples (disan.analyses.progressive, disan.app.runner): the schedule, the
 nested samples, and pages whose final figures are those of the direct computation over the whole corpus,
 drawn again from disk after a restart without computing anything or loading the model."""
+import dataclasses
 import json
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -10,7 +12,9 @@ import streamlit as st
 
 import disan
 from disan.app import models as app_models
+from disan.app import runner
 from disan.analyses import atlas, progressive
+from disan.analyses.protocol import Analysis
 from disan.analyses import attribution, casestudy, corpus
 from disan.render import atlas as atlas_render
 from disan.render import casestudy as case_render
@@ -146,3 +150,56 @@ def test_pages_refine_to_the_direct_result_and_read_it_from_disk_after_a_restart
         assert bool(loads) == (page == PAGES["attribution"]), page
     # the corpus's word list, read back without classifying its words again
     assert visit(again, PAGES["corpus"]).selectbox(key="_corpus-word").options == words
+
+
+@dataclasses.dataclass(frozen=True)
+class SquaresAnalysis(Analysis):
+    """A toy additive analysis: the sum of the squares of the items of a sample, and how many there were."""
+    items: tuple
+    name: ClassVar[str] = "squares"
+    additive: ClassVar[bool] = True
+
+    def total(self) -> int:
+        return len(self.items)
+
+    def settings(self) -> dict:
+        return {"items": list(self.items)}
+
+    def part(self, pipe, places):
+        return (sum(self.items[i] ** 2 for i in places), len(places))
+
+    def join(self, parts):
+        return (sum(p[0] for p, _ in parts), sum(p[1] for p, _ in parts))
+
+    def finish(self, part, size):
+        return {"sum": part[0], "n": part[1], "of": self.sample_name("squares", size)}
+
+
+@pytest.mark.quick
+def test_an_additive_analysis_computes_a_sample_from_its_parts_and_the_whole_directly():
+    toy = SquaresAnalysis(tuple(range(1, 11)))
+    whole = toy.compute(None, 10)
+    assert whole == {"sum": sum(v * v for v in range(1, 11)), "n": 10, "of": "squares"}
+    # a stage's sample is nested in the next, and its result is computed from the items at its places
+    small, large = toy.places(4), toy.places(8)
+    assert set(small) <= set(large) and len(small) == 4
+    assert toy.compute(None, 4) == {"sum": sum(toy.items[i] ** 2 for i in small), "n": 4, "of": "squares [4 of 10]"}
+    # joined parts of disjoint samples are the part of their union
+    new = np.setdiff1d(large, small)
+    joined = toy.join([(toy.part(None, small), small), (toy.part(None, new), new)])
+    assert toy.finish(joined, 8) == toy.compute(None, 8)
+    with pytest.raises(NotImplementedError):  # an analysis that is not additive must say how it computes
+        Analysis().compute(None, 1)
+
+
+@pytest.mark.quick
+def test_a_result_key_names_the_model_the_analysis_its_settings_and_the_sample(make_checkpoint):
+    path = str(make_checkpoint("classify", name="m"))
+    other = str(make_checkpoint("classify", name="n", labels=["x", "y", "z", "w"]))
+    toy = SquaresAnalysis((1, 2, 3))
+    key = runner.key(toy, path)
+    assert key == runner.key(SquaresAnalysis((1, 2, 3)), path) == runner.key(toy, path, 3)
+    assert len({key, runner.key(toy, path, 2), runner.key(SquaresAnalysis((1, 2, 4)), path),
+                runner.key(toy, other)}) == 4
+    derived = runner.derived_key(key, "findings", resamples=10)
+    assert derived != runner.derived_key(key, "findings", resamples=20) != key
