@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 import disan
 from disan.app import links, traces
-from disan.app.drawing import TABLE_PX, column_widths
+from disan.app.drawing import PAGE_PX, layout, share
 from disan.data.text import MAX_TOKENS, check_text
 from disan.store import diskcache
 from disan.render import views
@@ -522,17 +522,54 @@ def test_runs_started_from_the_app_are_ignored_by_git_and_the_shipped_checkpoint
 
 
 @pytest.mark.quick
-def test_long_text_columns_share_a_bounded_width_so_the_last_column_stays_on_screen():
+def test_a_table_wider_than_the_page_wraps_its_long_texts_and_keeps_its_verdict_and_count_whole():
     claim = "backward, mean over features: a few words receive large attention from all others"
-    table = pd.DataFrame({"paper claim": [claim], "measured": ["Gini 0.464, uniform 0.463; Δ +0.001 [+0.001, +0.002]"],
-                          "holds?": ["yes, small"], "n": [2000]})
-    widths = column_widths(table)
-    assert set(widths) == {"paper claim", "measured"}  # the verdict and the count keep their own width
-    assert sum(w["width"] for w in widths.values()) + 100 * 3 <= TABLE_PX
-    assert column_widths(table[["holds?", "n"]]) == {}
+    measured = ("received ÷ uniform: content 1.234, stop 0.987; Δ +0.247 [+0.200, +0.300] (3 of 1000 resamples "
+                "lacked a class)")
+    table = pd.DataFrame({"holds?": ["yes, small", "no"], "paper claim": [claim, claim], "measured": [measured, "Gini"],
+                          "n": [2000, 2]})
+    config, row_height = layout(table)
+    widths = {c: v["width"] for c, v in config.items()}
+    assert sum(widths.values()) <= PAGE_PX < 818  # the main column at a 1280-px window
+    # widths in Chromium, Source Sans at 14 px, and a cell's padding of 8 px a side
+    yes_small, count, header, text_px = 57.3 + 16, 27.8 + 16, 146.4 + 16, 6.3  # the last: a character on average
+    assert widths["holds?"] >= yes_small and widths["n"] >= count  # whole
+    assert widths["measured"] < len(measured) * text_px < 2 * widths["measured"]  # wrapped over a few lines
+    assert row_height > 64  # Streamlit wraps text only in rows taller than 4 rem
+    config, row_height = layout(table[["holds?", "n"]])  # a table that fits: one line, each column as wide as it needs
+    assert row_height is None and config["holds?"]["width"] >= yes_small
     senses = pd.DataFrame({"sentences": ["1 and 2"], "other pairs below “glass”": ["75% of 20"]})
-    widths = column_widths(senses)  # short values under a longer header: as wide as the header
-    assert widths["other pairs below “glass”"]["width"] >= 25 * 7 > widths["sentences"]["width"]
+    config, _ = layout(senses)  # short values under a longer header: as wide as the header
+    assert config["other pairs below “glass”"]["width"] >= header > config["sentences"]["width"]
+    # a number too wide for a half-page panel's share is not wrapped: the drawing must split such a table
+    numbers = pd.DataFrame({f"share at distance {k} ÷ uniform": [0.5] for k in range(4)})
+    config, row_height = layout(numbers, share(2))
+    assert row_height is None and sum(v["width"] for v in config.values()) > share(2)
+
+
+@pytest.mark.quick
+def test_an_undefined_cell_shows_a_dash_and_its_column_says_why():
+    import pyarrow as pa
+    at = AppTest.from_string("""
+import numpy as np
+import pandas as pd
+import streamlit as st
+from disan.app.drawing import table
+from disan.render.tables import why_undefined
+profile = pd.DataFrame({"measure": ["last token share", "mean gate"], "this feature": [0.0, 0.4],
+                        "uniform": [0.0, None], "÷ uniform": [np.nan, np.nan], "note": ["kept", None]})
+table(st, why_undefined(profile, {"÷ uniform": "uniform attention gives it nothing to divide by"}))
+""", default_timeout=60).run()
+    assert not at.exception
+    proto = at.dataframe[0].proto
+    shown = pa.ipc.open_stream(proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert list(shown["÷ uniform"]) == ["—", "—"] and list(shown["uniform"]) == ["0.000", "—"]
+    assert shown["note"].iloc[1] == "—" and not shown.isin(["None", "nan", "NaN", "<NA>"]).any().any()
+    helps = {c: v.get("help") for c, v in json.loads(proto.columns).items()}
+    assert helps["÷ uniform"] == "—: uniform attention gives it nothing to divide by"
+    assert helps["uniform"].startswith("—: ") and helps["note"].startswith("—: ")  # no reason given: still one
+    assert helps["measure"] is None and helps["this feature"] is None  # nothing undefined: no tooltip
+    assert proto.placeholder == "—"  # what the grid draws for a missing value, which the Styler does not reach
 
 
 @pytest.mark.quick

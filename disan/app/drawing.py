@@ -7,7 +7,7 @@ import streamlit as st
 
 from disan.inspect.pipeline import SentenceTrace
 from disan.render import markup, views
-from disan.render.tables import trace_csv, trace_npz
+from disan.render.tables import UNDEFINED, trace_csv, trace_npz, undefined, undefined_value
 
 
 def chart(where, fig, key: str) -> None:
@@ -34,9 +34,7 @@ def draw(drawing: views.Drawing, where=st, prefix: str = "") -> None:
             elif isinstance(panel, views.Html):
                 place.html(panel.body)
             elif isinstance(panel, pd.DataFrame):
-                # a table keyed by position needs no index column; one labelled by sentence keeps it
-                place.dataframe(panel.style.format(precision=3), hide_index=isinstance(panel.index, pd.RangeIndex),
-                                column_config=column_widths(panel))
+                table(place, panel, share(len(row.panels)))
             else:
                 chart(place, panel, prefix + key)
 
@@ -55,26 +53,122 @@ def draw_with_room(drawing: views.Drawing, beside: set[str], where=st, prefix: s
     return room
 
 
-HEADER_CHAR_PX = 8  # a character of a table's bold 14 px header, with room to spare
+PAGE_PX = 810     # what a table may count on: the main column at a 1280-px window (818 px), less a margin
+EXPANDED_PX = PAGE_PX - 34  # in an expander, less its padding
+GAP_PX = 16       # between the panels of a row
+PAD_PX = 16       # a cell's padding, 8 px each side
+WRAP_MIN_PX = 120  # the narrowest a column of wrapped text gets
+LINE_PX = 20      # a wrapped line: 14-px text at the grid's line height of 1.4
+WRAPS_ABOVE = 64  # Streamlit wraps a table's text only in rows taller than 4 rem
+# The grid's font, Source Sans at 14 px: a character's width, measured in Chromium (each group at its widest, at
+# most 0.4 px over); any other character (another script's) at OTHER_PX
+GLYPH_PX = {c: px for chars, px in (
+    (" ", 2.8), ("ilI|',.:;j·", 3.7), ("!f()[]{}", 4.2), ("-", 4.4), ("t/\\r", 4.9), ("*?sz\"“”", 6.0),
+    ("xcτvy", 6.5), ("JYLFeké0123456789#$+<=>^_~−×÷≥≤±", 7.0), ("agVX", 7.2), ("ESTZA`hou", 7.6),
+    ("bnρdpqP", 7.9), ("CRKBΔ", 8.2), ("&DG", 8.6), ("UHNOQ", 9.3), ("wM", 10.2), ("W—", 11.2), ("%m@", 11.9),
+    ("…", 13.3)) for c in chars}
+OTHER_PX = 14
 
 
-TABLE_PX = 900  # the width a table may count on: the main column at a 1400-px window, with room to spare
+def text_px(text: str) -> float:
+    """The width of ``text`` in a table's cell, by :data:`GLYPH_PX`."""
+    return sum(GLYPH_PX.get(c, OTHER_PX) for c in text)
 
 
-def column_widths(table: pd.DataFrame, wide: int = 40) -> dict:
-    """Columns of long text (over ``wide`` characters) at widths that share :data:`TABLE_PX` with the others
-    (about 100 px each), instead of as wide as their text: otherwise a long column pushes the ones after it
-    (a verdict, a count) off the screen. The whole text shows on hover."""
-    long = [c for c in table.columns
-            if not pd.api.types.is_numeric_dtype(table[c]) and table[c].astype(str).str.len().max() > wide]
-    # a column of short values under a longer header ("other pairs below “glass”") as wide as the header,
-    # which the table would otherwise cut
-    headed = {c: st.column_config.Column(width=int(len(str(c)) * HEADER_CHAR_PX) + 32) for c in table.columns
-              if c not in long and len(table) and len(str(c)) > table[c].astype(str).str.len().max()}
-    if not long:
-        return headed
-    share = max(200, (TABLE_PX - 100 * (len(table.columns) + 1 - len(long))) // len(long))
-    return {**headed, **{c: st.column_config.Column(width=share) for c in long}}
+def share(panels: int) -> int:
+    """The pixels a table gets as one of ``panels`` side by side."""
+    return (PAGE_PX - GAP_PX * (panels - 1)) // panels
+
+
+def table(where, frame: pd.DataFrame, width: int = PAGE_PX, columns: list | None = None, **options) -> None:
+    """Draw a table by the one rule for tables: its deciding columns fit ``width`` without sideways scrolling
+    (:func:`layout`), numbers to 3 decimals, and an undefined value shown as :data:`~disan.render.tables.UNDEFINED`
+    with the column's tooltip saying why (:func:`disan.render.tables.undefined`). ``columns``: the ones
+    shown, in order (the others stay in the toolbar's column menu and the CSV); ``options`` go to
+    ``st.dataframe``."""
+    config, row_height = layout(frame if columns is None else frame[columns], width)
+    # the grid draws a missing value as its placeholder, whatever the Styler says
+    where.dataframe(frame.style.format(precision=3, na_rep=UNDEFINED), hide_index=positional(frame.index),
+                    column_config=config, column_order=columns, row_height=row_height, placeholder=UNDEFINED,
+                    **options)
+
+
+def positional(index: pd.Index) -> bool:
+    """Whether a table's rows are keyed by position (0, 1, ..., or the positions a filter kept), which needs
+    no index column, rather than labelled (by sentence, by rule), which keeps it."""
+    return isinstance(index, pd.RangeIndex) or index.name is None and pd.api.types.is_integer_dtype(index)
+
+
+def shown(frame: pd.DataFrame) -> dict[str, tuple[str, list[str], bool]]:
+    """Each column of a table as :func:`table` shows it, by its ``column_config`` key: its header, its cells
+    and whether it holds numbers; the index first, under ``_index``, where it is shown."""
+    def cells(values) -> list[str]:
+        floats = pd.api.types.is_float_dtype(values)
+        return [UNDEFINED if undefined_value(v) else f"{v:.3f}" if floats else str(v) for v in values]
+    out = {} if positional(frame.index) else {
+        "_index": (str(frame.index.name or ""), cells(frame.index), pd.api.types.is_numeric_dtype(frame.index))}
+    return out | {str(c): (str(c), cells(frame[c]), pd.api.types.is_numeric_dtype(frame[c])) for c in frame.columns}
+
+
+def lines(text: str, px: int) -> int:
+    """The lines ``text`` takes wrapped at word ends in a column ``px`` wide."""
+    room, count, line = px - PAD_PX, 1, ""
+    for word in text.split():
+        longer = f"{line} {word}" if line else word
+        if line and text_px(longer) > room:
+            count, line = count + 1, word
+        else:
+            line = longer
+    return count
+
+
+def shares(room: int, wanted: dict[str, int], least: dict[str, int]) -> dict[str, int]:
+    """``room`` pixels shared among columns in proportion to what they ``wanted``, each given at ``least``
+    its own least."""
+    out: dict[str, int] = {}
+    while wanted:
+        total = sum(wanted.values())
+        short = {c: least[c] for c, w in wanted.items() if room * w / total < least[c]}
+        if not short:
+            return out | {c: int(room * w / total) for c, w in wanted.items()}
+        out |= short
+        room -= sum(short.values())
+        wanted = {c: w for c, w in wanted.items() if c not in short}
+    return out
+
+
+def layout(frame: pd.DataFrame, width: int = PAGE_PX) -> tuple[dict, int | None]:
+    """The ``column_config`` and row height of :func:`table`: each column's width, and its tooltip where it
+    shows “—”.
+
+    Every column is as wide as its header and its longest cell (Streamlit's own sizing reads a sample of
+    the rows, and cut a verdict further down). Where that is wider than ``width``, the columns of text
+    wider than an even share of the room beside the others wrap instead: each gets a share of that room
+    in proportion to its text, at least its header and :data:`WRAP_MIN_PX`, and the rows are as tall as
+    the longest wrapped text needs. A table of numbers wider than ``width`` stays as wide: its drawing
+    must split it.
+    """
+    columns = shown(frame)
+    natural = {c: int(max(text_px(t) for t in [head, *cells])) + 1 + PAD_PX
+               for c, (head, cells, _) in columns.items()}
+    widths, wrapped = dict(natural), set()
+    if sum(natural.values()) > width:
+        # the columns of text wider than an even share of the room left beside the others wrap
+        wrapped = {c for c, (_, _, numbers) in columns.items() if not numbers}
+        while True:
+            room = width - sum(w for c, w in natural.items() if c not in wrapped)
+            narrow = {c for c in wrapped if natural[c] <= room / len(wrapped)}
+            if not narrow:
+                break
+            wrapped -= narrow
+        widths |= shares(room, {c: natural[c] for c in wrapped},
+                         {c: max(WRAP_MIN_PX, int(text_px(columns[c][0])) + 1 + PAD_PX) for c in wrapped})
+    reasons = undefined(frame)
+    config = {c: st.column_config.Column(width=int(widths[c]),
+                                         help=f"{UNDEFINED}: {reasons[c]}" if UNDEFINED in cells else None)
+              for c, (_, cells, _) in columns.items()}
+    needed = max([lines(t, widths[c]) for c in wrapped for t in columns[c][1]], default=1)
+    return config, max(WRAPS_ABOVE + 1, needed * LINE_PX + 12) if needed > 1 else None
 
 
 def downloads(sentence: SentenceTrace, key: str, where=st, role: str = "sentence") -> None:

@@ -25,6 +25,32 @@ def interval(value: float, low: float, high: float) -> str:
     return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
+UNDEFINED = "—"  # a table's cell whose value is not defined: a ratio to nothing, random against itself
+UNDEFINED_REASONS = "undefined"  # the key of a table's ``attrs`` that says why (:func:`why_undefined`)
+
+
+def undefined_value(value) -> bool:
+    """Whether a table's cell has no value (None, NaN, NA) or is :data:`UNDEFINED` already."""
+    if isinstance(value, str):
+        return value == UNDEFINED
+    return not isinstance(value, (list, tuple, np.ndarray)) and bool(pd.isna(value))
+
+
+def why_undefined(frame: pd.DataFrame, reasons: dict[str, str]) -> pd.DataFrame:
+    """A copy of a table that says, per column, why a cell of it may be :data:`UNDEFINED`; the app shows the
+    reason as the column's tooltip."""
+    out = frame.copy()
+    out.attrs[UNDEFINED_REASONS] = {**frame.attrs.get(UNDEFINED_REASONS, {}), **reasons}
+    return out
+
+
+def undefined(frame: pd.DataFrame) -> dict[str, str]:
+    """Why each column's undefined cells are so, by column name (``_index`` for the index): as
+    :func:`why_undefined` said, else that the value is not defined for that row."""
+    said = frame.attrs.get(UNDEFINED_REASONS, {})
+    return {str(c): said.get(c, "no value is defined for this row") for c in ["_index", *frame.columns]}
+
+
 def _array(x) -> np.ndarray | None:
     """A torch tensor (possibly on a GPU or requiring grad) or an array -> numpy; None stays None."""
     if x is None:
