@@ -1,10 +1,12 @@
 """What the Faithfulness page and ``viz.faithfulness`` draw of the checks of :mod:`disan.analyses.faithfulness`:
-erasure's bars and table with the explanations' agreement matrix, the interventions' table, the randomisation
-checks' bars and table, and plausibility's bars and table (:mod:`disan.analyses.plausibility`, also
-``viz.plausibility``), read from the results' fields; and the line of one input's reading that the Attention,
-Source2token and Attribution pages and ``viz.reading`` write under an explanation."""
+erasure's bars and its table per measure with the explanations' agreement matrix, the interventions' tables, the
+randomisation checks' bars and table, and plausibility's bars and table (:mod:`disan.analyses.plausibility`, also
+``viz.plausibility``), read from the results' fields, each table's verdict before the columns it is read from; and
+the line of one input's reading that the Attention, Source2token and Attribution pages and ``viz.reading`` write
+under an explanation."""
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,14 +14,31 @@ import pandas as pd
 
 from disan.render import charts, markup
 from disan.render.kinds import look_of
-from disan.render.tables import interval
+from disan.render.tables import UNDEFINED, interval, why_undefined
 from disan.render.views import Drawing, Row
+
+
+# an erasure measure's columns in the summary's table -> their headers on screen, the verdict first
+ERASURE_COLUMNS = {"{m}: verdict": "verdict", "{m} − random": "− random", "{m} (AOPC)": "AOPC"}
+# the interventions' table on screen: what the verdict reads first, the prediction flips in a table of their own
+CHANGE_COLUMNS = ["block", "intervention", "verdict", "− noise", "output change", "noise of that size"]
+FLIP_COLUMNS = ["block", "intervention", "flips", "noise flips"]
+ITSELF = "random against itself is no comparison"
+
+
+def erasure_tables(summary) -> dict[str, pd.DataFrame]:
+    """The erasure summary's table as one table per measure (comprehensiveness, sufficiency), each
+    explanation's verdict first: one table of both is wider than the page."""
+    return {m: why_undefined(summary.table[["explanation", *(c.format(m=m) for c in ERASURE_COLUMNS)]]
+                             .set_axis(["explanation", *ERASURE_COLUMNS.values()], axis=1),
+                             {"verdict": ITSELF, "− random": ITSELF})
+            for m in summary.random_spread}
 
 
 def erasure_drawing(summary, kind: str | None = None) -> Drawing:
     """Comprehensiveness and sufficiency (AOPC) of every explanation with intervals, random's among them,
-    and the table of differences from random with their verdicts (an erasure summary); ``kind``, the
-    model's, names the output followed."""
+    and per measure the table of differences from random with their verdicts (an erasure summary);
+    ``kind``, the model's, names the output followed."""
     measures = list(summary.random_spread)  # comprehensiveness, sufficiency
     bars = {m: {name: summary.estimates[name, m][0] for name in summary.table["explanation"]} for m in measures}
     spread = "; ".join(f"{m} {summary.random_spread[m]}" for m in measures)
@@ -31,7 +50,9 @@ def erasure_drawing(summary, kind: str | None = None) -> Drawing:
             "(sufficiency, lower is better)",
             f"{followed}; k = {', '.join(f'{k:.0%}' for k in summary.ks)} of the tokens, at least one. Random's "
             f"corpus AOPC over its {summary.random_draws} draws (mean [5th, 95th percentile]): {spread}."),
-        Row({"faith-erasure-table": summary.table}),
+        *(Row({f"faith-erasure-{m}": table}, caption=f"{m.capitalize()}: the verdict on the explanation minus "
+                                                      "random, then that difference and the AOPC, with intervals")
+          for m, table in erasure_tables(summary).items()),
         *agreement_rows(summary.agreement)])
 
 
@@ -76,14 +97,29 @@ def _bracket(e) -> str:
 
 
 def intervention_drawing(summary) -> Drawing:
-    """The interventions' table (an intervention summary): output change and flips per block and
-    intervention, against matched noise."""
-    return Drawing([Row({"faith-interventions": summary.table},
+    """The interventions' tables (an intervention summary): per block and intervention, the verdict on
+    the output change against matched noise, then the prediction flips."""
+    return Drawing([Row({"faith-interventions": summary.table[CHANGE_COLUMNS]},
                         f"Attention interventions over {summary.sentences} inputs",
                         "P replaced by uniform attention over the same keys, or permuted among them "
                         f"({summary.permutation_draws} draws); the output change is the total variation distance "
                         "of the class distributions (|Δ score| for relatedness). Noise: Gaussian noise on the word "
-                        "vectors that moves the block's output by the same L2 distance.")])
+                        "vectors that moves the block's output by the same L2 distance."),
+                    Row({"faith-interventions-flips": summary.table[FLIP_COLUMNS]},
+                        caption="The share of inputs whose prediction changes, under the intervention and under "
+                                "the noise")])
+
+
+def agreement_table(result) -> pd.DataFrame:
+    """A randomisation check's mean ρ per explanation (rows) and stage (columns), to 2 decimals with its
+    interval: five stages of 3-decimal intervals are wider than the page."""
+    table: dict = {}
+    for (stage, name), e in result.estimates.items():
+        table.setdefault(stage, {})[name] = (f"{e.value:.2f} [{e.low:.2f}, {e.high:.2f}]" if math.isfinite(e.value)
+                                             else UNDEFINED)
+    return why_undefined(pd.DataFrame(table).rename_axis("explanation").reset_index(),
+                         {stage: "ρ is undefined on every input: the explanation gives all its tokens one score"
+                          for stage in table})
 
 
 def agreement_drawing(result, title: str) -> Drawing:
@@ -96,7 +132,9 @@ def agreement_drawing(result, title: str) -> Drawing:
                                                                                    "model", reference=0.0)},
                         title, "An explanation that keeps its ranking when the model it explains is destroyed "
                                "does not explain that model: ρ near 1 is the failure."),
-                    Row({"faith-agreement-table": result.table})])
+                    Row({"faith-agreement-table": agreement_table(result)},
+                        caption="Mean ρ [95% interval] per explanation, after each stage")])
+
 
 
 PLAUSIBILITY_COLUMNS = {"ap": "average precision", "null": "random scores (null)", "difference": "AP − random"}
