@@ -4,7 +4,7 @@ import streamlit as st
 from disan.app import analyses as glue
 from disan.app import links, runner
 from disan.app.models import checkpoint_args, current_checkpoint, entry_pipeline
-from disan.app.drawing import draw
+from disan.app.drawing import EXPANDED_PX, draw, table
 from disan.app.widgets import number, persistent, setting
 from disan.analyses import atlas
 from disan.analyses import corpus
@@ -69,7 +69,9 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
     st.download_button("The table as CSV", atlas.export_csv(result), f"feature-atlas-{entry.name}.csv", "text/csv",
                        key="atlas-csv")
     with st.expander("The table: one row per block and feature"):
-        st.dataframe(rows, hide_index=True)
+        # what tells the features apart and the measure they are sorted by; the others in the toolbar's
+        # column menu and the CSV above
+        table(st, rows, EXPANDED_PX, ["block", "feature", "kind", order_by, "summary"])
 
     st.subheader("Search")
     query = persistent(st.text_input, "Features that attend most to a word or a word class", "atlas-search",
@@ -77,7 +79,9 @@ def features(result: atlas.Atlas, sample: corpus.Corpus) -> None:
                        help=f"words separated by spaces or commas (pooled), or a class: {', '.join(atlas.CLASSES)}")
     if query.strip():
         try:
-            st.dataframe(atlas.search(result, query), hide_index=True, key="atlas-search-table")
+            found = atlas.search(result, query)
+            # the type in the toolbar's column menu: beside the summary it leaves each no room
+            table(st, found, columns=[c for c in found.columns if c != "type"], key="atlas-search-table")
         except ValueError as e:
             st.info(str(e))
 

@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from disan.render import charts, figures, notebook
+from disan.render.tables import why_undefined
 from disan.render.views import Drawing, Row
 
 COLOURS = ("type", "block", "kind")  # what the map can be coloured by
@@ -52,7 +53,7 @@ def drawing(atlas, overview, colour: str = "type", selected: int | None = None) 
                f"×{rules['detector']:g} what uniform attention gives, or halfway to the most it can (1 ÷ the uniform "
                f"share) where that is less.")
     rows = [Row({"atlas-map": feature_map(atlas, overview, colour, selected)}),
-            Row({"atlas-kinds": overview.counts}, "Features per block that follow each rule", caption)]
+            Row({"atlas-kinds": rule_counts(overview.counts)}, "Features per block that follow each rule", caption)]
     if np.isfinite(overview.alike):
         a, b = atlas.blocks[:2]
         rows.append(Row({"atlas-mirroring": overview.mirror}, "Types per block",
@@ -65,13 +66,33 @@ def drawing(atlas, overview, colour: str = "type", selected: int | None = None) 
     return Drawing(rows)
 
 
+def rule_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """The tally of rules (per block: its features, then how many follow each rule) turned to a rule per
+    row and a block per column: a column per rule, under headers like “sentence-end detector”, is wider
+    than the page and cut the counts."""
+    return counts.T.rename(index={"features": "features in all"}).rename_axis("rule")
+
+
+# one feature's profile on screen: shorter headers than the atlas's, and why a cell is undefined
+PROFILE_HEADERS = {"uniform attention": "uniform"}
+PROFILE_UNDEFINED = {"uniform": "uniform attention has no fusion gate",
+                     "÷ uniform": "uniform attention gives this measure nothing to divide by: no query of this "
+                                  "block can attend that token (the forward block never attends the last token, "
+                                  "the backward block the first), or it has no gate"}
+
+
+def profile_table(profile: pd.DataFrame) -> pd.DataFrame:
+    """One feature's profile as drawn: beside uniform attention, with why a ratio is undefined."""
+    return why_undefined(profile.rename(columns=PROFILE_HEADERS), PROFILE_UNDEFINED)
+
+
 def explained(explanation) -> Drawing:
     """One feature explained: its profile, its top words, and its heatmap (lift over uniform) in the
     sentences where it is sharpest."""
     block, k = explanation.block, explanation.feature
     # titled by its own profile; its type, named after what most of its members do, is context
-    rows = [Row({"atlas-profile": explanation.profile}, f"{block} feature {k}: {kind_words(explanation.kind)}",
-                f"{explanation.summary}. {explanation.context}")]
+    rows = [Row({"atlas-profile": profile_table(explanation.profile)},
+                f"{block} feature {k}: {kind_words(explanation.kind)}", f"{explanation.summary}. {explanation.context}")]
     if explanation.top_words:
         rows[0].panels["atlas-top-words"] = pd.DataFrame(explanation.top_words, columns=["word", "lift"])
     for rank, (s, gain, tokens, probs, mask) in enumerate(zip(explanation.sentences, explanation.gains,
