@@ -665,7 +665,7 @@ def synthetic_study(stop_relative: float, content_relative: float, tau: float,
 
 def test_the_claims_table_says_whether_each_claim_holds():
     holds = claims(synthetic_study(0.5, 1.5, 0.1), resamples=200)
-    assert list(holds.columns) == ["paper claim", "measured", "null", "holds?", "n"]
+    assert list(holds.columns) == ["holds?", "paper claim", "measured", "null", "n"]
     assert list(holds["holds?"]) == ["yes"] * (len(holds) - 1) + ["yes: within the null"]
     fails = claims(synthetic_study(1.5, 0.5, 0.9), resamples=200)
     verdicts = dict(zip(fails["paper claim"], fails["holds?"]))

@@ -50,7 +50,7 @@ def test_every_analysis_page_draws_with_its_defaults(models):
         drawn = set(charts(at))
         assert keys <= drawn, (name, keys - drawn)
     claims = at.dataframe[0].value
-    assert list(claims.columns) == ["paper claim", "measured", "null", "holds?", "n"] and len(claims) == 9
+    assert list(claims.columns) == ["holds?", "paper claim", "measured", "null", "n"] and len(claims) == 9
 
 
 @pytest.mark.usefixtures("data_root")

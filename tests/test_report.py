@@ -121,7 +121,7 @@ def test_viz_analyses_return_their_panels(sst5, tmp_path):
     assert "cf-knockout-forward" in knocked and "cf-knockout-backward" not in knocked
     assert list(viz.attribution(sst5, text).figures) == ["attr-measures-0"]
     table = viz.case_study(sst5, [text, "The plot is dull and the acting is worse"], resamples=50)
-    assert list(table.columns) == ["paper claim", "measured", "null", "holds?", "n"]
+    assert list(table.columns) == ["holds?", "paper claim", "measured", "null", "n"]
     assert set(table["holds?"]) == {casestudy.TOO_FEW}  # two texts: measures, no verdict
     path = viz.report(sst5, text, tmp_path / "r.html")
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

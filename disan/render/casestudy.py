@@ -13,7 +13,7 @@ from disan.render.figures import STOP_CAPTION, token_bars
 from disan.render.tables import interval
 from disan.render.views import Drawing, Row
 
-COLUMNS = ["paper claim", "measured", "null", "holds?", "n"]
+COLUMNS = ["holds?", "paper claim", "measured", "null", "n"]  # the verdict first: the texts after it wrap
 # the stop-word claims, each on its per-token measure: (what the paper says, what is measured)
 RECEIVED = ("stop words get little attention", "received ÷ uniform")
 GATES = ("the fusion gate F is smaller for stop words", "gate")
@@ -58,7 +58,7 @@ def _directions_row(c) -> dict:
 
 
 def claims_table(found) -> pd.DataFrame:
-    """The table: paper claim | measured | null | holds? | n, one row per claim and DiSA block. Δ is
+    """The table: holds? | paper claim | measured | null | n, one row per claim and DiSA block. Δ is
     content minus stop words (model minus uniform for the Gini), with its 95% interval in brackets; the
     null column gives what the claim's null model gives (the 5-95% range of the shuffles for word
     classes; a 95% interval for the other nulls); "holds?" judges the measure against the null; n counts
