@@ -11,6 +11,12 @@ The boxes come from the DOM: each of plotly's SVG text elements (titles, subplot
 labels, colour-bar ticks, legend entries) as the quadrilateral its local bounding box makes on the screen, so
 that rotated tick labels are measured as drawn, not as their axis-aligned hull; the plot area and the traces
 come from plotly's own state on the figure's element.
+
+The tables are audited at a 1280-px window, on the pages that draw them for the 2-class model, sst5 and sick-e:
+no table scrolls sideways, no header or cell is cut, none shows None or nan, and a column that shows “—” says
+why in its tooltip. Streamlit draws a table on a canvas (glide data grid), so the columns, their widths, every
+cell's text and the grid's theme come from the grid's own React props, each text measured with the canvas's
+measureText in the grid's font; the tooltips from the column configuration the page sent.
 """
 import json
 import re
@@ -225,4 +231,121 @@ def test_no_text_of_a_figure_overlaps_or_is_clipped_and_every_figure_fits_the_mo
     # the matrix's cost, with pytest -s
     print(f"{model}: audited in {time.perf_counter() - started:.0f} s, of which Faithfulness "
           f"{spent['Faithfulness']:.0f} s")
+    assert not problems, "\n".join(problems)
+
+
+# ---------------------------------------------------------------- tables
+
+TABLE_VIEWPORT = {"width": 1280, "height": 900}
+TABLE_MODELS = ("two-class", "sst5", "sick-e")
+# the pages that draw tables, and the tabs whose tables show only when opened
+TABLE_PAGES = ("Faithfulness", "Feature atlas", "Case study", "Attribution", "Compare models", "Counterfactuals")
+SHOWN_ON_CLICK = {"Counterfactuals": ("Occlusion",)}
+
+# a table on the page: not in a closed expander, nor in a tab that is not open
+SHOWN = "d => d.offsetParent !== null && d.closest('details:not([open])') === null"
+# Every shown table's problems as strings: columns past the table's box (a sideways scroll), a header or a cell
+# wider than its column (a wrapped cell: more lines than its row holds), a cell that shows None or nan, and a
+# column that shows “—” with no tooltip.
+TABLES = """() => {
+  const none = /(^|[^\\w])(None|nan|NaN|NaT|<NA>)([^\\w]|$)/;
+  const ctx = document.createElement('canvas').getContext('2d');
+  const fiber = e => e[Object.keys(e).find(k => k.startsWith('__reactFiber'))];
+  const up = (f, test) => { while (f && !test(f.memoizedProps || {})) f = f.return; return f && f.memoizedProps; };
+  const problems = [];
+  [...document.querySelectorAll('[data-testid="stDataFrame"]')].filter(""" + SHOWN + """).forEach((df, t) => {
+    const grid = up(fiber(df.querySelector('canvas[data-testid="data-grid-canvas"]')),
+                    p => p.getCellContent && p.theme && p.columns);
+    const element = up(fiber(df), p => p.element && typeof p.element.columns === 'string');
+    const config = element && element.element.columns ? JSON.parse(element.element.columns) : {};
+    // what the grid draws for a missing value: the table's placeholder, "None" without one
+    const placeholder = element && element.element.placeholder != null ? element.element.placeholder : 'None';
+    const {columns, rows, rowHeight, theme} = grid;
+    const name = `table ${t + 1} (${columns.slice(0, 3).map(c => c.title).join(' | ')})`;
+    const pad = theme.cellHorizontalPadding, size = parseFloat(theme.baseFontStyle.split(' ').pop());
+    const measure = (text, font) => { ctx.font = `${font} ${theme.fontFamily}`; return ctx.measureText(text).width; };
+    // glide's wrapping: words onto lines no wider than the cell's room
+    const lines = (text, room) => text.split('\\n').reduce((n, para) => {
+      let line = '', count = 1;
+      for (const word of para.split(' ')) {
+        const longer = line ? line + ' ' + word : word;
+        if (line && measure(longer, theme.baseFontStyle) > room) { count++; line = word; } else line = longer;
+      }
+      return n + count;
+    }, 0);
+    const box = df.querySelector('.dvn-scroller').clientWidth;
+    let right = 0;
+    columns.forEach((c, i) => {
+      right += c.width;
+      if (right > box + 1)
+        problems.push(`${name}: "${c.title}" ends ${Math.round(right - box)} px past the ${box}-px table (a scroll)`);
+      if (measure(c.title, theme.headerFontStyle) + 2 * pad > c.width + 1)
+        problems.push(`${name}: the header "${c.title}" is cut`);
+      let cut = 0, example = '', dashes = 0;
+      for (let r = 0; r < rows; r++) {
+        const cell = grid.getCellContent([i, r]);
+        const text = cell.isMissingValue ? placeholder : String(cell.displayData ?? cell.data ?? '');
+        if (none.test(text)) problems.push(`${name}: "${c.title}" shows "${text}" in row ${r + 1}`);
+        if (text.trim() === '\u2014') dashes++;
+        const room = c.width - 2 * pad;
+        const fits = cell.allowWrapping
+          ? size + theme.lineHeight * size * (lines(text, room) - 1) + theme.cellVerticalPadding <= rowHeight
+          : measure(text, theme.baseFontStyle) <= room + 1;
+        if (!fits && !cut++) example = text;
+      }
+      if (cut) problems.push(`${name}: ${cut} of ${rows} cells of "${c.title}" are cut, as "${example}"`);
+      const said = config[c.id && c.id.startsWith('_index') ? '_index' : c.title] || {};
+      if (dashes && !said.help) problems.push(`${name}: "${c.title}" shows "\u2014" with no tooltip saying why`);
+    });
+  });
+  return problems;
+}"""
+
+
+def tables_drawn(page) -> None:
+    """Idle, every figure drawn, and every visible table's grid on its canvas."""
+    drawn(page)
+    page.wait_for_function(f"() => [...document.querySelectorAll('[data-testid=\"stDataFrame\"]')].filter({SHOWN})"
+                           ".every(d => d.querySelector('canvas[data-testid=\"data-grid-canvas\"]'))", timeout=60_000)
+
+
+@pytest.mark.parametrize("model", TABLE_MODELS)
+def test_every_table_fits_a_1280_px_window_uncut_and_says_why_a_value_is_undefined(app_page, model, checkpoints,
+                                                                                     data_root_or_none):
+    if not (checkpoints / model).is_dir():
+        pytest.skip(f"no {model} checkpoint")
+    url, first = app_page
+    page = first.context.browser.new_page(viewport=TABLE_VIEWPORT)
+    started = time.perf_counter()
+    problems = []
+    try:
+        page.goto(f"{url}/?model={model}")
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
+        drawn(page)
+        for title in TABLE_PAGES:
+            if title in NEEDS_DATA and data_root_or_none is None and model != "two-class":
+                continue
+            navigate(page, title)
+            if title == "Faithfulness":  # the fewest inputs that get a verdict: the widest cells
+                sample = page.locator('[data-testid="stNumberInput"]', has_text="Test inputs sampled").locator("input")
+                sample.fill(str(faithfulness.MIN_SENTENCES))
+                sample.press("Enter")
+            tables_drawn(page)
+            for summary in page.locator('[data-testid="stExpander"] summary').all():  # the Feature atlas's table
+                summary.click()
+            tables_drawn(page)
+            problems += [f"{model}, {title}: {p}" for p in page.evaluate(TABLES)]
+            for tab in SHOWN_ON_CLICK.get(title, ()):
+                page.get_by_role("tab", name=tab).click()
+                tables_drawn(page)
+                problems += [f"{model}, {title}, {tab}: {p}" for p in page.evaluate(TABLES)]
+            if title == "Faithfulness":
+                for tab, button in FAITHFULNESS_TABS:
+                    page.get_by_role("tab", name=tab).click()
+                    page.get_by_role("button", name=re.compile(f"^{re.escape(button)}")).click()
+                    tables_drawn(page)
+                    problems += [f"{model}, {title}, {tab}: {p}" for p in page.evaluate(TABLES)]
+    finally:
+        page.close()
+    print(f"{model}: tables audited in {time.perf_counter() - started:.0f} s")
     assert not problems, "\n".join(problems)
