@@ -936,12 +936,13 @@ def test_the_reading_links_to_the_faithfulness_page_until_its_result_is_kept_the
     link, = at.get("page_link")
     assert link.proto.page == "faithfulness"
     visit(at, "app_pages/faithfulness.py")
-    table = at.dataframe[0].value.set_index("explanation")
+    # the erasure tab's tables, a measure each (comprehensiveness, then sufficiency), the verdict first
+    comprehensiveness, sufficiency = (frame.value.set_index("explanation") for frame in at.dataframe[:2])
     visit(at, "app_pages/attention.py")
     lines = [texts([c]) for c in at.caption if "ranks highest" in c.value]
     for block, line in zip(("forward", "backward"), lines):
         name = f"{E.ATTENTION_LIFT} · {block}"
         assert line.startswith(name) and line.endswith(
-            f"Over 24 test inputs: comprehensiveness {table.loc[name, 'comprehensiveness: verdict']}, sufficiency "
-            f"{table.loc[name, 'sufficiency: verdict']}.")
+            f"Over 24 test inputs: comprehensiveness {comprehensiveness.loc[name, 'verdict']}, sufficiency "
+            f"{sufficiency.loc[name, 'verdict']}.")
     assert not at.get("page_link")
