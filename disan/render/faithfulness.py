@@ -57,13 +57,18 @@ def erasure_drawing(summary, kind: str | None = None) -> Drawing:
 
 
 def agreement_matrix(agreement) -> pd.DataFrame:
-    """An explanation agreement's matrix as a table: the mean tau of every two explanations (2 decimals, "—"
-    where undefined), then the null's, mean tau with random rankings, with its 95% interval."""
-    table = agreement.matrix[agreement.names].map(lambda v: "—" if np.isnan(v) else f"{v:+.2f}")
+    """An explanation agreement's matrix as a table: a row per explanation, numbered, and a column per explanation
+    by its number (under their names nine columns are wider than the page), the mean tau of every two (2 decimals,
+    "—" where undefined), then the null's, mean tau with random rankings, with its 95% interval."""
+    number = {name: str(k + 1) for k, name in enumerate(agreement.names)}
+    table = (agreement.matrix[agreement.names].map(lambda v: UNDEFINED if np.isnan(v) else f"{v:+.2f}")
+             .rename(columns=number, index=lambda name: f"{number[name]} · {name}"))
     null = null_of(agreement)
     table[f"{null} (null)"] = [interval(e.value, e.low, e.high) for e in
                                (agreement.estimates[name, null] for name in agreement.names)]
-    return table
+    # the explanations a column, which a table drawn without its index (the notebook's) keeps
+    return why_undefined(table.reset_index(), {n: "τ is undefined on every input: one of the two gives all its "
+                                                  "tokens one score" for n in number.values()})
 
 
 def null_of(agreement) -> str:
@@ -85,9 +90,9 @@ def agreement_rows(agreement) -> list[Row]:
                 "the inputs (95% bootstrap interval on hover). The scores rank as they stand, the one ranking rule "
                 "erasure removes tokens by: highest first, a signed explanation's evidence against the prediction "
                 "last, not folded into its size, so two explanations agree when they order the tokens alike, sign "
-                f"included; a token without a score is left out of its pairs. The column {null_of(agreement)}: the "
-                "τ with the "
-                "random rankings erasure draws of the same tokens, the null (near 0)."),
+                f"included; a token without a score is left out of its pairs. The columns are numbered as the rows; "
+                f"the column {null_of(agreement)}: the τ with the random rankings erasure draws of the same tokens, "
+                "the null (near 0)."),
             Row({"faith-explanations-tau-table": agreement_matrix(agreement)})]
 
 
@@ -138,6 +143,9 @@ def agreement_drawing(result, title: str) -> Drawing:
 
 
 PLAUSIBILITY_COLUMNS = {"ap": "average precision", "null": "random scores (null)", "difference": "AP − random"}
+# the plausibility table on the page: the verdict first; the sentences used and left out, the same for every
+# explanation, in the caption
+PLAUSIBILITY_SHOWN = ["explanation", "verdict", "AP − random", "average precision", "random scores (null)"]
 
 
 def plausibility_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +185,7 @@ def plausibility_drawing(result) -> Drawing:
             "since a word against the prediction is as much a reason a human marks), beside the same for random "
             "scores, the null. Means over the sentences with 95% bootstrap intervals"
             + (f"; {left} sentences where humans marked no token or every token are left out." if left else ".")),
-        Row({"faith-plausibility-table": plausibility_table(summary)})])
+        Row({"faith-plausibility-table": plausibility_table(summary)[PLAUSIBILITY_SHOWN]})])
 
 
 def reading_line(reading, kind: str, summary=None) -> str:

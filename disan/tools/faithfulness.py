@@ -133,7 +133,7 @@ def main(argv=None) -> int:
         print(plausibility_table(plausible.summary).to_string(index=False), file=sys.stderr)
     print(f"\nAgreement: mean Kendall's tau-b between explanations over {len(records)} inputs, the scores ranked as "
           f"they stand; {F.RANDOM}: with random rankings of the same tokens (the null):", file=sys.stderr)
-    print(agreement_matrix(summary.agreement).to_string(), file=sys.stderr)
+    print(agreement_matrix(summary.agreement).to_string(index=False), file=sys.stderr)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 
