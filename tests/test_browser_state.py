@@ -80,10 +80,12 @@ def test_each_side_of_a_pair_keeps_its_own_query_in_step_and_downloads_by_name(u
     page.goto(f"{url}/?model=sick-e&text=A+man+is+pouring+a+glass+of+tea&hypothesis=A+man+is+drinking+tea")
     wait_drawn(page, "query 4: a")  # each side's figures are drawn on their own: wait for both
     wait_drawn(page, "query 2: is")
+    wait_idle(page)  # the run goes on after the figures (the reading under them): read the pills once it ends
     assert highlighted(page) == [(4, "a"), (2, "is")] and queries(page) == {(4, "a"), (2, "is")}
     click_token(page, "tea", group=1)
     wait_drawn(page, "query 4: tea")
     wait_drawn(page, "query 4: a")
+    wait_idle(page)
     assert highlighted(page) == [(4, "a"), (4, "tea")] and queries(page) == {(4, "a"), (4, "tea")}
     for nth, side in enumerate(("premise", "hypothesis")):  # each side's trace downloads under its own name
         with page.expect_download(timeout=120_000) as download:
@@ -95,6 +97,7 @@ def test_each_side_of_a_pair_keeps_its_own_query_in_step_and_downloads_by_name(u
     box.press("Control+Enter")
     wait_drawn(page, "query 30: wet")
     wait_drawn(page, "query 4: tea")
+    wait_idle(page)
     assert highlighted(page) == [(30, "wet"), (4, "tea")] and queries(page) == {(30, "wet"), (4, "tea")}
     click_token(page, "tea", group=1)  # the highlighted token: nothing changes
     wait_idle(page)

@@ -32,13 +32,17 @@ HOSTILE = ["", " ", "\u200b", "word", "x" * 10_000, "x" * (MAX_CHARS + 1), "🙂
            "<img src=x onerror=alert(1)>", "**bold** _it_ [link](http://x) `code`", "$$x^2$$", "\ufeff\u202e reversed",
            "\U0001f600" * 50, "the " * 1000]
 
-# The documented refusals of check_text (disan/explore/pipeline.py), written out here so that a changed
+# The documented refusals of check_text (disan/data/text.py), written out here so that a changed
 # message fails the test: (pattern, limit); the number a pattern captures must exceed its limit.
 REFUSALS = [
     (r"the text is empty: type at least one word", None),
     (rf"the text has (?P<n>[\d,]+) characters; the limit is {MAX_CHARS:,}", MAX_CHARS),
     ((rf"the text has (?P<n>\d+) tokens; the limit is {MAX_TOKENS} "
       r"\(attention memory grows with the square of the length\)"), MAX_TOKENS),
+    (r"the text holds the control character U\+[0-9A-F]{4}( \([A-Z0-9 -]+\))? at character \d+, which no sentence "
+     r"has: remove it", None),
+    (r"the text holds an unpaired surrogate \(U\+D[89A-F][0-9A-F]{2}\) at character \d+, half of a character that "
+     r"UTF-8 cannot write: remove it", None),
 ]
 
 
