@@ -87,8 +87,7 @@ def run(analysis: Analysis, args: tuple[str, float], what: str, drawing: Callabl
         bar.progress((stage.number - 1) / stage.count,
                      f"{what}: stage {stage.number} of {stage.count}, {stage.size:,} of {total:,}…")
         if analysis.additive:
-            prior = before
-            compute = lambda size=stage.size, prior=prior: analysis.finish(part_of(analysis, args, size, prior), size)
+            compute = lambda size=stage.size, prior=before: analysis.finish(part_of(analysis, args, size, prior), size)
         else:
             compute = lambda size=stage.size: analysis.compute(load_pipeline(*args), size)
         if stage.final:
